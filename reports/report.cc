@@ -1,0 +1,275 @@
+#include "reports/report.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace vlasim {
+
+LatencyStats latency_stats(std::vector<double> v) {
+  LatencyStats s;
+  s.count = v.size();
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  auto rank = [&](double q) {
+    size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::min(v.size() - 1, k == 0 ? 0 : k - 1)];
+  };
+  s.p50 = rank(0.50);
+  s.p90 = rank(0.90);
+  s.p99 = rank(0.99);
+  s.max = v.back();
+  return s;
+}
+
+Report make_report(const Scenario& s, const Plan& p, const SimResult& r, const std::string& mode) {
+  Report rep;
+  rep.scenario = s.name;
+  rep.file = s.file;
+  rep.mode = mode;
+  rep.seed = s.seed;
+  rep.horizon_s = r.horizon;
+  rep.end_s = r.end_time;
+  rep.activations = r.activations;
+  rep.trace_truncated = r.trace_truncated;
+  std::vector<double> all;
+  size_t met = 0;
+  std::vector<std::vector<double>> lat(s.models.size());
+  std::vector<std::vector<std::vector<double>>> stage(s.models.size(),
+                                                      std::vector<std::vector<double>>(kStages));
+  std::vector<size_t> count(s.models.size(), 0), mmet(s.models.size(), 0);
+  for (const auto& q : r.requests) {
+    ++count[q.model];
+    if (q.met()) {
+      ++met;
+      ++mmet[q.model];
+    }
+    if (!q.finished()) continue;
+    all.push_back(q.latency());
+    lat[q.model].push_back(q.latency());
+    for (int st = 0; st < kStages; ++st)
+      if (q.stage_start[st] >= 0) stage[q.model][st].push_back(q.stage_latency[st]);
+  }
+  rep.requests = r.requests.size();
+  rep.finished = all.size();
+  rep.latency = latency_stats(all);
+  double horizon = r.horizon > 0 ? r.horizon : 1;
+  rep.throughput_hz = static_cast<double>(rep.finished) / horizon;
+  rep.deadline_attainment = rep.requests ? static_cast<double>(met) / static_cast<double>(rep.requests) : 1;
+  for (size_t m = 0; m < s.models.size(); ++m) {
+    ModelMetrics mm;
+    mm.name = s.models[m].name;
+    mm.card = s.models[m].card.name;
+    mm.requests = count[m];
+    mm.finished = lat[m].size();
+    mm.latency = latency_stats(lat[m]);
+    for (int st = 0; st < kStages; ++st) mm.stage[st] = latency_stats(stage[m][st]);
+    mm.throughput_hz = static_cast<double>(mm.finished) / horizon;
+    mm.deadline_attainment = count[m] ? static_cast<double>(mmet[m]) / static_cast<double>(count[m]) : 1;
+    mm.predicted_alone_s = p.models[m].alone_seconds;
+    mm.flops = p.models[m].graph.flops();
+    rep.models.push_back(mm);
+  }
+  double span = std::max(r.end_time, 1e-12);
+  for (int d = 0; d < p.domains; ++d) {
+    DeviceMetrics dm;
+    dm.name = p.domain_names[d];
+    const DomainStats& ds = r.domains.empty() ? DomainStats{} : r.domains[d];
+    dm.busy = ds.busy_seconds / span;
+    int device = -1;
+    for (const auto& u : p.units)
+      if (u.domain == d) {
+        device = u.device;
+        dm.units.emplace_back(u.name, r.units[&u - p.units.data()].busy_seconds / span);
+      }
+    if (device >= 0) {
+      const DeviceInstance& dev = s.devices[device];
+      dm.catalog = dev.spec.name;
+      dm.memory = p.memory[device];
+      for (size_t k = 0; k < ds.resource_usage.size(); ++k) {
+        std::string name;
+        if (dev.spec.type == DeviceType::Gpu) name = k == 0 ? "sm" : "memory_bw";
+        else if (k < dev.units.size()) name = "cores." + dev.units[k].name;
+        else name = "memory_bw.node" + std::to_string(k - dev.units.size());
+        dm.resources.emplace_back(name, ds.resource_usage[k] / span);
+      }
+    } else {
+      for (const auto& u : p.units)
+        if (u.domain == d) dm.catalog = s.links[u.link].spec.name;
+      if (!ds.resource_usage.empty()) dm.resources.emplace_back("bandwidth", ds.resource_usage[0] / span);
+    }
+    rep.devices.push_back(dm);
+  }
+  return rep;
+}
+
+namespace {
+using nlohmann::ordered_json;
+
+ordered_json to_json(const LatencyStats& s) {
+  return ordered_json{{"count", s.count}, {"mean_s", s.mean}, {"p50_s", s.p50},
+                      {"p90_s", s.p90},   {"p99_s", s.p99},   {"max_s", s.max}};
+}
+
+std::ofstream open_out(const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error(path + ": cannot open for writing");
+  return out;
+}
+}  // namespace
+
+void write_json(const Report& rep, const std::string& path) {
+  ordered_json j;
+  j["vlasim_report"] = 1;
+  j["scenario"] = rep.scenario;
+  j["file"] = rep.file;
+  j["mode"] = rep.mode;
+  j["seed"] = rep.seed;
+  j["horizon_s"] = rep.horizon_s;
+  j["end_s"] = rep.end_s;
+  j["requests"] = rep.requests;
+  j["finished"] = rep.finished;
+  j["latency"] = to_json(rep.latency);
+  j["throughput_hz"] = rep.throughput_hz;
+  j["deadline_attainment"] = rep.deadline_attainment;
+  j["models"] = ordered_json::array();
+  for (const auto& m : rep.models) {
+    ordered_json mj{{"name", m.name},
+                    {"card", m.card},
+                    {"requests", m.requests},
+                    {"finished", m.finished},
+                    {"flops_per_request", m.flops},
+                    {"predicted_alone_s", m.predicted_alone_s},
+                    {"latency", to_json(m.latency)},
+                    {"throughput_hz", m.throughput_hz},
+                    {"deadline_attainment", m.deadline_attainment}};
+    ordered_json st = ordered_json::object();
+    for (int k = 0; k < kStages; ++k)
+      if (m.stage[k].count) st[to_string(static_cast<Stage>(k))] = to_json(m.stage[k]);
+    mj["stages"] = st;
+    j["models"].push_back(mj);
+  }
+  j["devices"] = ordered_json::array();
+  for (const auto& d : rep.devices) {
+    ordered_json dj{{"name", d.name}, {"catalog", d.catalog}, {"busy", d.busy}};
+    ordered_json res = ordered_json::object();
+    for (auto& [k, v] : d.resources) res[k] = v;
+    dj["utilisation"] = res;
+    ordered_json units = ordered_json::object();
+    for (auto& [k, v] : d.units) units[k] = v;
+    dj["units_busy"] = units;
+    if (d.memory.capacity > 0)
+      dj["memory_bytes"] = ordered_json{{"peak", d.memory.total()},
+                                        {"weights", d.memory.weights},
+                                        {"kv_cache", d.memory.kv_cache},
+                                        {"activations", d.memory.activations},
+                                        {"runtime", d.memory.runtime},
+                                        {"reserved", d.memory.reserved},
+                                        {"capacity", d.memory.capacity}};
+    j["devices"].push_back(dj);
+  }
+  j["activations"] = rep.activations;
+  j["trace_truncated"] = rep.trace_truncated;
+  auto out = open_out(path);
+  out << j.dump(2) << '\n';
+}
+
+void write_requests_csv(const Scenario& s, const Plan& p, const SimResult& r, const std::string& path) {
+  auto out = open_out(path);
+  out << "request,model,stream,arrival_s,start_s,end_s,latency_s,deadline_s,met";
+  for (int k = 0; k < kStages; ++k) out << ',' << to_string(static_cast<Stage>(k)) << "_s";
+  out << '\n';
+  char buf[64];
+  auto num = [&](double v) {
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return std::string(buf);
+  };
+  for (const auto& q : r.requests) {
+    out << q.id << ',' << s.models[q.model].name << ',' << s.streams[q.stream].name << ','
+        << num(q.arrival) << ',' << (q.start >= 0 ? num(q.start) : "") << ','
+        << (q.finished() ? num(q.end) : "") << ',' << (q.finished() ? num(q.latency()) : "") << ','
+        << (q.deadline > 0 ? num(q.deadline) : "") << ',' << (q.met() ? 1 : 0);
+    for (int k = 0; k < kStages; ++k)
+      out << ',' << (q.stage_start[k] >= 0 ? num(q.stage_latency[k]) : "");
+    out << '\n';
+  }
+}
+
+void write_trace(const Scenario& s, const Plan& p, const SimResult& r, const std::string& path) {
+  // Chrome trace event format: one process per device or link, one thread per unit.
+  ordered_json events = ordered_json::array();
+  for (int d = 0; d < p.domains; ++d)
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", d},
+                      {"args", {{"name", p.domain_names[d]}}}});
+  for (size_t u = 0; u < p.units.size(); ++u)
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", p.units[u].domain},
+                      {"tid", u}, {"args", {{"name", p.units[u].name}}}});
+  for (const auto& e : r.trace) {
+    const Segment& seg = p.models[e.model].segments[e.segment];
+    const RequestRecord& q = r.requests[e.request];
+    events.push_back({{"name", s.models[e.model].name + " " + seg.label},
+                      {"cat", seg.transfer ? "transfer" : "compute"},
+                      {"ph", "X"},
+                      {"pid", p.units[e.unit].domain},
+                      {"tid", e.unit},
+                      {"ts", e.start * 1e6},
+                      {"dur", (e.end - e.start) * 1e6},
+                      {"args", {{"request", e.request}, {"stream", s.streams[q.stream].name}}}});
+  }
+  ordered_json j{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  auto out = open_out(path);
+  out << j.dump() << '\n';
+}
+
+std::string summary_text(const Report& rep) {
+  std::ostringstream os;
+  char buf[256];
+  auto ms = [](double s) { return s * 1e3; };
+  std::snprintf(buf, sizeof buf, "scenario %s (%s, seed %llu): %zu requests, %zu finished, %.2f s of arrivals\n",
+                rep.scenario.c_str(), rep.mode.c_str(), static_cast<unsigned long long>(rep.seed),
+                rep.requests, rep.finished, rep.horizon_s);
+  os << buf;
+  for (const auto& m : rep.models) {
+    std::snprintf(buf, sizeof buf,
+                  "\nmodel %s (card %s, %.1f GFLOP/request, %.2f ms alone)\n"
+                  "  latency ms: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n"
+                  "  throughput %.2f req/s   deadline attainment %.1f%%\n",
+                  m.name.c_str(), m.card.c_str(), m.flops / 1e9, ms(m.predicted_alone_s),
+                  ms(m.latency.mean), ms(m.latency.p50), ms(m.latency.p90), ms(m.latency.p99),
+                  ms(m.latency.max), m.throughput_hz, 100 * m.deadline_attainment);
+    os << buf;
+    for (int k = 0; k < kStages; ++k)
+      if (m.stage[k].count) {
+        std::snprintf(buf, sizeof buf, "  stage %-7s mean %.2f ms  p99 %.2f ms\n",
+                      to_string(static_cast<Stage>(k)), ms(m.stage[k].mean), ms(m.stage[k].p99));
+        os << buf;
+      }
+  }
+  os << "\ndevices:\n";
+  for (const auto& d : rep.devices) {
+    std::snprintf(buf, sizeof buf, "  %-14s %-22s busy %5.1f%%", d.name.c_str(), d.catalog.c_str(),
+                  100 * d.busy);
+    os << buf;
+    for (auto& [k, v] : d.resources) {
+      std::snprintf(buf, sizeof buf, "  %s %.1f%%", k.c_str(), 100 * v);
+      os << buf;
+    }
+    if (d.memory.capacity > 0 && d.memory.total() > 0) {
+      std::snprintf(buf, sizeof buf, "  memory %.2f / %.1f GB", d.memory.total() / 1e9,
+                    d.memory.capacity / 1e9);
+      os << buf;
+    }
+    os << '\n';
+  }
+  if (rep.trace_truncated) os << "\n(trace holds only the first executions; raise --trace-limit for more)\n";
+  return os.str();
+}
+
+}  // namespace vlasim

@@ -1,0 +1,123 @@
+// Configuration layer shared by every part of vlasim: precise configuration errors and a
+// checked view of YAML nodes that knows its file, line and key path.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vlasim {
+
+// A problem in user input (scenario, model card, catalog entry, profile, command line).
+// what() reads "FILE:LINE:COL: key 'a.b.c': message"; LINE and COL are 1-based and
+// omitted when unknown.
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(const std::string& file, int line, int column, const std::string& key,
+              const std::string& message);
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+  const std::string& key() const { return key_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string file_, key_, message_;
+  int line_;
+};
+
+// Joins names as "a, b, c" (used for "valid names are ..." messages).
+std::string join_names(const std::vector<std::string>& names);
+
+// A YAML node together with where it came from. Accessors throw ConfigError naming the
+// file, line and full key path of the offending value.
+class ConfigNode {
+ public:
+  ConfigNode() = default;
+  ConfigNode(YAML::Node node, std::shared_ptr<const std::string> file, std::string path);
+
+  // Parses a YAML file. Throws ConfigError if the file is missing or malformed.
+  static ConfigNode load_file(const std::string& path);
+  // Parses YAML text; `name` stands in for the file name in errors.
+  static ConfigNode load_string(const std::string& text, const std::string& name);
+
+  bool defined() const { return node_.IsDefined() && !node_.IsNull(); }
+  bool is_map() const { return node_.IsMap(); }
+  bool is_sequence() const { return node_.IsSequence(); }
+  bool is_scalar() const { return node_.IsScalar(); }
+  bool has(const std::string& key) const;
+
+  // The child under `key`; throws if missing. optional() returns an undefined node instead.
+  ConfigNode required(const std::string& key) const;
+  ConfigNode optional(const std::string& key) const;
+  // Elements of a sequence (throws if this is not a sequence).
+  std::vector<ConfigNode> items() const;
+  // (key, child) pairs of a map in file order (throws if this is not a map).
+  std::vector<std::pair<std::string, ConfigNode>> entries() const;
+  // Throws if this map has a key outside `allowed`, naming it and listing the allowed keys.
+  void check_keys(const std::vector<std::string>& allowed) const;
+
+  std::string as_string() const;
+  double as_double() const;
+  long long as_int() const;
+  bool as_bool() const;
+  std::vector<double> as_doubles() const;
+  std::vector<long long> as_ints() const;
+  std::vector<std::string> as_strings() const;
+
+  // Typed reads of a child with a default when it is absent.
+  std::string get_string(const std::string& key, const std::string& fallback) const;
+  double get_double(const std::string& key, double fallback) const;
+  long long get_int(const std::string& key, long long fallback) const;
+  bool get_bool(const std::string& key, bool fallback) const;
+  // Numeric reads with range checks: throws unless lo <= value (and value <= hi).
+  double get_positive(const std::string& key) const;   // required, > 0
+  double get_positive(const std::string& key, double fallback) const;
+  double get_nonneg(const std::string& key, double fallback) const;
+  long long get_count(const std::string& key, long long fallback, long long lo = 1,
+                      long long hi = (1LL << 40)) const;
+
+  // Throws a ConfigError located at this node.
+  [[noreturn]] void fail(const std::string& message) const;
+
+  const std::string& file() const { return *file_; }
+  const std::string& path() const { return path_; }
+  int line() const;  // 1-based, 0 when unknown
+  const YAML::Node& raw() const { return node_; }
+
+ private:
+  YAML::Node node_;
+  std::shared_ptr<const std::string> file_ = std::make_shared<const std::string>("<none>");
+  std::string path_;
+  int parent_line_ = 0, parent_col_ = 0;  // where the parent is, for missing keys
+};
+
+// Named parameters of a swappable part, as read from a scenario. A part declares its
+// parameters (ParamSpec); Params::check rejects undeclared names.
+struct ParamSpec {
+  std::string name;
+  std::string description;
+  std::string default_value;  // as text, "" when required
+};
+
+class Params {
+ public:
+  Params() = default;
+  explicit Params(ConfigNode node) : node_(std::move(node)) {}
+  // Throws ConfigError for a key not in `specs`, listing the valid parameter names.
+  void check(const std::vector<ParamSpec>& specs) const;
+  double get_double(const std::string& key, double fallback) const;
+  long long get_int(const std::string& key, long long fallback) const;
+  std::string get_string(const std::string& key, const std::string& fallback) const;
+  bool get_bool(const std::string& key, bool fallback) const;
+  const ConfigNode& node() const { return node_; }
+
+ private:
+  ConfigNode node_;
+};
+
+}  // namespace vlasim

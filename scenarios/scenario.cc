@@ -1,0 +1,355 @@
+#include "scenarios/scenario.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "scheduler/policy.h"
+
+namespace vlasim {
+
+int Scenario::device_index(const std::string& name) const {
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (devices[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+const LinkInstance* Scenario::link_between(const std::string& a, const std::string& b) const {
+  for (const auto& l : links)
+    if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return &l;
+  return nullptr;
+}
+
+double Scenario::arrivals_end() const {
+  double t = 0;
+  for (const auto& s : streams) t = std::max(t, s.start_s + s.duration_s);
+  return t;
+}
+
+namespace {
+
+std::vector<std::string> device_names(const Scenario& s) {
+  std::vector<std::string> out;
+  for (const auto& d : s.devices) out.push_back(d.name);
+  return out;
+}
+
+void check_name(const ConfigNode& n, const std::string& name) {
+  if (name.empty()) n.fail("name must not be empty");
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'))
+      n.fail("name '" + name + "' may hold only letters, digits, '_' and '-'");
+}
+
+std::vector<UnitDecl> parse_units(const ConfigNode& dn, DeviceInstance& d) {
+  std::vector<UnitDecl> units;
+  std::set<std::string> seen;
+  if (d.spec.type == DeviceType::Gpu) {
+    ConfigNode sn = dn.optional("streams");
+    if (!sn.defined()) return {UnitDecl{"s0", 1.0}};
+    for (auto& s : sn.items()) {
+      s.check_keys({"name", "sm_fraction", "sms"});
+      UnitDecl u;
+      u.name = s.required("name").as_string();
+      check_name(s.required("name"), u.name);
+      if (!seen.insert(u.name).second) s.required("name").fail("duplicate stream '" + u.name + "'");
+      if (s.has("sms") && s.has("sm_fraction")) s.fail("give either sms or sm_fraction, not both");
+      if (s.has("sms")) {
+        long long sms = s.get_count("sms", 0, 1, d.spec.sms);
+        if (sms % d.spec.sm_granularity != 0)
+          s.required("sms").fail("SM partitions on " + d.spec.name + " come in multiples of " +
+                                 std::to_string(d.spec.sm_granularity));
+        u.sm_fraction = static_cast<double>(sms) / d.spec.sms;
+      } else {
+        u.sm_fraction = s.get_positive("sm_fraction", 1.0);
+        if (u.sm_fraction > 1) s.required("sm_fraction").fail("must be at most 1");
+      }
+      units.push_back(u);
+    }
+    if (units.empty()) sn.fail("a GPU needs at least one stream");
+    if (static_cast<int>(units.size()) > d.spec.max_streams)
+      sn.fail("more streams than the device supports (" + std::to_string(d.spec.max_streams) + ")");
+    return units;
+  }
+  // CPU core groups.
+  int cores_per_node = d.spec.cores() / d.spec.numa_nodes;
+  ConfigNode gn = dn.optional("core_groups");
+  if (!gn.defined()) {
+    // One group per NUMA node, all its cores.
+    for (int n = 0; n < d.spec.numa_nodes; ++n)
+      units.push_back(UnitDecl{"g" + std::to_string(n), 1.0, cores_per_node, n * cores_per_node, n});
+    return units;
+  }
+  std::vector<int> next_core(d.spec.numa_nodes, 0);
+  for (auto& g : gn.items()) {
+    g.check_keys({"name", "cores", "node"});
+    UnitDecl u;
+    u.name = g.required("name").as_string();
+    check_name(g.required("name"), u.name);
+    if (!seen.insert(u.name).second) g.required("name").fail("duplicate core group '" + u.name + "'");
+    u.node = static_cast<int>(g.get_count("node", 0, 0, d.spec.numa_nodes - 1));
+    u.cores = static_cast<int>(g.get_count("cores", 0, 1, cores_per_node));
+    if (!g.has("cores")) g.required("cores");
+    if (next_core[u.node] + u.cores > cores_per_node)
+      g.required("cores").fail("core groups on node " + std::to_string(u.node) + " need " +
+                               std::to_string(next_core[u.node] + u.cores) + " cores; the node has " +
+                               std::to_string(cores_per_node));
+    u.first_core = u.node * cores_per_node + next_core[u.node];
+    next_core[u.node] += u.cores;
+    units.push_back(u);
+  }
+  if (units.empty()) gn.fail("a CPU needs at least one core group");
+  return units;
+}
+
+void parse_hardware(const ConfigNode& hw, const Catalog& catalog, Scenario& s) {
+  hw.check_keys({"devices", "links"});
+  for (auto& dn : hw.required("devices").items()) {
+    dn.check_keys({"name", "catalog", "count", "isa", "graph_capture", "streams", "core_groups",
+                   "reserved_gb"});
+    std::string base = dn.required("name").as_string();
+    check_name(dn.required("name"), base);
+    const DeviceSpec& spec = catalog.get(dn.required("catalog").as_string(), dn.required("catalog"));
+    if (spec.type == DeviceType::Link)
+      dn.required("catalog").fail("'" + spec.name + "' is a link; declare it under hardware.links");
+    long long count = dn.get_count("count", 1, 1, 4096);
+    for (long long i = 0; i < count; ++i) {
+      DeviceInstance d;
+      d.name = dn.has("count") ? base + std::to_string(i) : base;
+      if (s.device_index(d.name) >= 0) dn.required("name").fail("duplicate device '" + d.name + "'");
+      d.spec = spec;
+      d.line = dn.line();
+      d.reserved_bytes = dn.get_nonneg("reserved_gb", 0) * 1e9;
+      if (d.reserved_bytes >= spec.mem_bytes)
+        dn.required("reserved_gb").fail("reserves all of the device's memory");
+      if (spec.type == DeviceType::Cpu) {
+        if (dn.has("graph_capture")) dn.required("graph_capture").fail("only GPUs capture graphs");
+        d.isa = dn.get_string("isa", spec.default_isa);
+        if (!spec.isa.count(d.isa)) {
+          std::vector<std::string> names;
+          for (auto& [k, v] : spec.isa) names.push_back(k);
+          dn.required("isa").fail("unknown isa '" + d.isa + "' for " + spec.name +
+                                  "; valid names are: " + join_names(names));
+        }
+        d.spec.peak = spec.isa.at(d.isa);
+        d.spec.eff = spec.isa_efficiency.at(d.isa);
+        if (dn.has("streams")) dn.required("streams").fail("a CPU has core_groups, not streams");
+      } else {
+        if (dn.has("isa")) dn.required("isa").fail("only CPUs take an isa");
+        if (dn.has("core_groups")) dn.required("core_groups").fail("a GPU has streams, not core_groups");
+        d.graph_capture = dn.get_bool("graph_capture", false);
+      }
+      d.units = parse_units(dn, d);
+      s.devices.push_back(std::move(d));
+    }
+  }
+  if (s.devices.empty()) hw.required("devices").fail("at least one device is needed");
+  ConfigNode ln = hw.optional("links");
+  if (!ln.defined()) return;
+  for (auto& l : ln.items()) {
+    l.check_keys({"name", "catalog", "between", "memory"});
+    LinkInstance li;
+    li.name = l.get_string("name", "");
+    const DeviceSpec& spec = catalog.get(l.required("catalog").as_string(), l.required("catalog"));
+    if (spec.type != DeviceType::Link)
+      l.required("catalog").fail("'" + spec.name + "' is not a link");
+    li.spec = spec;
+    auto ends = l.required("between").as_strings();
+    if (ends.size() != 2 || ends[0] == ends[1])
+      l.required("between").fail("a link joins exactly two different devices");
+    for (auto& e : ends)
+      if (s.device_index(e) < 0)
+        l.required("between").fail("unknown device '" + e + "'; valid names are: " +
+                                   join_names(device_names(s)));
+    li.a = ends[0];
+    li.b = ends[1];
+    if (li.name.empty()) li.name = li.a + "-" + li.b;
+    if (s.link_between(li.a, li.b)) l.fail("devices " + li.a + " and " + li.b + " already have a link");
+    std::string mem = l.get_string("memory", "pinned");
+    if (mem != "pinned" && mem != "pageable")
+      l.required("memory").fail("unknown memory kind '" + mem + "'; valid names are: pinned, pageable");
+    li.pinned = mem == "pinned";
+    s.links.push_back(li);
+  }
+}
+
+RunShape parse_shape(const ConfigNode& m, const ModelCard& card) {
+  RunShape r = card.defaults;
+  r.views = static_cast<int>(m.get_count("views", r.views, 1, 64));
+  r.prompt = static_cast<int>(m.get_count("prompt", r.prompt, 0, 1 << 20));
+  r.chunk = static_cast<int>(m.get_count("chunk", r.chunk, 1, 1 << 20));
+  r.steps = static_cast<int>(m.get_count("steps", r.steps, 1, 100000));
+  r.batch = static_cast<int>(m.get_count("batch", r.batch, 1, 4096));
+  if (m.has("dtype")) {
+    ConfigNode d = m.required("dtype");
+    if (!parse_dtype(d.as_string(), &r.dtype))
+      d.fail("unknown dtype '" + d.as_string() + "'; valid names are: fp32, bf16, fp16, int8");
+  }
+  return r;
+}
+
+void parse_placement(const ConfigNode& pn, const Scenario& s, ModelInstance& mi) {
+  if (!pn.defined()) {
+    PlacementRule r;
+    r.device = s.devices.front().name;
+    r.where = mi.where;
+    for (Stage st : {Stage::Vision, Stage::Prefix, Stage::Action, Stage::Decode, Stage::Head}) {
+      r.stage = st;
+      mi.placement.push_back(r);
+    }
+    return;
+  }
+  for (auto& p : pn.items()) {
+    p.check_keys({"stage", "stages", "blocks", "device"});
+    std::vector<std::string> stages;
+    if (p.has("stage") == p.has("stages")) p.fail("give exactly one of stage or stages");
+    stages = p.has("stage") ? p.required("stage").as_strings() : p.required("stages").as_strings();
+    std::string dev = p.required("device").as_string();
+    std::string unit;
+    if (auto dot = dev.find('.'); dot != std::string::npos) {
+      unit = dev.substr(dot + 1);
+      dev = dev.substr(0, dot);
+    }
+    int di = s.device_index(dev);
+    if (di < 0)
+      p.required("device").fail("unknown device '" + dev + "'; valid names are: " +
+                                join_names(device_names(s)));
+    if (!unit.empty()) {
+      std::vector<std::string> units;
+      for (auto& u : s.devices[di].units) units.push_back(u.name);
+      if (std::find(units.begin(), units.end(), unit) == units.end())
+        p.required("device").fail("device '" + dev + "' has no unit '" + unit +
+                                  "'; valid names are: " + join_names(units));
+    }
+    for (auto& st : stages) {
+      PlacementRule r;
+      if (!parse_stage(st, &r.stage))
+        p.fail("unknown stage '" + st + "'; valid names are: vision, prefix, action, decode, head");
+      r.device = dev;
+      r.unit = unit;
+      r.where = p;
+      if (p.has("blocks")) {
+        if (stages.size() != 1) p.required("blocks").fail("blocks go with a single stage");
+        auto b = p.required("blocks").as_ints();
+        if (b.size() != 2 || b[0] < 0 || b[1] < b[0])
+          p.required("blocks").fail("expected [first, last] with 0 <= first <= last");
+        r.first_block = static_cast<int>(b[0]);
+        r.last_block = static_cast<int>(b[1]);
+      }
+      mi.placement.push_back(r);
+    }
+  }
+}
+
+PolicyDecl parse_policy(const ConfigNode& pol, const std::string& key, const std::string& fallback) {
+  PolicyDecl d;
+  ConfigNode n = pol.defined() ? pol.optional(key) : ConfigNode();
+  d.where = n.defined() ? n : pol;
+  if (!n.defined()) {
+    d.name = fallback;
+    return d;
+  }
+  if (n.is_scalar()) {
+    d.name = n.as_string();
+    return d;
+  }
+  n.check_keys({"name", "params"});
+  d.name = n.required("name").as_string();
+  d.where = n.required("name");
+  d.params = Params(n.optional("params"));
+  return d;
+}
+
+}  // namespace
+
+static Scenario parse_scenario(const ConfigNode& root, const std::string& catalog_dir,
+                               const std::string& cards_dir) {
+  Scenario s;
+  s.file = root.file();
+  if (!root.is_map()) root.fail("a scenario is a map");
+  root.check_keys({"name", "description", "seed", "hardware", "models", "workload", "policies",
+                   "drain_s"});
+  s.name = root.required("name").as_string();
+  s.description = root.get_string("description", "");
+  long long seed = root.get_int("seed", 1);
+  if (seed < 0) root.required("seed").fail("seed must not be negative");
+  s.seed = static_cast<uint64_t>(seed);
+  s.drain_s = root.get_positive("drain_s", 60);
+
+  Catalog catalog = Catalog::load_dir(catalog_dir);
+  parse_hardware(root.required("hardware"), catalog, s);
+
+  std::set<std::string> model_names;
+  for (auto& m : root.required("models").items()) {
+    m.check_keys({"name", "card", "views", "prompt", "chunk", "steps", "batch", "dtype",
+                  "placement"});
+    ModelInstance mi;
+    mi.where = m;
+    mi.card = find_card(cards_dir, m.required("card").as_string(), m.required("card"));
+    mi.name = m.get_string("name", mi.card.name);
+    check_name(m, mi.name);
+    if (!model_names.insert(mi.name).second)
+      m.fail("duplicate model instance '" + mi.name + "'; give each a distinct name");
+    mi.shape = parse_shape(m, mi.card);
+    parse_placement(m.optional("placement"), s, mi);
+    s.models.push_back(std::move(mi));
+  }
+  if (s.models.empty()) root.required("models").fail("at least one model is needed");
+
+  std::vector<std::string> mnames(model_names.begin(), model_names.end());
+  for (auto& w : root.required("workload").items()) {
+    w.check_keys({"name", "model", "rate_hz", "jitter_ms", "deadline_ms", "start_s",
+                  "duration_s", "count", "arrival"});
+    StreamDecl sd;
+    sd.where = w;
+    std::string mname = w.required("model").as_string();
+    sd.model = -1;
+    for (size_t i = 0; i < s.models.size(); ++i)
+      if (s.models[i].name == mname) sd.model = static_cast<int>(i);
+    if (sd.model < 0)
+      w.required("model").fail("unknown model '" + mname + "'; valid names are: " + join_names(mnames));
+    sd.rate_hz = w.get_positive("rate_hz");
+    sd.jitter_s = w.get_nonneg("jitter_ms", 0) * 1e-3;
+    if (sd.jitter_s * sd.rate_hz >= 0.5)
+      w.required("jitter_ms").fail("jitter must be under half the period");
+    sd.deadline_s = w.get_nonneg("deadline_ms", 0) * 1e-3;
+    sd.start_s = w.get_nonneg("start_s", 0);
+    sd.duration_s = w.get_positive("duration_s");
+    std::string arrival = w.get_string("arrival", "periodic");
+    if (arrival != "periodic" && arrival != "poisson")
+      w.required("arrival").fail("unknown arrival '" + arrival + "'; valid names are: periodic, poisson");
+    sd.poisson = arrival == "poisson";
+    long long count = w.get_count("count", 1, 1, 100000);
+    std::string base = w.get_string("name", mname);
+    for (long long i = 0; i < count; ++i) {
+      StreamDecl c = sd;
+      c.name = count > 1 ? base + std::to_string(i) : base;
+      s.streams.push_back(c);
+    }
+  }
+  if (s.streams.empty()) root.required("workload").fail("at least one stream is needed");
+
+  ConfigNode pol = root.optional("policies");
+  if (pol.defined()) pol.check_keys({"queue", "pipeline", "cost_model"});
+  s.queue = parse_policy(pol, "queue", "fifo");
+  s.pipeline = parse_policy(pol, "pipeline", "serial");
+  s.cost_model = parse_policy(pol, "cost_model", "roofline");
+  // Validate the policy names and parameters now, where the error can point at the file.
+  queue_policies().make(s.queue.name, s.queue.params, s.queue.where);
+  pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::string& catalog_dir,
+                       const std::string& cards_dir) {
+  return parse_scenario(ConfigNode::load_file(path), catalog_dir, cards_dir);
+}
+
+Scenario load_scenario_text(const std::string& text, const std::string& name,
+                            const std::string& catalog_dir, const std::string& cards_dir) {
+  ConfigNode root = ConfigNode::load_string(text, name);
+  if (!root.defined()) throw ConfigError(name, 0, 0, "", "scenario is empty");
+  return parse_scenario(root, catalog_dir, cards_dir);
+}
+
+}  // namespace vlasim

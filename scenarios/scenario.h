@@ -1,0 +1,103 @@
+// Scenarios: what to run (models, placement, workload, policies) on what hardware, read from
+// YAML and validated up front so that every later stage can trust it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/builder.h"
+#include "scenarios/config.h"
+#include "sim/hardware.h"
+
+namespace vlasim {
+
+// An execution unit of a device: a GPU stream (optionally limited to a share of the SMs) or
+// a CPU core group (disjoint cores on one NUMA node).
+struct UnitDecl {
+  std::string name;
+  double sm_fraction = 1.0;  // GPU: share of SMs this stream may use (green context / mask)
+  int cores = 0;             // CPU: cores in the group
+  int first_core = 0;        // CPU: first core index (groups are contiguous and disjoint)
+  int node = 0;              // CPU: NUMA node
+};
+
+struct DeviceInstance {
+  std::string name;
+  DeviceSpec spec;
+  std::string isa;            // CPU instruction-set stack in use
+  bool graph_capture = false; // GPU: kernels replayed from a CUDA Graph
+  double reserved_bytes = 0;  // memory taken by co-running software (not ours)
+  std::vector<UnitDecl> units;
+  int line = 0;
+};
+
+struct LinkInstance {
+  std::string name;
+  DeviceSpec spec;
+  std::string a, b;  // the two devices it joins; a -> b is "h2d" when a is a CPU
+  bool pinned = true;
+};
+
+// Which device unit runs a stage, or a range of its blocks.
+struct PlacementRule {
+  Stage stage = Stage::Prefix;
+  int first_block = -1, last_block = -1;  // inclusive; -1: the whole stage
+  std::string device;
+  std::string unit;  // "" = the device's first unit
+  ConfigNode where;
+};
+
+struct ModelInstance {
+  std::string name;
+  ModelCard card;
+  RunShape shape;
+  std::vector<PlacementRule> placement;  // later rules override earlier ones
+  ConfigNode where;
+};
+
+// A stream of requests (a camera or a robot): periodic or Poisson arrivals.
+struct StreamDecl {
+  std::string name;
+  int model = 0;             // index into Scenario::models
+  double rate_hz = 0;
+  double jitter_s = 0;       // periodic: uniform +-jitter on each arrival
+  double deadline_s = 0;     // relative; 0 = none
+  double start_s = 0;
+  double duration_s = 0;
+  bool poisson = false;
+  ConfigNode where;
+};
+
+struct PolicyDecl {
+  std::string name;
+  Params params;
+  ConfigNode where;
+};
+
+struct Scenario {
+  std::string name, description, file;
+  uint64_t seed = 1;
+  std::vector<DeviceInstance> devices;
+  std::vector<LinkInstance> links;
+  std::vector<ModelInstance> models;
+  std::vector<StreamDecl> streams;
+  PolicyDecl queue, pipeline, cost_model;
+  double drain_s = 60;  // simulated time allowed after the last arrival for queues to empty
+
+  // Index of the device called `name`, or -1.
+  int device_index(const std::string& name) const;
+  // Link joining devices a and b (either order), or nullptr.
+  const LinkInstance* link_between(const std::string& a, const std::string& b) const;
+  // Time of the last arrival of any stream.
+  double arrivals_end() const;
+};
+
+// Reads and validates a scenario. Catalog and cards come from the given directories.
+// Throws ConfigError (file, line, key; valid names when a name is unknown) on any problem.
+Scenario load_scenario(const std::string& path, const std::string& catalog_dir,
+                       const std::string& cards_dir);
+Scenario load_scenario_text(const std::string& text, const std::string& name,
+                            const std::string& catalog_dir, const std::string& cards_dir);
+
+}  // namespace vlasim

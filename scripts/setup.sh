@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages vlasim needs (idempotent: installs only what is missing),
+# then configures and builds into build/ (BUILD_DIR overrides). Safe to run again.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+pkgs=(cmake g++ make pkg-config libsystemc-dev libboost-graph-dev libyaml-cpp-dev libdnnl-dev
+      googletest libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev
+      nlohmann-json3-dev gnuplot-nox)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+build=${BUILD_DIR:-$here/build}
+mkdir -p "$build"
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DVLASIM_BUILD_TESTS=ON \
+      -DVLASIM_BUILD_BENCHMARKS=ON ${VLASIM_CMAKE_ARGS:-} > "$build/configure.log" 2>&1 \
+  || { cat "$build/configure.log"; exit 1; }
+cmake --build "$build" -j "$(nproc)"

@@ -1,0 +1,39 @@
+// Cost models: how long one operator takes on one execution unit when it runs alone, split
+// into the compute and memory time it needs. The simulator shares devices between concurrent
+// work from these figures. New models (e.g. a profiled, calibrated one) register by name.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "models/graph.h"
+#include "scenarios/registry.h"
+#include "scenarios/scenario.h"
+
+namespace vlasim {
+
+struct OpCost {
+  double seconds = 0;          // total, alone on the unit
+  double compute_seconds = 0;  // time the unit's compute would need at its achievable rate
+  double memory_seconds = 0;   // time the unit's memory traffic would need
+  double overhead_seconds = 0; // launch / dispatch overhead (part of seconds)
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // Cost of `op` on unit `unit` of `dev`. REQUIRES: op.kind != Transfer.
+  virtual OpCost op_cost(const Op& op, const DeviceInstance& dev, const UnitDecl& unit) const = 0;
+  // Cost of moving `bytes` over `link`, host-to-device when h2d.
+  virtual OpCost transfer_cost(double bytes, const LinkInstance& link, bool h2d) const = 0;
+};
+
+using CostModelRegistry = Registry<CostModel>;
+// Every built-in cost model ("roofline", ...).
+CostModelRegistry& cost_models();
+
+// Peak compute (FLOP/s) and memory bandwidth (B/s) available to one unit of a device.
+double unit_peak_flops(const DeviceInstance& dev, const UnitDecl& unit, const Op& op);
+double unit_bandwidth(const DeviceInstance& dev, const UnitDecl& unit);
+
+}  // namespace vlasim

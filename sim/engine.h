@@ -1,0 +1,78 @@
+// The discrete-event simulation of a plan (SystemC underneath): requests arrive from
+// workload streams, wait in per-unit queues ordered by the queue policy, are admitted by the
+// pipeline policy, and run their segments on units that share their device's compute and
+// memory bandwidth (max-min fair processor sharing).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "scenarios/scenario.h"
+#include "scheduler/policy.h"
+#include "sim/plan.h"
+
+namespace vlasim {
+
+constexpr int kStages = 5;
+
+// What happened to one request. Times in seconds of simulated time; end < 0 if it did not
+// finish before the simulation stopped.
+struct RequestRecord {
+  uint64_t id = 0;
+  int model = 0, stream = 0;
+  double arrival = 0, start = -1, end = -1;
+  double deadline = 0;                 // absolute; 0 when the stream has none
+  double stage_start[kStages] = {-1, -1, -1, -1, -1};  // a stage's first start, -1 if none
+  double stage_latency[kStages] = {};  // time from a stage's first start to its last end
+  bool finished() const { return end >= 0; }
+  double latency() const { return end - arrival; }
+  bool met() const { return finished() && (deadline <= 0 || end <= deadline + 1e-12); }
+};
+
+// One segment execution on one unit.
+struct TraceEvent {
+  int unit = 0;
+  double start = 0, end = 0;
+  uint64_t request = 0;
+  int model = 0, segment = 0;
+};
+
+struct UnitStats {
+  double busy_seconds = 0;  // time with a segment running
+  uint64_t segments = 0;
+};
+
+struct DomainStats {
+  double busy_seconds = 0;             // time with any unit running
+  std::vector<double> resource_usage;  // integral of resource use (resource-seconds)
+};
+
+struct SimResult {
+  std::vector<RequestRecord> requests;  // in arrival order
+  std::vector<TraceEvent> trace;        // the first SimOptions::trace_limit executions
+  bool trace_truncated = false;
+  std::vector<UnitStats> units;         // by Plan::units
+  std::vector<DomainStats> domains;     // by Plan domain
+  double end_time = 0;                  // simulated time when the last event happened
+  double horizon = 0;                   // arrivals end (throughput is measured over it)
+  uint64_t activations = 0;             // process activations (timed events handled)
+};
+
+struct SimOptions {
+  size_t trace_limit = 20000;
+  // Called now and then with the fraction of simulated time done (0..1).
+  std::function<void(double)> progress;
+};
+
+// Runs one simulation in a fresh SystemC context (several may run one after another in one
+// process; not concurrently). The same scenario, plan and seed give the same result.
+SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& options = {});
+
+// Activations per second of a bare SystemC method loop of `events` timed notifications, run
+// in a fresh context: the yardstick for the simulator's own event rate. Stores the number of
+// activations that ran in *handled when given.
+double bare_systemc_event_rate(uint64_t events, uint64_t* handled = nullptr);
+
+}  // namespace vlasim

@@ -1,0 +1,194 @@
+#include "sim/hardware.h"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace vlasim {
+
+const char* to_string(DeviceType t) {
+  switch (t) {
+    case DeviceType::Gpu: return "gpu";
+    case DeviceType::Cpu: return "cpu";
+    case DeviceType::Link: return "link";
+  }
+  return "?";
+}
+
+double PeakRates::matrix(DType t) const {
+  double v = 0;
+  switch (t) {
+    case DType::BF16: v = matrix_bf16; break;
+    case DType::F16: v = matrix_fp16 > 0 ? matrix_fp16 : matrix_bf16; break;
+    case DType::I8: v = matrix_int8 > 0 ? matrix_int8 : matrix_bf16; break;
+    case DType::F32: v = matrix_fp32; break;
+  }
+  return v > 0 ? v : matrix_fp32;
+}
+
+namespace {
+constexpr double kGB = 1e9, kMB = 1e6, kT = 1e12;
+
+Efficiency parse_efficiency(const ConfigNode& n, Efficiency e) {
+  if (!n.defined()) return e;
+  n.check_keys({"gemm_compute", "attention_compute", "vector_compute", "memory"});
+  auto frac = [&](const char* key, double fallback) {
+    ConfigNode c = n.optional(key);
+    if (!c.defined()) return fallback;
+    double v = c.as_double();
+    if (!(v > 0 && v <= 1)) c.fail("efficiency must be in (0, 1], got " + c.as_string());
+    return v;
+  };
+  e.gemm_compute = frac("gemm_compute", e.gemm_compute);
+  e.attention_compute = frac("attention_compute", e.attention_compute);
+  e.vector_compute = frac("vector_compute", e.vector_compute);
+  e.memory = frac("memory", e.memory);
+  return e;
+}
+
+DeviceType parse_type(const ConfigNode& n) {
+  std::string t = n.as_string();
+  if (t == "gpu") return DeviceType::Gpu;
+  if (t == "cpu") return DeviceType::Cpu;
+  if (t == "link") return DeviceType::Link;
+  n.fail("unknown device type '" + t + "'; valid names are: gpu, cpu, link");
+}
+}  // namespace
+
+DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
+  DeviceSpec d;
+  d.name = name;
+  if (!n.is_map()) n.fail("expected a map describing the device");
+  d.type = parse_type(n.required("type"));
+  d.description = n.get_string("description", name);
+  d.source = n.required("source").as_string();
+  d.tdp_w = n.get_nonneg("tdp_w", 0);
+  d.price_usd = n.get_nonneg("price_usd", 0);
+  const std::vector<std::string> common = {"type", "description", "source", "tdp_w", "price_usd",
+                                           "efficiency"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), common.begin(), common.end());
+    return extra;
+  };
+  switch (d.type) {
+    case DeviceType::Gpu: {
+      n.check_keys(with({"sms", "tflops_bf16", "tflops_fp16", "tflops_fp32", "tops_int8",
+                         "mem_gb", "bw_gbs", "l2_mb", "max_streams", "launch_us",
+                         "graph_launch_us", "context_gb", "sm_granularity"}));
+      d.sms = static_cast<int>(n.get_count("sms", 0, 1, 100000));
+      if (!n.has("sms")) n.required("sms");
+      d.peak.matrix_bf16 = n.get_positive("tflops_bf16") * kT;
+      d.peak.matrix_fp16 = n.get_positive("tflops_fp16", d.peak.matrix_bf16 / kT) * kT;
+      d.peak.vector_fp32 = n.get_positive("tflops_fp32") * kT;
+      d.peak.matrix_fp32 = d.peak.vector_fp32;
+      d.peak.matrix_int8 = n.get_positive("tops_int8", 2 * d.peak.matrix_bf16 / kT) * kT;
+      d.mem_bytes = n.get_positive("mem_gb") * kGB;
+      d.mem_bw = n.get_positive("bw_gbs") * kGB;
+      d.l2_bytes = n.get_nonneg("l2_mb", 0) * kMB;
+      d.max_streams = static_cast<int>(n.get_count("max_streams", 32, 1, 1024));
+      d.launch_s = n.get_nonneg("launch_us", 5) * 1e-6;
+      d.graph_launch_s = n.get_nonneg("graph_launch_us", 1) * 1e-6;
+      d.context_bytes = n.get_nonneg("context_gb", 0.5) * kGB;
+      d.sm_granularity = static_cast<int>(n.get_count("sm_granularity", 1, 1, d.sms));
+      d.eff = parse_efficiency(n.optional("efficiency"), Efficiency{});
+      break;
+    }
+    case DeviceType::Cpu: {
+      n.check_keys(with({"sockets", "cores_per_socket", "numa_nodes", "ghz", "isa",
+                         "default_isa", "bw_gbs_per_node", "core_bw_gbs", "mem_gb", "llc_mb",
+                         "op_overhead_us", "interconnect_gbs"}));
+      d.sockets = static_cast<int>(n.get_count("sockets", 1, 1, 64));
+      d.cores_per_socket = static_cast<int>(n.get_count("cores_per_socket", 0, 1, 4096));
+      if (!n.has("cores_per_socket")) n.required("cores_per_socket");
+      d.numa_nodes = static_cast<int>(n.get_count("numa_nodes", d.sockets, 1, 1024));
+      if (d.cores() % d.numa_nodes != 0)
+        n.required("numa_nodes").fail("cores (" + std::to_string(d.cores()) +
+                                      ") must divide evenly into NUMA nodes");
+      double ghz = n.get_positive("ghz");
+      d.mem_bw = n.get_positive("bw_gbs_per_node") * kGB;
+      d.core_bw = n.get_positive("core_bw_gbs", d.mem_bw / kGB) * kGB;
+      d.mem_bytes = n.get_positive("mem_gb") * kGB;
+      d.l2_bytes = n.get_nonneg("llc_mb", 0) * kMB;
+      d.op_overhead_s = n.get_nonneg("op_overhead_us", 2) * 1e-6;
+      d.interconnect_bw = n.get_positive("interconnect_gbs", d.mem_bw / kGB) * kGB;
+      d.eff = parse_efficiency(n.optional("efficiency"), Efficiency{});
+      ConfigNode isa = n.required("isa");
+      for (auto& [isa_name, in] : isa.entries()) {
+        in.check_keys({"matrix_bf16", "matrix_fp32", "matrix_int8", "vector_fp32", "efficiency"});
+        PeakRates p;
+        // Figures are FLOP per cycle per core.
+        p.vector_fp32 = in.get_positive("vector_fp32") * ghz * 1e9;
+        p.matrix_fp32 = in.get_positive("matrix_fp32", p.vector_fp32 / (ghz * 1e9)) * ghz * 1e9;
+        p.matrix_bf16 = in.get_positive("matrix_bf16", p.matrix_fp32 / (ghz * 1e9)) * ghz * 1e9;
+        p.matrix_fp16 = p.matrix_bf16;
+        p.matrix_int8 = in.get_positive("matrix_int8", 2 * p.matrix_bf16 / (ghz * 1e9)) * ghz * 1e9;
+        d.isa[isa_name] = p;
+        d.isa_efficiency[isa_name] = parse_efficiency(in.optional("efficiency"), d.eff);
+      }
+      if (d.isa.empty()) isa.fail("a CPU needs at least one instruction-set entry");
+      d.default_isa = n.get_string("default_isa", d.isa.begin()->first);
+      if (!d.isa.count(d.default_isa)) {
+        std::vector<std::string> names;
+        for (auto& [k, v] : d.isa) names.push_back(k);
+        n.required("default_isa").fail("unknown isa '" + d.default_isa +
+                                       "'; valid names are: " + join_names(names));
+      }
+      d.peak = d.isa.at(d.default_isa);
+      break;
+    }
+    case DeviceType::Link: {
+      n.check_keys(with({"h2d_gbs", "d2h_gbs", "h2d_pageable_gbs", "d2h_pageable_gbs",
+                         "latency_us"}));
+      d.h2d_bw = n.get_positive("h2d_gbs") * kGB;
+      d.d2h_bw = n.get_positive("d2h_gbs") * kGB;
+      d.h2d_bw_pageable = n.get_positive("h2d_pageable_gbs", d.h2d_bw / kGB) * kGB;
+      d.d2h_bw_pageable = n.get_positive("d2h_pageable_gbs", d.d2h_bw / kGB) * kGB;
+      d.latency_s = n.get_nonneg("latency_us", 5) * 1e-6;
+      break;
+    }
+  }
+  return d;
+}
+
+void Catalog::load_file(const std::string& path) {
+  ConfigNode root = ConfigNode::load_file(path);
+  for (auto& [name, node] : root.entries()) {
+    if (entries_.count(name)) node.fail("duplicate catalog entry '" + name + "'");
+    entries_[name] = parse_device_spec(name, node);
+  }
+}
+
+Catalog Catalog::load_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw ConfigError(dir, 0, 0, "", "catalog directory not found");
+  std::vector<std::string> files;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".yaml") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  Catalog c;
+  for (auto& f : files) c.load_file(f);
+  return c;
+}
+
+const DeviceSpec* Catalog::find(const std::string& name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+const DeviceSpec& Catalog::get(const std::string& name, const ConfigNode& where) const {
+  const DeviceSpec* d = find(name);
+  if (!d) where.fail("unknown catalog entry '" + name + "'; valid names are: " + join_names(names()));
+  return *d;
+}
+
+std::vector<std::string> Catalog::names() const {
+  std::vector<std::string> out;
+  for (auto& [k, v] : entries_) out.push_back(k);
+  return out;
+}
+
+std::string default_catalog_dir() {
+  if (const char* e = std::getenv("VLASIM_CATALOG")) return e;
+  return VLASIM_CATALOG_DIR;
+}
+
+}  // namespace vlasim

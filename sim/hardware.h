@@ -1,0 +1,99 @@
+// Hardware descriptions: catalog entries (sim/catalog/*.yaml) for GPUs, CPUs and links, with
+// the figures the cost model and the device models need. No SystemC here: the executors and
+// the scheduler read these too.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/graph.h"
+#include "scenarios/config.h"
+
+namespace vlasim {
+
+enum class DeviceType { Gpu, Cpu, Link };
+const char* to_string(DeviceType t);
+
+// Peak rates of one processing resource (a whole GPU, or one CPU core) in FLOP/s.
+struct PeakRates {
+  double matrix_bf16 = 0;  // tensor cores / AMX / AVX512-BF16 dot products
+  double matrix_fp16 = 0;
+  double matrix_fp32 = 0;  // TF32 off: fp32 GEMMs on vector units
+  double matrix_int8 = 0;
+  double vector_fp32 = 0;  // elementwise, norms, softmax
+  // Matrix rate for `t` (falls back to fp32 when a dtype has no figure).
+  double matrix(DType t) const;
+};
+
+// Fractions of peak that real kernels reach, by operator kind (roofline efficiency).
+struct Efficiency {
+  double gemm_compute = 0.75, attention_compute = 0.5, vector_compute = 0.5;
+  double memory = 0.8;
+};
+
+// A catalog entry. Fields not meaningful for a type stay 0.
+struct DeviceSpec {
+  std::string name;         // catalog key, e.g. "rtx4090"
+  std::string description;  // human-readable model name
+  std::string source;       // where the figures come from
+  DeviceType type = DeviceType::Gpu;
+
+  // GPU
+  int sms = 0;
+  PeakRates peak;              // whole GPU (GPU) or one core (CPU)
+  double mem_bytes = 0;        // capacity (GPU memory, or host DRAM)
+  double mem_bw = 0;           // bytes/s (GPU HBM/GDDR; CPU: per NUMA node)
+  double l2_bytes = 0;         // L2 (GPU) or LLC (CPU)
+  int max_streams = 32;        // concurrent streams that may share the GPU
+  double launch_s = 5e-6;      // per-kernel launch overhead without graph capture
+  double graph_launch_s = 1e-6;  // per-kernel overhead under CUDA Graph replay
+  double context_bytes = 0;    // runtime/context memory reserved on the device
+  int sm_granularity = 1;      // SM partitions come in multiples of this
+
+  // CPU
+  int sockets = 0, cores_per_socket = 0, numa_nodes = 0;
+  double core_bw = 0;          // bytes/s one core can pull from memory
+  double op_overhead_s = 0;    // per-operator dispatch overhead on CPU
+  double interconnect_bw = 0;  // bytes/s between NUMA nodes (UPI / Infinity Fabric)
+  // Per-core peak by instruction-set stack, e.g. "amx", "avx512", "avx2", "naive".
+  std::map<std::string, PeakRates> isa;
+  std::map<std::string, Efficiency> isa_efficiency;
+  std::string default_isa;
+
+  // Link (per direction)
+  double h2d_bw = 0, d2h_bw = 0;                  // pinned, bytes/s
+  double h2d_bw_pageable = 0, d2h_bw_pageable = 0;
+  double latency_s = 0;                           // per copy fixed cost
+
+  Efficiency eff;
+  double tdp_w = 0, price_usd = 0;
+
+  int cores() const { return sockets * cores_per_socket; }
+};
+
+// All catalog entries, by name.
+class Catalog {
+ public:
+  // Loads every *.yaml under `dir` (each a map name -> entry). Throws ConfigError on a bad
+  // entry (file, line, key) or a duplicate name.
+  static Catalog load_dir(const std::string& dir);
+  // Loads one catalog file into this catalog.
+  void load_file(const std::string& path);
+  // Throws ConfigError at `where`, listing the valid names, if there is no entry `name`.
+  const DeviceSpec& get(const std::string& name, const ConfigNode& where) const;
+  const DeviceSpec* find(const std::string& name) const;
+  std::vector<std::string> names() const;
+  const std::map<std::string, DeviceSpec>& entries() const { return entries_; }
+
+ private:
+  std::map<std::string, DeviceSpec> entries_;
+};
+
+// Parses one catalog entry. Throws ConfigError on a missing or impossible value.
+DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& node);
+
+// Directory of the shipped catalog (VLASIM_CATALOG overrides).
+std::string default_catalog_dir();
+
+}  // namespace vlasim

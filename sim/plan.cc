@@ -1,0 +1,259 @@
+#include "sim/plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace vlasim {
+
+namespace {
+
+std::string gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
+  return buf;
+}
+
+void add_units(const Scenario& s, Plan& p) {
+  for (size_t d = 0; d < s.devices.size(); ++d) {
+    const DeviceInstance& dev = s.devices[d];
+    int domain = p.domains++;
+    p.domain_names.push_back(dev.name);
+    if (dev.spec.type == DeviceType::Gpu) {
+      p.domain_resources.push_back(2);  // SMs, memory bandwidth
+      for (size_t u = 0; u < dev.units.size(); ++u) {
+        UnitInfo ui;
+        ui.name = dev.name + "." + dev.units[u].name;
+        ui.device = static_cast<int>(d);
+        ui.unit = static_cast<int>(u);
+        ui.type = DeviceType::Gpu;
+        ui.domain = domain;
+        ui.compute_resource = 0;
+        ui.memory_resource = 1;
+        ui.compute_share = dev.units[u].sm_fraction;
+        ui.memory_share = 1;
+        p.units.push_back(ui);
+      }
+    } else {
+      int groups = static_cast<int>(dev.units.size());
+      p.domain_resources.push_back(groups + dev.spec.numa_nodes);  // each group's cores, each node's DRAM
+      for (int u = 0; u < groups; ++u) {
+        UnitInfo ui;
+        ui.name = dev.name + "." + dev.units[u].name;
+        ui.device = static_cast<int>(d);
+        ui.unit = u;
+        ui.type = DeviceType::Cpu;
+        ui.domain = domain;
+        ui.compute_resource = u;
+        ui.memory_resource = groups + dev.units[u].node;
+        ui.compute_share = 1;
+        ui.memory_share = unit_bandwidth(dev, dev.units[u]) / dev.spec.mem_bw;
+        p.units.push_back(ui);
+      }
+    }
+  }
+  for (size_t l = 0; l < s.links.size(); ++l) {
+    for (int dir = 0; dir < 2; ++dir) {
+      UnitInfo ui;
+      ui.name = s.links[l].name + (dir == 0 ? ".h2d" : ".d2h");
+      ui.link = static_cast<int>(l);
+      ui.unit = dir;
+      ui.type = DeviceType::Link;
+      ui.domain = p.domains++;
+      p.domain_names.push_back(ui.name);
+      p.domain_resources.push_back(1);
+      ui.compute_resource = 0;  // a link has one resource: its bandwidth
+      ui.memory_resource = 0;
+      p.units.push_back(ui);
+    }
+  }
+}
+
+int unit_index(const Plan& p, int device, const std::string& unit_name, const Scenario& s) {
+  const DeviceInstance& dev = s.devices[device];
+  int u = 0;
+  if (!unit_name.empty())
+    for (size_t i = 0; i < dev.units.size(); ++i)
+      if (dev.units[i].name == unit_name) u = static_cast<int>(i);
+  for (size_t i = 0; i < p.units.size(); ++i)
+    if (p.units[i].device == device && p.units[i].unit == u) return static_cast<int>(i);
+  return -1;
+}
+
+// The unit each op runs on. Ops outside blocks take the block of the nearest block op before
+// them in the same stage (or block 0 before any), so a block range carries its stem and tail.
+std::vector<int> assign_units(const OpGraph& g, const ModelInstance& mi, const Scenario& s,
+                              const Plan& p) {
+  std::vector<int> out(g.size(), -1);
+  std::map<Stage, int> last_block;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& op = g.op(static_cast<int>(i));
+    int block = op.block;
+    if (block < 0) block = last_block.count(op.stage) ? last_block[op.stage] : 0;
+    else last_block[op.stage] = block;
+    const PlacementRule* match = nullptr;
+    for (const auto& r : mi.placement)
+      if (r.stage == op.stage &&
+          (r.first_block < 0 || (block >= r.first_block && block <= r.last_block)))
+        match = &r;
+    if (!match) {
+      mi.where.fail("model '" + mi.name + "' has no placement for " + to_string(op.stage) +
+                    (op.block >= 0 ? " block " + std::to_string(op.block) : std::string()) +
+                    " (op " + op.name + ")");
+    }
+    out[i] = unit_index(p, s.device_index(match->device), match->unit, s);
+  }
+  // A block range that names blocks the model does not have is a mistake.
+  for (const auto& r : mi.placement)
+    if (r.first_block >= 0 && r.last_block >= g.blocks(r.stage))
+      r.where.fail(std::string("stage ") + to_string(r.stage) + " of model '" + mi.name +
+                   "' has " + std::to_string(g.blocks(r.stage)) + " blocks (0.." +
+                   std::to_string(g.blocks(r.stage) - 1) + ")");
+  return out;
+}
+
+void finish_segment(Segment& seg, const ModelPlan& mp) {
+  double compute = 0, memory = 0;
+  for (int id : seg.ops) {
+    const OpCost& c = mp.op_costs[id];
+    seg.seconds += c.seconds;
+    compute += c.compute_seconds;
+    memory += c.memory_seconds;
+    seg.stage_seconds[static_cast<int>(mp.graph.op(id).stage)] += c.seconds;
+  }
+  if (seg.seconds > 0) {
+    seg.compute_frac = compute / seg.seconds;
+    seg.memory_frac = memory / seg.seconds;
+  }
+  const Op& first = mp.graph.op(seg.ops.front());
+  const Op& last = mp.graph.op(seg.ops.back());
+  seg.label = to_string(first.stage);
+  if (last.stage != first.stage) seg.label += std::string("-") + to_string(last.stage);
+  else if (first.block >= 0 || last.block >= 0) {
+    int b0 = std::max(first.block, 0), b1 = std::max(last.block, b0);
+    seg.label += ".b" + std::to_string(b0) + "-" + std::to_string(b1);
+  }
+}
+
+}  // namespace
+
+Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>& in_flight) {
+  Plan p;
+  add_units(s, p);
+  p.memory.resize(s.devices.size());
+  for (size_t d = 0; d < s.devices.size(); ++d) {
+    p.memory[d].device = s.devices[d].name;
+    p.memory[d].capacity = s.devices[d].spec.mem_bytes;
+    p.memory[d].reserved = s.devices[d].reserved_bytes;
+  }
+  std::vector<bool> device_used(s.devices.size(), false);
+
+  for (size_t m = 0; m < s.models.size(); ++m) {
+    const ModelInstance& mi = s.models[m];
+    ModelPlan mp;
+    mp.model = static_cast<int>(m);
+    mp.graph = build_graph(mi.card, mi.shape);
+    const OpGraph& g = mp.graph;
+    mp.op_unit = assign_units(g, mi, s, p);
+    mp.op_costs.resize(g.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+      const UnitInfo& u = p.units[mp.op_unit[i]];
+      const DeviceInstance& dev = s.devices[u.device];
+      mp.op_costs[i] = cost.op_cost(g.op(static_cast<int>(i)), dev, dev.units[u.unit]);
+    }
+
+    // Segments: maximal runs of ops on one unit, with transfers where data changes device.
+    std::vector<int> op_device(g.size());
+    for (size_t i = 0; i < g.size(); ++i) op_device[i] = p.units[mp.op_unit[i]].device;
+    // Bytes already moved to a device, per source op, so each tensor crosses once.
+    std::set<std::pair<int, int>> moved;  // (source op, destination device)
+    for (size_t i = 0; i < g.size(); ++i) {
+      int unit = mp.op_unit[i];
+      if (mp.segments.empty() || mp.segments.back().transfer || mp.segments.back().unit != unit) {
+        // Inputs this new segment reads from other devices travel first.
+        std::map<int, double> incoming;  // source device -> bytes
+        for (size_t j = i; j < g.size() && mp.op_unit[j] == unit; ++j)
+          for (int pred : g.preds(static_cast<int>(j)))
+            if (op_device[pred] != op_device[j] && moved.insert({pred, op_device[j]}).second)
+              incoming[op_device[pred]] += g.edge_bytes(pred, static_cast<int>(j));
+        for (auto& [src, bytes] : incoming) {
+          const std::string& a = s.devices[src].name;
+          const std::string& b = s.devices[op_device[i]].name;
+          const LinkInstance* link = s.link_between(a, b);
+          if (!link)
+            mi.where.fail("model '" + mi.name + "' moves data from " + a + " to " + b +
+                          " but no link joins them; declare one under hardware.links");
+          int li = static_cast<int>(link - s.links.data());
+          // h2d: towards the GPU side (or from the link's first device to its second).
+          bool h2d = s.devices[src].spec.type == DeviceType::Cpu ||
+                     (s.devices[op_device[i]].spec.type != DeviceType::Cpu && link->a == a);
+          Segment t;
+          t.transfer = true;
+          t.bytes = bytes;
+          for (size_t k = 0; k < p.units.size(); ++k)
+            if (p.units[k].link == li && p.units[k].unit == (h2d ? 0 : 1)) t.unit = static_cast<int>(k);
+          OpCost c = cost.transfer_cost(bytes, *link, h2d);
+          t.seconds = c.seconds;
+          t.memory_frac = c.seconds > 0 ? c.memory_seconds / c.seconds : 0;
+          t.label = std::string(h2d ? "h2d " : "d2h ") + a + "->" + b;
+          mp.segments.push_back(t);
+        }
+        Segment seg;
+        seg.unit = unit;
+        mp.segments.push_back(seg);
+      }
+      mp.segments.back().ops.push_back(static_cast<int>(i));
+    }
+    int stages = 0, prev = -1;
+    for (auto& seg : mp.segments) {
+      if (!seg.transfer) finish_segment(seg, mp);
+      mp.alone_seconds += seg.seconds;
+      if (seg.unit != prev) ++stages;
+      prev = seg.unit;
+    }
+    mp.pipeline_stages = stages;
+
+    // Memory: unique weights, KV caches and the largest activation working set, per device.
+    int window = in_flight.empty() ? 1 : in_flight[m];
+    std::vector<std::set<std::string>> seen(s.devices.size());
+    std::vector<double> act_peak(s.devices.size(), 0);
+    for (size_t i = 0; i < g.size(); ++i) {
+      const Op& op = g.op(static_cast<int>(i));
+      int d = op_device[i];
+      device_used[d] = true;
+      DeviceMemory& mem = p.memory[d];
+      if (!op.weight_id.empty() && seen[d].insert(op.weight_id).second) mem.weights += op.weight_bytes;
+      if (op.kv_cache) mem.kv_cache += op.out_bytes * window;
+      double act = std::max(0.0, op.bytes_read + op.bytes_written - op.weight_bytes - op.kv_bytes);
+      act_peak[d] = std::max(act_peak[d], act);
+    }
+    for (size_t d = 0; d < s.devices.size(); ++d) p.memory[d].activations += act_peak[d] * window;
+    p.models.push_back(std::move(mp));
+  }
+
+  for (size_t d = 0; d < s.devices.size(); ++d) {
+    DeviceMemory& mem = p.memory[d];
+    if (device_used[d] && s.devices[d].spec.type == DeviceType::Gpu)
+      mem.runtime = s.devices[d].spec.context_bytes;
+    if (mem.total() > mem.capacity) {
+      // Point at the first model placed on this device.
+      ConfigNode where = s.models.front().where;
+      for (size_t m = 0; m < p.models.size(); ++m)
+        for (int u : p.models[m].op_unit)
+          if (p.units[u].device == static_cast<int>(d)) {
+            where = s.models[m].where;
+            goto found;
+          }
+    found:
+      where.fail("placement does not fit on " + mem.device + " (" + s.devices[d].spec.name +
+                 "): needs " + gb(mem.total()) + " (weights " + gb(mem.weights) + ", KV cache " +
+                 gb(mem.kv_cache) + ", activations " + gb(mem.activations) + ", runtime " +
+                 gb(mem.runtime) + ", reserved " + gb(mem.reserved) + ") but has " +
+                 gb(mem.capacity) + ": over by " + gb(mem.total() - mem.capacity));
+    }
+  }
+  return p;
+}
+
+}  // namespace vlasim

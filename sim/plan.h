@@ -1,0 +1,76 @@
+// Execution plans: a scenario's models cut into segments (maximal runs of operators on one
+// execution unit, plus the transfers between devices), each with its predicted cost, and the
+// memory each device needs. The simulator runs plans; the real runtime runs the same
+// segments on executors. No SystemC here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/graph.h"
+#include "scenarios/scenario.h"
+#include "sim/cost_model.h"
+
+namespace vlasim {
+
+// One execution unit of the run: a GPU stream, a CPU core group, or one direction of a link.
+struct UnitInfo {
+  std::string name;     // "gpu0.s0", "cpu0.g0", "pcie0.h2d"
+  int device = -1;      // index into Scenario::devices, or -1 for a link
+  int link = -1;        // index into Scenario::links, or -1
+  int unit = 0;         // index within the device's units
+  DeviceType type = DeviceType::Gpu;
+  // The sharing domain this unit belongs to (a device, or one link direction) and the
+  // resources it draws from within it.
+  int domain = 0;
+  int compute_resource = 0;  // resource index within the domain (SMs, or the group's cores)
+  int memory_resource = 1;   // resource index within the domain (HBM, or the NUMA node)
+  double compute_share = 1;  // fraction of the compute resource the unit may use
+  double memory_share = 1;   // fraction of the memory resource the unit may use
+};
+
+struct Segment {
+  int unit = 0;               // index into Plan::units
+  std::vector<int> ops;       // op ids in execution order; empty for a transfer
+  bool transfer = false;
+  double bytes = 0;           // transfer: bytes moved
+  std::string label;          // "vision", "prefix.b0-15", "h2d", ...
+  double seconds = 0;         // predicted time alone on its unit
+  double compute_frac = 0;    // share of the unit's compute resource used while alone
+  double memory_frac = 0;     // share of the unit's memory resource used while alone
+  double stage_seconds[5] = {0, 0, 0, 0, 0};  // alone-time split by Stage
+};
+
+struct ModelPlan {
+  int model = 0;
+  OpGraph graph;
+  std::vector<OpCost> op_costs;  // by op id (transfers excluded)
+  std::vector<int> op_unit;      // by op id
+  std::vector<Segment> segments;
+  int pipeline_stages = 1;       // distinct consecutive units visited
+  double alone_seconds = 0;      // sum of segment times (one request, no contention)
+};
+
+struct DeviceMemory {
+  std::string device;
+  double weights = 0, kv_cache = 0, activations = 0, runtime = 0, reserved = 0;
+  double capacity = 0;
+  double total() const { return weights + kv_cache + activations + runtime + reserved; }
+};
+
+struct Plan {
+  std::vector<UnitInfo> units;
+  int domains = 0;
+  std::vector<std::string> domain_names;
+  std::vector<int> domain_resources;  // resources per domain
+  std::vector<ModelPlan> models;
+  std::vector<DeviceMemory> memory;   // one per device
+};
+
+// Builds graphs, applies placements, costs every operator and checks memory. `in_flight`
+// gives, per model, how many requests may be in flight (their KV caches and activations
+// coexist). Throws ConfigError at the scenario's placement when an op has no placement, two
+// devices exchange data without a link, or a device's memory does not fit (saying by how much).
+Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>& in_flight);
+
+}  // namespace vlasim

@@ -1,0 +1,218 @@
+// Engine behaviour on hand-built plans: processor sharing, pipelines, policies, determinism.
+#include <gtest/gtest.h>
+
+#include "sim/engine.h"
+
+namespace vlasim {
+namespace {
+
+// A scenario and plan with one GPU (two streams) and one CPU core group, built by hand so
+// the engine is tested apart from models and cost models.
+struct Fixture {
+  Scenario s;
+  Plan p;
+
+  Fixture() {
+    DeviceInstance gpu;
+    gpu.name = "gpu0";
+    gpu.spec.type = DeviceType::Gpu;
+    gpu.units = {UnitDecl{"s0"}, UnitDecl{"s1"}};
+    DeviceInstance cpu;
+    cpu.name = "cpu0";
+    cpu.spec.type = DeviceType::Cpu;
+    cpu.spec.numa_nodes = 1;
+    cpu.units = {UnitDecl{"g0", 1.0, 1, 0, 0}};
+    s.devices = {gpu, cpu};
+    s.queue.name = "fifo";
+    s.pipeline.name = "serial";
+    s.drain_s = 100;
+    p.domains = 2;
+    p.domain_names = {"gpu0", "cpu0"};
+    p.domain_resources = {2, 2};
+    auto unit = [](std::string n, int dev, int u, DeviceType t, int dom) {
+      UnitInfo ui;
+      ui.name = n;
+      ui.device = dev;
+      ui.unit = u;
+      ui.type = t;
+      ui.domain = dom;
+      ui.compute_resource = 0;
+      ui.memory_resource = 1;
+      return ui;
+    };
+    p.units = {unit("gpu0.s0", 0, 0, DeviceType::Gpu, 0), unit("gpu0.s1", 0, 1, DeviceType::Gpu, 0),
+               unit("cpu0.g0", 1, 0, DeviceType::Cpu, 1)};
+  }
+
+  // Adds a model whose plan is the given segments: (unit, seconds, compute_frac, memory_frac).
+  int add_model(std::vector<std::tuple<int, double, double, double>> segs) {
+    ModelInstance mi;
+    mi.name = "m" + std::to_string(s.models.size());
+    s.models.push_back(mi);
+    ModelPlan mp;
+    mp.model = static_cast<int>(p.models.size());
+    int prev = -1;
+    for (auto [u, sec, c, m] : segs) {
+      Segment seg;
+      seg.unit = u;
+      seg.seconds = sec;
+      seg.compute_frac = c;
+      seg.memory_frac = m;
+      seg.stage_seconds[static_cast<int>(Stage::Prefix)] = sec;
+      seg.label = "seg";
+      mp.segments.push_back(seg);
+      mp.alone_seconds += sec;
+      if (u != prev) ++mp.pipeline_stages;
+      prev = u;
+    }
+    p.models.push_back(mp);
+    return mp.model;
+  }
+
+  void add_stream(int model, double rate, double duration, double start = 0, double deadline = 0) {
+    StreamDecl sd;
+    sd.name = "st" + std::to_string(s.streams.size());
+    sd.model = model;
+    sd.rate_hz = rate;
+    sd.duration_s = duration;
+    sd.start_s = start;
+    sd.deadline_s = deadline;
+    s.streams.push_back(sd);
+  }
+};
+
+TEST(Engine, SingleRequestTakesItsAloneTime) {
+  Fixture f;
+  int m = f.add_model({{0, 0.010, 1.0, 0.2}, {2, 0.005, 1.0, 0.1}});
+  f.add_stream(m, 1.0, 0.5);  // one arrival at t=0
+  SimResult r = simulate(f.s, f.p);
+  ASSERT_EQ(r.requests.size(), 1u);
+  EXPECT_NEAR(r.requests[0].latency(), 0.015, 1e-9);
+}
+
+TEST(Engine, TwoComputeBoundStreamsShareSmsAndTakeTwiceAsLong) {
+  Fixture f;
+  int a = f.add_model({{0, 0.010, 1.0, 0.1}});
+  int b = f.add_model({{1, 0.010, 1.0, 0.1}});
+  f.add_stream(a, 1.0, 0.5);
+  f.add_stream(b, 1.0, 0.5);
+  SimResult r = simulate(f.s, f.p);
+  ASSERT_EQ(r.requests.size(), 2u);
+  EXPECT_NEAR(r.requests[0].latency(), 0.020, 1e-9);
+  EXPECT_NEAR(r.requests[1].latency(), 0.020, 1e-9);
+}
+
+TEST(Engine, ComputeBoundAndMemoryBoundStreamsOverlap) {
+  // A (compute 1.0, memory 0.3) and B (compute 0.3, memory 1.0) both at full speed would
+  // need 1.3 of each resource: both run at 1/1.3 until one ends. Less than serial (20 ms).
+  Fixture f;
+  int a = f.add_model({{0, 0.010, 1.0, 0.3}});
+  int b = f.add_model({{1, 0.010, 0.3, 1.0}});
+  f.add_stream(a, 1.0, 0.5);
+  f.add_stream(b, 1.0, 0.5);
+  SimResult r = simulate(f.s, f.p);
+  EXPECT_NEAR(r.requests[0].latency(), 0.013, 1e-9);
+  EXPECT_NEAR(r.requests[1].latency(), 0.013, 1e-9);
+}
+
+TEST(Engine, SmLimitedStreamLeavesTheRestToTheOther) {
+  // With usage scaled by an SM share of 0.5 each, two compute-bound streams fit side by side.
+  Fixture f;
+  f.p.units[0].compute_share = 0.5;
+  f.p.units[1].compute_share = 0.5;
+  int a = f.add_model({{0, 0.010, 1.0, 0.0}});
+  int b = f.add_model({{1, 0.010, 1.0, 0.0}});
+  f.add_stream(a, 1.0, 0.5);
+  f.add_stream(b, 1.0, 0.5);
+  SimResult r = simulate(f.s, f.p);
+  EXPECT_NEAR(r.requests[0].latency(), 0.010, 1e-9);
+  EXPECT_NEAR(r.requests[1].latency(), 0.010, 1e-9);
+}
+
+TEST(Engine, AsyncPipelineThroughputIsSetBySlowerStage) {
+  // Stage A 10 ms on the GPU, stage B 8 ms on the CPU, frames every 5 ms (overload).
+  // Serial: one frame per 18 ms. Async: one per 10 ms.
+  auto run = [](const char* pipeline) {
+    Fixture f;
+    f.s.pipeline.name = pipeline;
+    int m = f.add_model({{0, 0.010, 1.0, 0.1}, {2, 0.008, 1.0, 0.1}});
+    f.add_stream(m, 200.0, 1.0);
+    f.s.drain_s = 0.001;  // stop soon after the last arrival
+    SimResult r = simulate(f.s, f.p);
+    size_t done = 0;
+    for (auto& q : r.requests) done += q.finished();
+    return static_cast<double>(done) / r.horizon;
+  };
+  double serial = run("serial"), async = run("async");
+  EXPECT_NEAR(serial, 1.0 / 0.018, 2.0);
+  EXPECT_NEAR(async, 1.0 / 0.010, 2.0);
+}
+
+TEST(Engine, EdfServesTheEarliestDeadlineFirst) {
+  // Requests of three models queue at one unit; the third arrives last with the tightest
+  // deadline: edf runs it before the second, fifo after (and it misses its deadline).
+  Fixture f;
+  f.s.queue.name = "edf";
+  int m0 = f.add_model({{0, 0.010, 1.0, 0.0}});
+  int m1 = f.add_model({{0, 0.010, 1.0, 0.0}});
+  int m2 = f.add_model({{0, 0.010, 1.0, 0.0}});
+  f.add_stream(m0, 1.0, 0.5, 0.000);
+  f.add_stream(m1, 1.0, 0.5, 0.001, 1.0);
+  f.add_stream(m2, 1.0, 0.5, 0.002, 0.020);
+  SimResult edf = simulate(f.s, f.p);
+  EXPECT_LT(edf.requests[2].end, edf.requests[1].end);
+  f.s.queue.name = "fifo";
+  SimResult fifo = simulate(f.s, f.p);
+  EXPECT_LT(fifo.requests[1].end, fifo.requests[2].end);
+  EXPECT_FALSE(fifo.requests[2].met());
+  EXPECT_TRUE(edf.requests[2].met());
+}
+
+TEST(Engine, SameSeedGivesIdenticalResults) {
+  auto run = [](uint64_t seed) {
+    Fixture f;
+    f.s.seed = seed;
+    int m = f.add_model({{0, 0.004, 1.0, 0.2}, {2, 0.003, 0.5, 0.5}});
+    f.add_stream(m, 100.0, 2.0);
+    f.s.streams[0].poisson = true;
+    SimResult r = simulate(f.s, f.p);
+    std::vector<double> v;
+    for (auto& q : r.requests) v.push_back(q.end);
+    return v;
+  };
+  EXPECT_EQ(run(7), run(7));
+  EXPECT_NE(run(7), run(8));
+}
+
+TEST(Engine, SeveralSimulationsRunInOneProcess) {
+  for (int i = 0; i < 3; ++i) {
+    Fixture f;
+    int m = f.add_model({{0, 0.001, 1.0, 0.0}});
+    f.add_stream(m, 100.0, 1.0);
+    SimResult r = simulate(f.s, f.p);
+    EXPECT_EQ(r.requests.size(), 100u);
+  }
+}
+
+TEST(Engine, UnfinishedRequestsAreReportedNotDropped) {
+  Fixture f;
+  int m = f.add_model({{0, 0.100, 1.0, 0.0}});
+  f.add_stream(m, 100.0, 1.0);  // 10x overload
+  f.s.drain_s = 0.01;
+  SimResult r = simulate(f.s, f.p);
+  EXPECT_EQ(r.requests.size(), 100u);
+  size_t done = 0;
+  for (auto& q : r.requests) done += q.finished();
+  EXPECT_GT(done, 5u);
+  EXPECT_LT(done, 15u);
+}
+
+TEST(Engine, BareLoopCountsEveryEvent) {
+  uint64_t count = 0;
+  double rate = bare_systemc_event_rate(20000, &count);
+  EXPECT_EQ(count, 20000u);
+  EXPECT_GT(rate, 0.0);
+}
+
+}  // namespace
+}  // namespace vlasim
