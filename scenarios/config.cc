@@ -41,7 +41,22 @@ std::string join_names(const std::vector<std::string>& names) {
 }
 
 ConfigNode::ConfigNode(YAML::Node node, std::shared_ptr<const std::string> file, std::string path)
-    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {}
+    // yaml-cpp hands out "zombie" nodes for missing keys; most accessors (assignment too)
+    // throw on them, so a missing child becomes a fresh undefined node.
+    : node_(node.IsDefined() ? node : YAML::Node(YAML::NodeType::Undefined)),
+      file_(std::move(file)),
+      path_(std::move(path)) {}
+
+ConfigNode& ConfigNode::operator=(const ConfigNode& o) {
+  if (this != &o) {
+    node_.reset(o.node_);
+    file_ = o.file_;
+    path_ = o.path_;
+    parent_line_ = o.parent_line_;
+    parent_col_ = o.parent_col_;
+  }
+  return *this;
+}
 
 static ConfigNode parse(const std::string& text, const std::string& name) {
   auto file = std::make_shared<const std::string>(name);

@@ -39,6 +39,10 @@ class ConfigNode {
  public:
   ConfigNode() = default;
   ConfigNode(YAML::Node node, std::shared_ptr<const std::string> file, std::string path);
+  ConfigNode(const ConfigNode&) = default;
+  // Rebinds to o's node. (YAML::Node's own assignment would overwrite the node it refers
+  // to inside the document, changing every other handle on it.)
+  ConfigNode& operator=(const ConfigNode& o);
 
   // Parses a YAML file. Throws ConfigError if the file is missing or malformed.
   static ConfigNode load_file(const std::string& path);

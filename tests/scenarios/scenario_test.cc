@@ -1,0 +1,156 @@
+// Scenarios end to end: broken files fail precisely, shipped files run, reports repeat.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "reports/report.h"
+#include "scenarios/scenario.h"
+#include "sim/cost_model.h"
+#include "sim/engine.h"
+#include "sim/plan.h"
+
+namespace fs = std::filesystem;
+
+namespace vlasim {
+namespace {
+
+const std::string kRoot = VLASIM_SOURCE_DIR;
+
+// Loads, plans and simulates a scenario file as `vlasim simulate` does.
+struct ScenarioRun {
+  Scenario s;
+  Plan plan;
+  SimResult result;
+};
+ScenarioRun run_file(const std::string& path, bool simulate_too = true) {
+  ScenarioRun r;
+  r.s = load_scenario(path, default_catalog_dir(), default_cards_dir());
+  auto cost = cost_models().make(r.s.cost_model.name, r.s.cost_model.params, r.s.cost_model.where);
+  r.plan = make_plan(r.s, *cost, std::vector<int>(r.s.models.size(), 1));
+  if (simulate_too) r.result = simulate(r.s, r.plan);
+  return r;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The "# expect-KEY: value" header lines of a broken scenario.
+std::map<std::string, std::string> expectations(const std::string& path) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(read(path));
+  std::string line;
+  while (std::getline(in, line) && line.rfind("# expect-", 0) == 0) {
+    auto colon = line.find(':');
+    out[line.substr(9, colon - 9)] = line.substr(colon + 2);
+  }
+  return out;
+}
+
+TEST(Scenario, EveryBrokenFileFailsWithFileLineAndKey) {
+  int checked = 0;
+  for (auto& e : fs::directory_iterator(kRoot + "/tests/data/broken_scenarios")) {
+    std::string path = e.path().string();
+    SCOPED_TRACE(path);
+    auto want = expectations(path);
+    try {
+      run_file(path, false);
+      ADD_FAILURE() << "accepted a broken scenario";
+    } catch (const ConfigError& err) {
+      std::string what = err.what();
+      EXPECT_EQ(err.file(), path) << what;
+      if (want.count("key")) EXPECT_EQ(err.key(), want["key"]) << what;
+      if (want.count("line")) EXPECT_EQ(err.line(), std::stoi(want["line"])) << what;
+      if (want.count("text")) EXPECT_NE(what.find(want["text"]), std::string::npos) << what;
+      if (want.count("key")) EXPECT_GT(err.line(), 0) << what;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 15);
+}
+
+TEST(Scenario, MemoryThatDoesNotFitSaysByHowMuch) {
+  try {
+    run_file(kRoot + "/tests/data/broken_scenarios/does_not_fit.yaml", false);
+    FAIL();
+  } catch (const ConfigError& e) {
+    std::string w = e.what();
+    EXPECT_NE(w.find("gpu0"), std::string::npos);
+    EXPECT_NE(w.find("needs"), std::string::npos);
+    EXPECT_NE(w.find("over by"), std::string::npos);
+  }
+}
+
+TEST(Scenario, EveryShippedScenarioLoadsAndSimulates) {
+  std::vector<std::string> files;
+  for (const char* dir : {"/scenarios", "/scenarios/systems"})
+    for (auto& e : fs::directory_iterator(kRoot + dir))
+      if (e.path().extension() == ".yaml") files.push_back(e.path().string());
+  ASSERT_GE(files.size(), 4u);
+  for (auto& f : files) {
+    SCOPED_TRACE(f);
+    ScenarioRun r = run_file(f);
+    size_t finished = 0;
+    for (auto& q : r.result.requests) finished += q.finished();
+    EXPECT_GT(r.result.requests.size(), 0u);
+    EXPECT_GT(finished, 0u);
+  }
+}
+
+TEST(Scenario, SameScenarioAndSeedGiveByteIdenticalJson) {
+  std::string dir = (fs::temp_directory_path() / "vlasim_determinism").string();
+  fs::create_directories(dir);
+  std::string a = dir + "/a.json", b = dir + "/b.json";
+  for (const std::string& out : {a, b}) {
+    ScenarioRun r = run_file(kRoot + "/scenarios/default.yaml");
+    write_json(make_report(r.s, r.plan, r.result, "simulate"), out);
+  }
+  EXPECT_EQ(read(a), read(b));
+  EXPECT_GT(read(a).size(), 500u);
+}
+
+TEST(Scenario, DifferentSeedsChangeJitteredArrivals) {
+  ScenarioRun r1 = run_file(kRoot + "/scenarios/default.yaml");
+  Scenario s2 = r1.s;
+  s2.seed = r1.s.seed + 1;
+  SimResult r2 = simulate(s2, r1.plan);
+  ASSERT_EQ(r1.result.requests.size(), r2.requests.size());
+  EXPECT_NE(r1.result.requests[1].arrival, r2.requests[1].arrival);
+}
+
+TEST(Scenario, ReportHasEveryMetric) {
+  ScenarioRun r = run_file(kRoot + "/scenarios/default.yaml");
+  Report rep = make_report(r.s, r.plan, r.result, "simulate");
+  ASSERT_EQ(rep.models.size(), 1u);
+  const ModelMetrics& m = rep.models[0];
+  EXPECT_GT(m.latency.p50, 0);
+  EXPECT_LE(m.latency.p50, m.latency.p90);
+  EXPECT_LE(m.latency.p90, m.latency.p99);
+  EXPECT_LE(m.latency.p99, m.latency.max);
+  EXPECT_GT(m.stage[static_cast<int>(Stage::Vision)].count, 0u);
+  EXPECT_GT(m.stage[static_cast<int>(Stage::Prefix)].count, 0u);
+  EXPECT_GT(m.stage[static_cast<int>(Stage::Action)].count, 0u);
+  EXPECT_GT(m.throughput_hz, 0);
+  ASSERT_FALSE(rep.devices.empty());
+  EXPECT_GT(rep.devices[0].busy, 0);
+  EXPECT_GT(rep.devices[0].memory.weights, 1e9);  // pi0 is ~3.3B parameters in bf16
+}
+
+TEST(LatencyStats, NearestRankPercentiles) {
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  LatencyStats s = latency_stats(v);
+  EXPECT_DOUBLE_EQ(s.p50, 50);
+  EXPECT_DOUBLE_EQ(s.p90, 90);
+  EXPECT_DOUBLE_EQ(s.p99, 99);
+  EXPECT_DOUBLE_EQ(s.max, 100);
+  EXPECT_DOUBLE_EQ(s.mean, 50.5);
+}
+
+}  // namespace
+}  // namespace vlasim
