@@ -7,6 +7,7 @@
 #include <cmath>
 #include <deque>
 #include <memory>
+#include <queue>
 #include <random>
 
 namespace vlasim {
@@ -81,37 +82,45 @@ class Domain : public sc_core::sc_module {
     last_ = t;
   }
   // Progressive filling: raise all unfrozen rates together until a resource saturates or a
-  // job reaches full speed; freeze those; repeat. Then schedule the next completion.
-  void resolve() {
-    std::vector<double> cap(resources_, 1.0);
-    std::vector<char> frozen(jobs_.size(), 0);
+  // job reaches full speed; freeze those; repeat.
+  void share() {
+    cap_.assign(resources_, 1.0);
+    frozen_.assign(jobs_.size(), 0);
     for (auto& j : jobs_) j.rate = 0;
     size_t left = jobs_.size();
     while (left > 0) {
-      std::vector<double> load(resources_, 0.0);
+      load_.assign(resources_, 0.0);
       for (size_t i = 0; i < jobs_.size(); ++i)
-        if (!frozen[i]) {
-          load[jobs_[i].compute_resource] += jobs_[i].usage_compute;
-          load[jobs_[i].memory_resource] += jobs_[i].usage_memory;
+        if (!frozen_[i]) {
+          load_[jobs_[i].compute_resource] += jobs_[i].usage_compute;
+          load_[jobs_[i].memory_resource] += jobs_[i].usage_memory;
         }
       double step = 1.0;
       for (size_t i = 0; i < jobs_.size(); ++i)
-        if (!frozen[i]) step = std::min(step, 1.0 - jobs_[i].rate);
+        if (!frozen_[i]) step = std::min(step, 1.0 - jobs_[i].rate);
       for (int k = 0; k < resources_; ++k)
-        if (load[k] > 1e-15) step = std::min(step, cap[k] / load[k]);
+        if (load_[k] > 1e-15) step = std::min(step, cap_[k] / load_[k]);
       for (size_t i = 0; i < jobs_.size(); ++i)
-        if (!frozen[i]) jobs_[i].rate += step;
-      for (int k = 0; k < resources_; ++k) cap[k] -= step * load[k];
+        if (!frozen_[i]) jobs_[i].rate += step;
+      for (int k = 0; k < resources_; ++k) cap_[k] -= step * load_[k];
       for (size_t i = 0; i < jobs_.size(); ++i) {
-        if (frozen[i]) continue;
+        if (frozen_[i]) continue;
         const Job& j = jobs_[i];
-        bool sat = (j.usage_compute > 0 && cap[j.compute_resource] <= 1e-12) ||
-                   (j.usage_memory > 0 && cap[j.memory_resource] <= 1e-12);
+        bool sat = (j.usage_compute > 0 && cap_[j.compute_resource] <= 1e-12) ||
+                   (j.usage_memory > 0 && cap_[j.memory_resource] <= 1e-12);
         if (j.rate >= 1.0 - 1e-12 || sat) {
-          frozen[i] = 1;
+          frozen_[i] = 1;
           --left;
         }
       }
+    }
+  }
+  // Gives every running job its rate and schedules the next completion.
+  void resolve() {
+    if (jobs_.size() == 1) {
+      jobs_[0].rate = 1.0;  // alone: usage fractions never exceed 1
+    } else if (!jobs_.empty()) {
+      share();
     }
     wake_.cancel();
     if (jobs_.empty()) return;
@@ -123,44 +132,53 @@ class Domain : public sc_core::sc_module {
   int index_, resources_;
   Dispatcher* dispatcher_;
   std::vector<Job> jobs_;
+  std::vector<double> cap_, load_;  // scratch for share()
+  std::vector<char> frozen_;
+  std::vector<Job> done_;
   double last_ = 0;
   sc_core::sc_event wake_;
 };
 
-// A workload stream: issues requests at its arrival times.
-class Source : public sc_core::sc_module {
+// Arrival times of one workload stream, drawn from its own random sequence.
+class StreamClock {
  public:
-  SC_HAS_PROCESS(Source);
-  Source(sc_core::sc_module_name name, const StreamDecl& s, int index, uint64_t seed, Dispatcher* d)
-      : sc_module(name), s_(s), index_(index), rng_(seed), dispatcher_(d) {
-    SC_METHOD(fire);
+  StreamClock(const StreamDecl& s, uint64_t seed) : s_(&s), rng_(seed) {}
+  // Time of the next arrival, or a negative number once the stream has ended.
+  double next() {
+    double t;
+    if (s_->poisson) {
+      poisson_t_ += -std::log(1.0 - uniform01(rng_)) / s_->rate_hz;
+      t = s_->start_s + poisson_t_;
+    } else {
+      t = s_->start_s + static_cast<double>(k_) / s_->rate_hz;
+      if (s_->jitter_s > 0) t += (2 * uniform01(rng_) - 1) * s_->jitter_s;
+      t = std::max(t, s_->start_s);
+    }
+    ++k_;
+    return t < s_->start_s + s_->duration_s ? t : -1;
   }
+
+ private:
+  const StreamDecl* s_;
+  std::mt19937_64 rng_;
+  uint64_t k_ = 0;
+  double poisson_t_ = 0;
+};
+
+// The workload: issues every stream's requests at their arrival times. One process for all
+// streams (its own heap, ordered by time then stream index) keeps SystemC's event queue short.
+class Workload : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Workload);
+  Workload(sc_core::sc_module_name name, const Scenario& s, Dispatcher* d);
   uint64_t activations = 0;
 
  private:
   void fire();
-  // Time of arrival k, or a negative number once the stream has ended.
-  double arrival_time() {
-    double t;
-    if (s_.poisson) {
-      poisson_t_ += -std::log(1.0 - uniform01(rng_)) / s_.rate_hz;
-      t = s_.start_s + poisson_t_;
-    } else {
-      t = s_.start_s + static_cast<double>(k_) / s_.rate_hz;
-      if (s_.jitter_s > 0) t += (2 * uniform01(rng_) - 1) * s_.jitter_s;
-      t = std::max(t, s_.start_s);
-    }
-    ++k_;
-    return t < s_.start_s + s_.duration_s ? t : -1;
-  }
-
-  const StreamDecl& s_;
-  int index_;
-  std::mt19937_64 rng_;
+  using Next = std::pair<double, int>;  // (time, stream)
+  std::vector<StreamClock> clocks_;
+  std::priority_queue<Next, std::vector<Next>, std::greater<Next>> heap_;
   Dispatcher* dispatcher_;
-  uint64_t k_ = 0;
-  double poisson_t_ = 0;
-  double next_ = -1;
 };
 
 // Request bookkeeping, queues and policies; plain C++ called from the SystemC processes.
@@ -176,6 +194,9 @@ class Dispatcher {
     unit_queue_.resize(p.units.size());
     unit_busy_.assign(p.units.size(), 0);
     r_.units.resize(p.units.size());
+    double expected = 0;  // requests the streams will issue, to size the record array once
+    for (const auto& sd : s.streams) expected += sd.rate_hz * sd.duration_s * 1.05 + 16;
+    r_.requests.reserve(static_cast<size_t>(std::min(expected, 5e7)));
   }
   void set_domains(std::vector<Domain*> d) { domains_ = std::move(d); }
 
@@ -311,7 +332,8 @@ void Domain::on_wake() {
   ++activations;
   advance();
   // Complete every job whose remaining time is within the clock's resolution.
-  std::vector<Job> done;
+  std::vector<Job>& done = done_;
+  done.clear();
   for (size_t i = 0; i < jobs_.size();) {
     if (jobs_[i].remaining <= jobs_[i].rate * 2e-12) {
       done.push_back(jobs_[i]);
@@ -322,14 +344,26 @@ void Domain::on_wake() {
   }
   std::sort(done.begin(), done.end(), [](const Job& a, const Job& b) { return a.unit < b.unit; });
   resolve();
-  for (const Job& j : done) dispatcher_->job_done(j);
+  // job_done may start new jobs here (re-entering start()), so iterate over a copy.
+  std::vector<Job> finished;
+  finished.swap(done);
+  for (const Job& j : finished) dispatcher_->job_done(j);
+  finished.clear();
+  done_.swap(finished);
 }
 
-void Source::fire() {
+void Workload::fire() {
   ++activations;
-  if (next_ >= 0) dispatcher_->arrive(index_, next_);
-  next_ = arrival_time();
-  if (next_ >= 0) next_trigger(sc_time(next_ - now_s(), SC_SEC));
+  double now = now_s();
+  // Issue every arrival due now (their times may differ below the clock's resolution).
+  while (!heap_.empty() && heap_.top().first <= now + 1e-12) {
+    auto [t, stream] = heap_.top();
+    heap_.pop();
+    dispatcher_->arrive(stream, t);
+    double n = clocks_[stream].next();
+    if (n >= 0) heap_.push({n, stream});
+  }
+  if (!heap_.empty()) next_trigger(sc_time(heap_.top().first - now, SC_SEC));
 }
 
 // splitmix64: decorrelates per-stream seeds derived from one scenario seed.
@@ -338,6 +372,16 @@ uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   return x ^ (x >> 31);
+}
+
+Workload::Workload(sc_core::sc_module_name name, const Scenario& s, Dispatcher* d)
+    : sc_module(name), dispatcher_(d) {
+  for (size_t i = 0; i < s.streams.size(); ++i) {
+    clocks_.emplace_back(s.streams[i], mix(s.seed * 1000003ULL + i));
+    double t = clocks_.back().next();
+    if (t >= 0) heap_.push({t, static_cast<int>(i)});
+  }
+  SC_METHOD(fire);  // first run at time 0
 }
 
 }  // namespace
@@ -355,11 +399,7 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     raw.push_back(domains.back().get());
   }
   dispatcher.set_domains(raw);
-  std::vector<std::unique_ptr<Source>> sources;
-  for (size_t i = 0; i < s.streams.size(); ++i)
-    sources.push_back(std::make_unique<Source>(("source_" + std::to_string(i)).c_str(),
-                                               s.streams[i], static_cast<int>(i),
-                                               mix(s.seed * 1000003ULL + i), &dispatcher));
+  Workload workload("workload", s, &dispatcher);
   double limit = r.horizon + s.drain_s;
   if (options.progress) {
     // Run in slices so a long simulation can report progress.
@@ -378,40 +418,48 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     r.domains.push_back(d->stats);
     r.activations += d->activations;
   }
-  for (auto& src : sources) r.activations += src->activations;
+  r.activations += workload.activations;
   return r;
 }
 
 namespace {
+// One self-notifying method: the cheapest SystemC event source there is.
 class Ticker : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Ticker);
-  Ticker(sc_core::sc_module_name n, uint64_t events) : sc_module(n), left_(events) {
+  Ticker(sc_core::sc_module_name n, uint64_t events, int period_ps)
+      : sc_module(n), left_(events), period_(sc_time::from_value(period_ps)) {
     SC_METHOD(tick);
     sensitive << ev_;
     dont_initialize();
-    ev_.notify(sc_time(1, sc_core::SC_NS));
+    if (left_ > 0) ev_.notify(period_);
   }
   uint64_t count = 0;
 
  private:
   void tick() {
     ++count;
-    if (--left_ > 0) ev_.notify(sc_time(1, sc_core::SC_NS));
+    if (--left_ > 0) ev_.notify(period_);
   }
   uint64_t left_;
+  sc_time period_;
   sc_core::sc_event ev_;
 };
 }  // namespace
 
-double bare_systemc_event_rate(uint64_t events, uint64_t* handled) {
+double bare_systemc_event_rate(uint64_t events, uint64_t* handled, int processes) {
   fresh_context();
-  Ticker t("ticker", events);
+  std::vector<std::unique_ptr<Ticker>> tickers;
+  for (int i = 0; i < processes; ++i)
+    tickers.push_back(std::make_unique<Ticker>(("ticker_" + std::to_string(i)).c_str(),
+                                               events / processes, 1000 + 7 * i));
   auto t0 = std::chrono::steady_clock::now();
   sc_core::sc_start();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (handled) *handled = t.count;
-  return static_cast<double>(t.count) / secs;
+  uint64_t count = 0;
+  for (auto& t : tickers) count += t->count;
+  if (handled) *handled = count;
+  return static_cast<double>(count) / secs;
 }
 
 }  // namespace vlasim

@@ -70,9 +70,9 @@ struct SimOptions {
 // process; not concurrently). The same scenario, plan and seed give the same result.
 SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& options = {});
 
-// Activations per second of a bare SystemC method loop of `events` timed notifications, run
-// in a fresh context: the yardstick for the simulator's own event rate. Stores the number of
-// activations that ran in *handled when given.
-double bare_systemc_event_rate(uint64_t events, uint64_t* handled = nullptr);
+// Activations per second of a bare SystemC loop: `processes` methods (1 by default) each
+// re-notifying itself, `events` timed notifications in all, run in a fresh context. The
+// yardstick for the simulator's own event rate. Stores the activations run in *handled.
+double bare_systemc_event_rate(uint64_t events, uint64_t* handled = nullptr, int processes = 1);
 
 }  // namespace vlasim

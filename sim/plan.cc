@@ -224,7 +224,7 @@ Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>&
       device_used[d] = true;
       DeviceMemory& mem = p.memory[d];
       if (!op.weight_id.empty() && seen[d].insert(op.weight_id).second) mem.weights += op.weight_bytes;
-      if (op.kv_cache) mem.kv_cache += op.out_bytes * window;
+      if (op.kv_cache) mem.kv_cache += op.kv_bytes * window;
       double act = std::max(0.0, op.bytes_read + op.bytes_written - op.weight_bytes - op.kv_bytes);
       act_peak[d] = std::max(act_peak[d], act);
     }
