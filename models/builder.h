@@ -1,5 +1,28 @@
 // Model cards (YAML files under models/cards/) and the builder that turns a card plus a
 // run-time shape into an operator graph.
+//
+// Card schema (every value cites its upstream source in `source:` or a comment):
+//   name: pi0                  # must equal the file name without .yaml
+//   description: ...           # required; source:, notes: optional text
+//   defaults: {views, prompt, chunk, steps, batch, dtype}   # required map; counts >= 1
+//   max_views / max_prompt / max_chunk: limits a RunShape may not exceed
+//   components:                # executed in order; each has name, type, optional stage,
+//     - {name: vision, type: vit, ...}   # source, notes, and the keys of its type
+// Component types (card_component_types() lists them): vit, encoder, projector, decoder,
+// expert, dit, ar_decode, qtformer, head, resnet, unet1d. A component reads the previous
+// component's output unless it lists `inputs:`; expert/ar_decode name their decoder
+// (`prefix:` / `decoder:`).
+//
+// Graph conventions:
+// - Ops are named component[.s<step>][.b<block>].<leaf>; weight ids drop the step, so an
+//   action expert's (or a decode step's) parameters are counted once.
+// - A layer's K/V cache is complete after its RoPE op (which rotates Q and K in place) or,
+//   without RoPE, after its QKV/KV GEMM; that op has kv_bytes = the layer's K+V bytes and
+//   kv_cache = true when a later stage (or decode step) reads it. CrossAttention ops point
+//   at it with kv_source and have an edge from it carrying the cache bytes.
+// - Embedding lookups have weight_bytes = the whole table (it must be resident) but
+//   bytes_read = only the gathered rows.
+// - Ops that run once before a denoising loop (GR00T's state encoder) are in step 0.
 #pragma once
 
 #include <map>
@@ -11,10 +34,12 @@
 
 namespace vlasim {
 
-// Run-time shape of one inference. Zero/negative fields take the card's defaults.
+// Run-time shape of one inference. Zero fields (prompt: -1) take the card's defaults; other
+// negative values are errors. dtype is always taken from here: copy card.defaults.dtype in
+// to use the card's.
 struct RunShape {
   int views = 0;        // camera views (card default when 0)
-  int prompt = -1;      // prompt tokens (card default when < 0)
+  int prompt = -1;      // prompt tokens (card default when -1)
   int chunk = 0;        // action chunk / horizon (card default when 0)
   int steps = 0;        // flow-matching / diffusion / decoding steps (card default when 0)
   int batch = 1;        // requests run together
@@ -30,7 +55,8 @@ struct ModelCard {
   RunShape defaults;
 };
 
-// Loads and validates a card file. Throws ConfigError (file, line, key) on a bad card.
+// Loads and validates a card file (including a build at its defaults, which checks widths and
+// depths across components). Throws ConfigError (file, line, key) on a bad card.
 ModelCard load_card(const std::string& path);
 // Finds `name` in `dir` (dir/name.yaml). Throws ConfigError at `where` listing the cards
 // in `dir` if there is none.
@@ -39,7 +65,8 @@ ModelCard find_card(const std::string& dir, const std::string& name, const Confi
 std::vector<std::string> card_names(const std::string& dir);
 
 // Builds the operator graph of one inference. Throws ConfigError for an impossible shape
-// (e.g. more views than the card allows, a negative prompt).
+// (e.g. more views than the card allows, a negative prompt); the error's key is the RunShape
+// field and its line the card's matching limit (or defaults).
 OpGraph build_graph(const ModelCard& card, const RunShape& shape);
 
 // Component types a card may use, as (type, one-line description), in registry order.

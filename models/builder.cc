@@ -1,0 +1,255 @@
+#include "models/builder.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "models/emit.h"
+
+#ifndef VLASIM_CARDS_DIR
+#define VLASIM_CARDS_DIR "models/cards"
+#endif
+
+namespace vlasim {
+
+namespace detail {
+
+const std::vector<ComponentType>& component_types() {
+  static const std::vector<ComponentType> types = {
+      {"vit", "ViT image encoder: patch embed, pre-norm blocks (optional windows, RoPE), "
+              "optional pixel shuffle; one pass per view",
+       Stage::Vision,
+       {"image_size", "patch", "channels", "width", "depth", "heads", "head_dim", "mlp", "act",
+        "gated", "norm", "bias", "rope", "window", "global_blocks", "pixel_shuffle",
+        "final_norm", "pos_embed"},
+       build_vit},
+      {"encoder", "transformer blocks over its input tokens (no patch embed)", Stage::Prefix,
+       {"inputs", "width", "depth", "heads", "head_dim", "mlp", "act", "gated", "norm", "bias",
+        "rope", "causal", "input_norm"},
+       build_encoder},
+      {"projector", "MLP applied to every token (inputs concatenated along channels)",
+       Stage::Vision, {"inputs", "dims", "act", "bias", "norm"}, build_projector},
+      {"decoder", "LLM backbone over the prefix (inputs + prompt + state tokens); keeps a "
+                  "per-layer K/V cache",
+       Stage::Prefix,
+       {"inputs", "width", "depth", "heads", "kv_heads", "head_dim", "mlp", "act", "gated",
+        "norm", "qkv_bias", "qk_norm", "rope", "vocab", "causal", "kv_only_last",
+        "final_norm", "state_tokens", "state_dim"},
+       build_decoder},
+      {"expert", "flow-matching action expert attending to a decoder's K/V cache every step "
+                 "(pi0 joint attention, SmolVLA alternating cross layers, pi0.5 adaRMS)",
+       Stage::Action,
+       {"prefix", "width", "depth", "heads", "kv_heads", "head_dim", "mlp", "act", "gated",
+        "norm", "rope", "action_dim", "state_tokens", "state_dim", "time", "cross_every"},
+       build_expert},
+      {"dit", "diffusion transformer action head (GR00T): AdaLayerNorm, cross-attention to its "
+              "input on every cross_every-th layer",
+       Stage::Action,
+       {"inputs", "width", "depth", "heads", "head_dim", "mlp", "act", "cross_every",
+        "action_dim", "state_dim", "state_hidden", "future_tokens", "output_dim",
+        "decoder_hidden", "time_dim"},
+       build_dit},
+      {"ar_decode", "autoregressive decoding of chunk * action_dims tokens with a decoder's "
+                    "weights and a growing K/V cache",
+       Stage::Decode, {"decoder", "action_dims"}, build_ar_decode},
+      {"qtformer", "query transformer: learned queries self-attend, cross-attend to image "
+                   "features, FFN",
+       Stage::Vision,
+       {"inputs", "width", "depth", "heads", "head_dim", "mlp", "act", "queries",
+        "memory_tokens", "out_tokens"},
+       build_qtformer},
+      {"head", "MLP over the last `rows` tokens of its input (planner, policy head)",
+       Stage::Head, {"inputs", "dims", "act", "rows"}, build_head},
+      {"resnet", "ResNet image encoder with GroupNorm, convolutions as GEMMs, spatial-softmax "
+                 "keypoints; one pass per view and observation step",
+       Stage::Vision,
+       {"image_size", "channels", "stem", "widths", "blocks", "obs_steps", "keypoints",
+        "out_features"},
+       build_resnet},
+      {"unet1d", "conditional 1D U-Net denoiser (Diffusion Policy), one pass per step",
+       Stage::Action,
+       {"inputs", "down_dims", "kernel", "step_embed", "action_dim", "low_dim"}, build_unet1d},
+  };
+  return types;
+}
+
+const ComponentType* find_component_type(const std::string& type) {
+  for (const auto& t : component_types())
+    if (type == t.type) return &t;
+  return nullptr;
+}
+
+}  // namespace detail
+
+namespace {
+
+const std::vector<std::string> kCardKeys = {"name",      "description", "source",
+                                            "notes",     "defaults",    "max_views",
+                                            "max_prompt", "max_chunk",  "components"};
+const std::vector<std::string> kCommonKeys = {"name", "type", "stage", "source", "notes"};
+
+std::vector<std::string> type_names() {
+  std::vector<std::string> out;
+  for (const auto& t : detail::component_types()) out.push_back(t.type);
+  return out;
+}
+
+[[noreturn]] void shape_error(const ModelCard& card, const std::string& card_key,
+                              const std::string& key, const std::string& message) {
+  ConfigNode at = card.node.optional(card_key);
+  if (!at.defined()) at = card.node.optional("defaults");
+  throw ConfigError(card.file, at.line(), 0, key, message);
+}
+
+// Fills the zero/negative fields of `shape` from the card and checks the result.
+RunShape resolve(const ModelCard& card, const RunShape& shape) {
+  const RunShape& d = card.defaults;
+  RunShape r = shape;
+  if (r.views < 0) shape_error(card, "max_views", "views", "views must not be negative");
+  if (r.prompt < -1) shape_error(card, "defaults", "prompt", "prompt must not be negative");
+  if (r.chunk < 0) shape_error(card, "defaults", "chunk", "chunk must not be negative");
+  if (r.steps < 0) shape_error(card, "defaults", "steps", "steps must not be negative");
+  if (r.batch < 0) shape_error(card, "defaults", "batch", "batch must not be negative");
+  if (r.views == 0) r.views = d.views;
+  if (r.prompt < 0) r.prompt = d.prompt;
+  if (r.chunk == 0) r.chunk = d.chunk;
+  if (r.steps == 0) r.steps = d.steps;
+  if (r.batch == 0) r.batch = d.batch;
+  const long long max_views = card.node.get_int("max_views", d.views);
+  if (r.views > max_views)
+    shape_error(card, "max_views", "views",
+                std::to_string(r.views) + " views requested but card '" + card.name +
+                    "' allows at most " + std::to_string(max_views));
+  if (ConfigNode mp = card.node.optional("max_prompt"); mp.defined() && r.prompt > mp.as_int())
+    shape_error(card, "max_prompt", "prompt",
+                "prompt of " + std::to_string(r.prompt) + " tokens exceeds the card's max_prompt " +
+                    mp.as_string());
+  if (ConfigNode mc = card.node.optional("max_chunk"); mc.defined() && r.chunk > mc.as_int())
+    shape_error(card, "max_chunk", "chunk",
+                "chunk " + std::to_string(r.chunk) + " exceeds the card's max_chunk " +
+                    mc.as_string());
+  return r;
+}
+
+}  // namespace
+
+ModelCard load_card(const std::string& path) {
+  ModelCard card;
+  card.file = path;
+  card.node = ConfigNode::load_file(path);
+  const ConfigNode& root = card.node;
+  if (!root.is_map()) root.fail("a model card must be a map");
+  root.check_keys(kCardKeys);
+  ConfigNode name = root.required("name");
+  card.name = name.as_string();
+  const std::string stem = std::filesystem::path(path).stem().string();
+  if (card.name != stem)
+    name.fail("card name '" + card.name + "' must match its file name '" + stem + "'");
+  card.description = root.required("description").as_string();
+
+  ConfigNode d = root.required("defaults");
+  d.check_keys({"views", "prompt", "chunk", "steps", "batch", "dtype"});
+  card.defaults.views = int(d.get_count("views", 1, 1, 64));
+  card.defaults.prompt = int(d.get_count("prompt", 0, 0, 1 << 20));
+  card.defaults.chunk = int(d.get_count("chunk", 1, 1, 1 << 20));
+  card.defaults.steps = int(d.get_count("steps", 1, 1, 1 << 20));
+  card.defaults.batch = int(d.get_count("batch", 1, 1, 1 << 20));
+  if (ConfigNode dt = d.optional("dtype"); dt.defined() &&
+                                           !parse_dtype(dt.as_string(), &card.defaults.dtype))
+    dt.fail("unknown dtype '" + dt.as_string() + "'; valid are: fp32, bf16, fp16, int8");
+  const long long max_views = root.get_count("max_views", card.defaults.views, 1, 64);
+  if (card.defaults.views > max_views)
+    d.required("views").fail("default views " + std::to_string(card.defaults.views) +
+                             " exceed max_views " + std::to_string(max_views));
+  for (const char* k : {"max_prompt", "max_chunk"}) root.get_count(k, 1, 0);
+  if (card.defaults.prompt > root.get_int("max_prompt", 1 << 20))
+    d.required("prompt").fail("default prompt exceeds max_prompt");
+  if (card.defaults.chunk > root.get_int("max_chunk", 1 << 20))
+    d.required("chunk").fail("default chunk exceeds max_chunk");
+
+  ConfigNode comps = root.required("components");
+  std::vector<ConfigNode> items = comps.items();
+  if (items.empty()) comps.fail("a card needs at least one component");
+  std::vector<std::string> seen;
+  for (const ConfigNode& c : items) {
+    if (!c.is_map()) c.fail("a component must be a map");
+    ConfigNode type = c.required("type");
+    const detail::ComponentType* t = detail::find_component_type(type.as_string());
+    if (!t)
+      type.fail("unknown component type '" + type.as_string() + "'; valid types are: " +
+                join_names(type_names()));
+    std::vector<std::string> keys = kCommonKeys;
+    keys.insert(keys.end(), t->keys.begin(), t->keys.end());
+    c.check_keys(keys);
+    ConfigNode cname = c.required("name");
+    if (std::find(seen.begin(), seen.end(), cname.as_string()) != seen.end())
+      cname.fail("duplicate component name '" + cname.as_string() + "'");
+    seen.push_back(cname.as_string());
+    if (ConfigNode st = c.optional("stage"); st.defined()) {
+      Stage s;
+      if (!parse_stage(st.as_string(), &s))
+        st.fail("unknown stage '" + st.as_string() +
+                "'; valid are: vision, prefix, action, decode, head");
+    }
+  }
+  // Everything that depends on several components (widths, depths) is checked by building.
+  RunShape defaults = card.defaults;
+  build_graph(card, defaults);
+  return card;
+}
+
+ModelCard find_card(const std::string& dir, const std::string& name, const ConfigNode& where) {
+  const std::filesystem::path p = std::filesystem::path(dir) / (name + ".yaml");
+  if (!std::filesystem::exists(p))
+    where.fail("no model card '" + name + "' in " + dir + "; cards are: " +
+               join_names(card_names(dir)));
+  return load_card(p.string());
+}
+
+std::vector<std::string> card_names(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.is_regular_file() && e.path().extension() == ".yaml")
+      out.push_back(e.path().stem().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+OpGraph build_graph(const ModelCard& card, const RunShape& shape) {
+  OpGraph g;
+  detail::Ctx c{.g = g, .card = card, .shape = resolve(card, shape)};
+  c.eb = dtype_bytes(c.shape.dtype);
+  g.model = card.name;
+  g.views = c.shape.views;
+  g.prompt = c.shape.prompt;
+  g.chunk = c.shape.chunk;
+  g.steps = c.shape.steps;
+  g.batch = c.shape.batch;
+  for (const ConfigNode& n : card.node.required("components").items()) {
+    const detail::ComponentType* t = detail::find_component_type(n.required("type").as_string());
+    if (!t) n.required("type").fail("unknown component type");
+    Stage stage = t->stage;
+    if (ConfigNode st = n.optional("stage"); st.defined() && !parse_stage(st.as_string(), &stage))
+      st.fail("unknown stage '" + st.as_string() + "'");
+    const std::string name = n.required("name").as_string();
+    t->build(c, n, name, stage);
+    c.order.push_back(name);
+  }
+  g.prefix_tokens = c.prefix_tokens;
+  g.suffix_tokens = c.suffix_tokens;
+  return g;
+}
+
+std::vector<std::pair<std::string, std::string>> card_component_types() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& t : detail::component_types()) out.emplace_back(t.type, t.description);
+  return out;
+}
+
+std::string default_cards_dir() {
+  if (const char* env = std::getenv("VLASIM_CARDS"); env && *env) return env;
+  return VLASIM_CARDS_DIR;
+}
+
+}  // namespace vlasim

@@ -1,0 +1,331 @@
+#include "models/emit.h"
+
+#include <algorithm>
+
+namespace vlasim::detail {
+
+std::string Site::name(const std::string& leaf) const {
+  std::string s = component;
+  if (step >= 0) s += ".s" + std::to_string(step);
+  if (block >= 0) s += ".b" + std::to_string(block);
+  return s + "." + leaf;
+}
+
+std::string Site::wid(const std::string& leaf) const {
+  std::string s = scope.empty() ? component : scope;
+  if (block >= 0) s += ".b" + std::to_string(block);
+  return s + "." + leaf;
+}
+
+namespace {
+Op base_op(const Site& s, const std::string& leaf, OpKind kind, OpFn fn, DType dt) {
+  Op o;
+  o.name = s.name(leaf);
+  o.kind = kind;
+  o.fn = fn;
+  o.stage = s.stage;
+  o.step = s.step;
+  o.block = s.block;
+  o.component = s.component;
+  o.dtype = dt;
+  return o;
+}
+}  // namespace
+
+void Ctx::link(const std::vector<Dep>& deps, int to) {
+  for (const Dep& d : deps) {
+    if (d.op < 0) continue;
+    g.depend(d.op, to, d.bytes >= 0 ? d.bytes : g.op(d.op).out_bytes);
+  }
+}
+
+int Ctx::gemm(const Site& s, const std::string& leaf, OpFn fn, int64_t m, int64_t n, int64_t k,
+              Epilogue epi, const std::vector<Dep>& deps, double weight_elems) {
+  Op o = base_op(s, leaf, OpKind::Gemm, fn, shape.dtype);
+  o.m = m;
+  o.n = n;
+  o.k = k;
+  o.epi = epi;
+  o.flops = 2.0 * m * n * k;
+  double w = weight_elems >= 0 ? weight_elems : double(k) * n;
+  if (epi.bias) w += n;
+  o.weight_bytes = w * eb;
+  o.weight_id = s.wid(leaf);
+  const int64_t out_n = epi.gate_up ? n / 2 : n;
+  o.out_bytes = double(m) * out_n * eb;
+  o.bytes_read = double(m) * k * eb + o.weight_bytes;
+  if (epi.residual) o.bytes_read += o.out_bytes;
+  if (epi.gate) o.bytes_read += double(B()) * out_n * eb;  // per-sample gate, broadcast
+  o.bytes_written = o.out_bytes;
+  int id = g.add(std::move(o));
+  link(deps, id);
+  return id;
+}
+
+int Ctx::attention(const Site& s, const std::string& leaf, const AttnGeom& a,
+                   const std::vector<Dep>& deps) {
+  Op o = base_op(s, leaf, OpKind::Attention, a.fn, shape.dtype);
+  o.batch = a.batch;
+  o.heads = a.heads;
+  o.kv_heads = a.kv_heads;
+  o.head_dim = a.head_dim;
+  o.q_len = a.q_len;
+  o.kv_len = a.kv_len;
+  o.window = a.window;
+  o.causal = a.causal;
+  o.kv_source = a.kv_source;
+  o.kv_cached = a.kv_cached;
+  // Keys each query sees: causal queries are the last q_len positions of kv_len.
+  double kv_eff = double(a.kv_len);
+  if (a.causal) kv_eff = double(a.kv_len - a.q_len) + double(a.q_len + 1) / 2.0;
+  if (a.window > 0) kv_eff = std::min(kv_eff, double(a.window));
+  o.flops = 4.0 * a.batch * a.heads * a.q_len * kv_eff * a.head_dim;
+  const double q_bytes = double(a.batch) * a.heads * a.q_len * a.head_dim * eb;
+  const double kv_all = 2.0 * a.batch * a.kv_heads * a.kv_len * a.head_dim * eb;
+  o.kv_bytes = 2.0 * a.batch * a.kv_heads * a.kv_cached * a.head_dim * eb;
+  o.bytes_read = q_bytes + kv_all;
+  o.out_bytes = q_bytes;
+  o.bytes_written = q_bytes;
+  int id = g.add(std::move(o));
+  link(deps, id);
+  return id;
+}
+
+int Ctx::norm(const Site& s, const std::string& leaf, OpFn fn, int64_t rows, int64_t width,
+              bool affine, bool bias, const std::vector<Dep>& deps, double flops_per_elem) {
+  Op o = base_op(s, leaf, OpKind::Norm, fn, shape.dtype);
+  o.rows = rows;
+  o.width = width;
+  o.flops = flops_per_elem * rows * width;
+  if (affine) {
+    o.weight_bytes = double(width) * (bias ? 2 : 1) * eb;
+    o.weight_id = s.wid(leaf);
+  }
+  o.out_bytes = double(rows) * width * eb;
+  o.bytes_read = o.out_bytes + o.weight_bytes;
+  o.bytes_written = o.out_bytes;
+  int id = g.add(std::move(o));
+  link(deps, id);
+  return id;
+}
+
+int Ctx::eltwise(const Site& s, const std::string& leaf, OpFn fn, int64_t rows, int64_t width,
+                 double flops_per_elem, double inputs, const std::vector<Dep>& deps,
+                 double weight_elems) {
+  Op o = base_op(s, leaf, OpKind::Elementwise, fn, shape.dtype);
+  o.rows = rows;
+  o.width = width;
+  o.flops = flops_per_elem * rows * width;
+  if (weight_elems > 0) {
+    o.weight_bytes = weight_elems * eb;
+    o.weight_id = s.wid(leaf);
+  }
+  o.out_bytes = double(rows) * width * eb;
+  o.bytes_read = inputs * o.out_bytes + o.weight_bytes;
+  o.bytes_written = o.out_bytes;
+  int id = g.add(std::move(o));
+  link(deps, id);
+  return id;
+}
+
+int Ctx::lookup(const Site& s, const std::string& leaf, int64_t rows, int64_t width,
+                int64_t vocab, const std::vector<Dep>& deps) {
+  Op o = base_op(s, leaf, OpKind::Embedding, OpFn::Lookup, shape.dtype);
+  o.rows = rows;
+  o.width = width;
+  o.vocab = vocab;
+  o.weight_bytes = double(vocab) * width * eb;
+  o.weight_id = s.wid(leaf);
+  o.out_bytes = double(rows) * width * eb;
+  o.bytes_read = o.out_bytes + 4.0 * rows;  // gathered rows + int32 ids
+  o.bytes_written = o.out_bytes;
+  int id = g.add(std::move(o));
+  link(deps, id);
+  return id;
+}
+
+int Ctx::concat(const Site& s, const std::string& leaf, int64_t rows, int64_t width,
+                const std::vector<Dep>& deps) {
+  std::vector<Dep> live;
+  for (const Dep& d : deps)
+    if (d.op >= 0) live.push_back(d);
+  if (live.size() == 1) return live[0].op;
+  return eltwise(s, leaf, OpFn::Copy, rows, width, 0, 1, live);
+}
+
+AttnResult attn_part(Ctx& c, const Site& s, const AttnSpec& a, int x) {
+  const double eb = c.eb;
+  const std::string t = a.tag;
+  const int64_t q_dim = a.heads * a.head_dim, kv_dim = a.kv_heads * a.head_dim;
+  const bool local = a.kv == AttnSpec::Kv::Local || a.kv == AttnSpec::Kv::Joint;
+  AttnResult r;
+
+  int mod = -1;
+  if (a.ada >= 0)
+    mod = c.gemm(s, t + "_mod", OpFn::Linear, c.B(), a.ada_chunks * a.width, a.ada_width,
+                 Epilogue{.bias = true}, {a.ada});
+  const int nrm = c.norm(s, t + "_norm", a.norm, a.rows, a.width, a.norm_affine, a.norm_bias,
+                         {x, mod});
+  Epilogue pe{.bias = a.qkv_bias};
+  int proj;
+  int64_t roped;  // columns RoPE rotates
+  if (a.kv_only) {
+    proj = c.gemm(s, t + "_kv", OpFn::Linear, a.rows, 2 * kv_dim, a.width, pe, {nrm});
+    roped = kv_dim;
+  } else if (local) {
+    proj = c.gemm(s, t + "_qkv", OpFn::Linear, a.rows, q_dim + 2 * kv_dim, a.width, pe, {nrm});
+    roped = q_dim + kv_dim;
+  } else {
+    proj = c.gemm(s, t + "_q", OpFn::Linear, a.rows, q_dim, a.width, pe, {nrm});
+    roped = q_dim;
+  }
+  int qk = proj;  // op holding the (normalised, rotated) Q and local K
+  if (a.qk_norm) {
+    const int64_t heads = roped / a.head_dim;
+    qk = c.norm(s, t + "_qk_norm", OpFn::RMSNorm, a.rows * heads, a.head_dim, true, false,
+                {{proj, double(a.rows) * roped * eb}}, 4);
+  }
+  if (a.rope)
+    qk = c.eltwise(s, t + "_rope", OpFn::RoPE, a.rows, roped, 3, 1,
+                   {{qk, double(a.rows) * roped * eb}});
+  const double v_bytes = double(a.rows) * kv_dim * eb;
+  if (local || a.kv_only) {
+    r.kv = qk;
+    if (a.cache_kv) c.g.op(r.kv).kv_bytes = 2.0 * v_bytes;
+  }
+  if (a.kv_only) {
+    r.out = r.kv;
+    if (r.kv != proj) c.link({{proj, v_bytes}}, r.kv);  // V passes through untouched
+    return r;
+  }
+
+  int kvp = -1;
+  if (a.kv == AttnSpec::Kv::CrossProj)
+    kvp = c.gemm(s, t + "_kv", OpFn::Linear, c.B() * a.ext_tokens, 2 * kv_dim, a.ext_width,
+                 pe, {a.ext_bytes > 0 ? Dep(a.ext, a.ext_bytes) : Dep(a.ext)});
+
+  Ctx::AttnGeom g;
+  g.fn = a.kv == AttnSpec::Kv::Local ? OpFn::SelfAttention : OpFn::CrossAttention;
+  g.batch = a.batch;
+  g.heads = a.heads;
+  g.kv_heads = a.kv_heads;
+  g.head_dim = a.head_dim;
+  g.q_len = a.q_len;
+  g.kv_len = a.kv_len;
+  g.window = a.window;
+  g.causal = a.causal;
+  std::vector<Dep> deps{qk == proj ? Dep(proj) : Dep(qk, double(a.rows) * roped * eb)};
+  if (local && qk != proj) deps.push_back({proj, v_bytes});
+  switch (a.kv) {
+    case AttnSpec::Kv::Local: break;
+    case AttnSpec::Kv::Joint:
+    case AttnSpec::Kv::CrossCached:
+      g.kv_source = a.ext;
+      g.kv_cached = a.ext_tokens;
+      deps.push_back({a.ext, a.ext_bytes});
+      for (const Dep& d : a.ext_more) deps.push_back(d);
+      break;
+    case AttnSpec::Kv::CrossProj:
+      g.kv_source = kvp;
+      g.kv_cached = a.kv_len;
+      deps.push_back(kvp);
+      break;
+  }
+  const int att = c.attention(s, t, g, deps);
+  Epilogue oe{.bias = a.o_bias, .residual = true, .gate = a.ada_chunks == 3};
+  r.out = c.gemm(s, t + "_o", OpFn::Linear, a.rows, a.width, q_dim, oe,
+                 {att, x, {mod, double(c.B()) * a.width * eb}});
+  return r;
+}
+
+int ffn_part(Ctx& c, const Site& s, const FfnSpec& f, int x) {
+  const std::string t = f.tag;
+  int mod = -1;
+  if (f.ada >= 0)
+    mod = c.gemm(s, t + "_mod", OpFn::Linear, c.B(), f.ada_chunks * f.width, f.ada_width,
+                 Epilogue{.bias = true}, {f.ada});
+  const int nrm = c.norm(s, t + "_norm", f.norm, f.rows, f.width, f.norm_affine, f.norm_bias,
+                         {x, mod});
+  int up;
+  if (f.gated)
+    up = c.gemm(s, t + "_gate_up", OpFn::Linear, f.rows, 2 * f.mlp, f.width,
+                Epilogue{.bias = f.bias, .act = f.act, .gate_up = true}, {nrm});
+  else
+    up = c.gemm(s, t + "_up", OpFn::Linear, f.rows, f.mlp, f.width,
+                Epilogue{.bias = f.bias, .act = f.act}, {nrm});
+  Epilogue de{.bias = f.bias, .residual = true, .gate = f.ada_chunks == 3};
+  return c.gemm(s, t + "_down", OpFn::Linear, f.rows, f.width, f.mlp, de,
+                {up, x, {mod, double(c.B()) * f.width * c.eb}});
+}
+
+int64_t dim(const ConfigNode& c, const std::string& key) {
+  ConfigNode n = c.required(key);
+  long long v = n.as_int();
+  if (v <= 0) n.fail("must be a positive integer, got " + n.as_string());
+  return v;
+}
+
+int64_t dim(const ConfigNode& c, const std::string& key, int64_t fallback) {
+  return c.optional(key).defined() ? dim(c, key) : fallback;
+}
+
+Activation activation(const ConfigNode& c, const std::string& key, Activation fallback) {
+  ConfigNode n = c.optional(key);
+  if (!n.defined()) return fallback;
+  const std::string s = n.as_string();
+  for (Activation a : {Activation::None, Activation::GeluTanh, Activation::GeluErf,
+                       Activation::Silu, Activation::Relu})
+    if (s == to_string(a)) return a;
+  n.fail("unknown activation '" + s + "'; valid are: none, gelu_tanh, gelu_erf, silu, relu");
+}
+
+OpFn norm_fn(const ConfigNode& c, const std::string& key, OpFn fallback) {
+  ConfigNode n = c.optional(key);
+  if (!n.defined()) return fallback;
+  const std::string s = n.as_string();
+  for (OpFn f : {OpFn::RMSNorm, OpFn::LayerNorm, OpFn::GroupNorm})
+    if (s == to_string(f)) return f;
+  n.fail("unknown norm '" + s + "'; valid are: rmsnorm, layernorm, groupnorm");
+}
+
+int64_t square_head_dim(const ConfigNode& c, int64_t width, int64_t heads) {
+  if (!c.optional("head_dim").defined()) {
+    if (width % heads != 0)
+      c.required("heads").fail("heads (" + std::to_string(heads) + ") must divide width (" +
+                               std::to_string(width) + ")");
+    return width / heads;
+  }
+  const int64_t hd = dim(c, "head_dim");
+  if (hd * heads != width)
+    c.required("head_dim").fail("heads * head_dim = " + std::to_string(heads * hd) +
+                                " must equal width " + std::to_string(width));
+  return hd;
+}
+
+int64_t kv_heads_of(const ConfigNode& c, int64_t heads) {
+  const int64_t kv = dim(c, "kv_heads", heads);
+  if (heads % kv != 0)
+    c.required("kv_heads").fail("kv_heads (" + std::to_string(kv) + ") must divide heads (" +
+                                std::to_string(heads) + ")");
+  return kv;
+}
+
+std::vector<Tensor> inputs_of(const Ctx& c, const ConfigNode& n) {
+  std::vector<Tensor> out;
+  ConfigNode in = n.optional("inputs");
+  if (!in.defined()) {
+    if (!c.order.empty()) out.push_back(c.outputs.at(c.order.back()));
+    return out;
+  }
+  for (const ConfigNode& item : in.items()) {
+    const std::string name = item.as_string();
+    auto it = c.outputs.find(name);
+    if (it == c.outputs.end())
+      item.fail("'" + name + "' is not an earlier component; earlier components are: " +
+                join_names(c.order));
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+}  // namespace vlasim::detail

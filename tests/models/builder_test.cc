@@ -1,0 +1,436 @@
+// The builder against hand-computed costs and the structure each model type promises.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "models/builder.h"
+#include "test_util.h"
+
+namespace vlasim {
+namespace {
+
+using testing::card;
+using testing::params_of;
+using testing::rel;
+
+// pi0 dimensions (MODELS.md; openpi gemma.py / siglip.py).
+constexpr double kVitW = 1152, kVitDepth = 27, kVitMlp = 4304, kVitHeads = 16, kVitHd = 72;
+constexpr double kPatch = 14, kImg = 224;
+constexpr double kW = 2048, kDepth = 18, kMlp = 16384, kHeads = 8, kKvHeads = 1, kHd = 256;
+constexpr double kVocab = 257152;
+constexpr double kEw = 1024, kEmlp = 4096;
+
+// One Gemma-style layer's GEMM parameters: fused QKV, O, gate+up, down.
+double layer_params(double w, double mlp) {
+  const double q = kHeads * kHd, kv = kKvHeads * kHd;
+  return w * (q + 2 * kv) + q * w + w * 2 * mlp + mlp * w;
+}
+
+RunShape pi0_reference_shape() {
+  RunShape s;
+  s.views = 2;
+  s.prompt = 0;
+  s.chunk = 63;
+  s.steps = 10;
+  s.batch = 1;
+  return s;
+}
+
+class Pi0Reference : public ::testing::Test {
+ protected:
+  void SetUp() override { g = build_graph(card("pi0"), pi0_reference_shape()); }
+  OpGraph g;
+  const double P = (kImg / kPatch) * (kImg / kPatch);  // 256 tokens per view
+  const double S = 2 * P;                              // prefix tokens
+  const double T = 64;                                 // state + 63 actions
+};
+
+TEST_F(Pi0Reference, ShapeFieldsDescribeThePrefixAndSuffix) {
+  EXPECT_EQ(g.model, "pi0");
+  EXPECT_EQ(g.views, 2);
+  EXPECT_EQ(g.prompt, 0);
+  EXPECT_EQ(g.chunk, 63);
+  EXPECT_EQ(g.steps, 10);
+  EXPECT_EQ(g.batch, 1);
+  EXPECT_EQ(g.prefix_tokens, 512);
+  EXPECT_EQ(g.suffix_tokens, 64);
+}
+
+TEST_F(Pi0Reference, VisionFlopsMatchSiglipTimesTwoViews) {
+  const double per_block = 2 * P * (4 * kVitW * kVitW + 2 * kVitW * kVitMlp) +
+                           4 * kVitHeads * P * P * kVitHd;
+  const double patch = 2 * P * (3 * kPatch * kPatch) * kVitW;
+  const double proj = 2 * P * kVitW * kW;
+  const double expected = 2 * (kVitDepth * per_block + patch + proj);
+  EXPECT_LT(rel(g.flops(Stage::Vision), expected), 0.02);
+  EXPECT_LT(rel(expected, 0.44e12), 0.03);  // MODELS.md: ~0.44 TFLOP
+}
+
+TEST_F(Pi0Reference, PrefixFlopsMatchGemmaWithKvOnlyLastLayer) {
+  const double kv = kKvHeads * kHd;
+  const double full = 2 * S * layer_params(kW, kMlp) + 4 * kHeads * S * S * kHd;
+  const double last = 2 * S * kW * 2 * kv;
+  const double expected = (kDepth - 1) * full + last;
+  EXPECT_LT(rel(g.flops(Stage::Prefix), expected), 0.02);
+  EXPECT_LT(rel(expected, 1.96e12), 0.03);  // MODELS.md: ~1.96 TFLOP
+}
+
+TEST_F(Pi0Reference, TenExpertStepsMatchGemma300mOverPrefixPlusSuffix) {
+  const double per_step = kDepth * (2 * T * layer_params(kEw, kEmlp) +
+                                    4 * kHeads * T * (S + T) * kHd);
+  const double expected = 10 * per_step;
+  EXPECT_LT(rel(g.flops(Stage::Action), expected), 0.02);
+  EXPECT_LT(rel(expected, 0.45e12), 0.03);  // MODELS.md: ~0.45 TFLOP
+}
+
+TEST_F(Pi0Reference, LastPrefixLayerComputesOnlyKv) {
+  int last = int(kDepth) - 1;
+  int gemms = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.stage != Stage::Prefix || o.block != last) continue;
+    EXPECT_NE(o.kind, OpKind::Attention) << o.name;
+    if (o.kind == OpKind::Gemm) {
+      ++gemms;
+      EXPECT_EQ(o.n, 2 * kKvHeads * kHd) << o.name;
+    }
+  }
+  EXPECT_EQ(gemms, 1);
+}
+
+TEST_F(Pi0Reference, PrefixKvCacheBytesAreLayersTimesKAndV) {
+  double kv = 0;
+  int caches = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.stage == Stage::Prefix && o.kv_cache) {
+      kv += o.kv_bytes;
+      ++caches;
+    }
+  }
+  EXPECT_EQ(caches, int(kDepth));
+  EXPECT_DOUBLE_EQ(kv, kDepth * 2 * S * kKvHeads * kHd * 2 /* bf16 */);
+}
+
+TEST_F(Pi0Reference, EveryActionStepAttendsToEachLayersPrefixKv) {
+  std::map<int, int> cache_of_block;  // prefix block -> kv op
+  for (size_t i = 0; i < g.size(); ++i)
+    if (g.op(int(i)).stage == Stage::Prefix && g.op(int(i)).kv_cache)
+      cache_of_block[g.op(int(i)).block] = int(i);
+  ASSERT_EQ(cache_of_block.size(), size_t(kDepth));
+  int cross = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.stage != Stage::Action || o.kind != OpKind::Attention) continue;
+    ++cross;
+    EXPECT_EQ(o.fn, OpFn::CrossAttention);
+    EXPECT_EQ(o.kv_source, cache_of_block.at(o.block)) << o.name;
+    EXPECT_EQ(o.kv_cached, S);
+    EXPECT_EQ(o.q_len, T);
+    EXPECT_EQ(o.kv_len, S + T);
+    EXPECT_DOUBLE_EQ(g.edge_bytes(o.kv_source, int(i)), 2 * S * kKvHeads * kHd * 2);
+  }
+  EXPECT_EQ(cross, 10 * int(kDepth));
+  for (const auto& [block, kv] : cache_of_block) {
+    int action_succs = 0;
+    for (int s : g.succs(kv)) action_succs += g.op(s).stage == Stage::Action;
+    EXPECT_EQ(action_succs, 10) << "block " << block;
+  }
+}
+
+TEST_F(Pi0Reference, ActionOpsCarryTheirStepAndOthersDoNot) {
+  std::map<int, int> per_step;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.stage == Stage::Action) {
+      ASSERT_GE(o.step, 0) << o.name;
+      ++per_step[o.step];
+    } else {
+      EXPECT_EQ(o.step, -1) << o.name;
+    }
+  }
+  ASSERT_EQ(per_step.size(), 10u);
+  for (const auto& [step, n] : per_step) EXPECT_EQ(n, per_step.at(0)) << "step " << step;
+}
+
+TEST_F(Pi0Reference, ExpertWeightsAreCountedOnceAcrossSteps) {
+  RunShape one = pi0_reference_shape();
+  one.steps = 1;
+  OpGraph g1 = build_graph(card("pi0"), one);
+  EXPECT_DOUBLE_EQ(g.param_bytes(Stage::Action), g1.param_bytes(Stage::Action));
+  EXPECT_NEAR(g.flops(Stage::Action), 10 * g1.flops(Stage::Action), 1e-6 * g.flops());
+  // The same parameter tensor in two steps carries the same id.
+  std::string w0, w9;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.stage == Stage::Action && o.block == 4 && o.fn == OpFn::Linear &&
+        o.name.find("attn_qkv") != std::string::npos)
+      (o.step == 0 ? w0 : o.step == 9 ? w9 : w0) = o.weight_id;
+  }
+  EXPECT_FALSE(w0.empty());
+  EXPECT_EQ(w0, w9);
+}
+
+TEST(Pi0Params, SiglipGemmaAndExpertMatchPublishedSizes) {
+  RunShape s = pi0_reference_shape();
+  s.prompt = 8;  // so the prompt embedding table is part of the graph
+  OpGraph g = build_graph(card("pi0"), s);
+  const double P = 256;
+  const double vit_layer = 4 * kVitW * kVitW + 2 * kVitW * kVitMlp;
+  const double vit = kVitDepth * vit_layer + 3 * kPatch * kPatch * kVitW + P * kVitW;
+  EXPECT_LT(rel(params_of(g, "vision"), vit), 0.005);
+  EXPECT_LT(rel(vit, 412e6), 0.02);
+
+  const double gemma_layers = kDepth * layer_params(kW, kMlp);
+  EXPECT_LT(rel(gemma_layers, 1.98e9), 0.02);
+  EXPECT_LT(rel(kVocab * kW, 527e6), 0.02);
+  // The graph holds 17 full layers, the last layer's K/V projection and the embedding.
+  const double in_graph = (kDepth - 1) * layer_params(kW, kMlp) + kW * 2 * kKvHeads * kHd +
+                          kVocab * kW;
+  EXPECT_LT(rel(params_of(g, "backbone"), in_graph), 0.005);
+
+  const double expert_layers = kDepth * layer_params(kEw, kEmlp);
+  EXPECT_LT(rel(params_of(g, "expert"), 312e6), 0.02);
+  EXPECT_LT(rel(params_of(g, "expert"), expert_layers), 0.02);
+}
+
+TEST(Batch, TwoRequestsDoubleEveryCardsFlopsAndKeepParams) {
+  for (const std::string& name : card_names(default_cards_dir())) {
+    ModelCard c = card(name);
+    RunShape one, two;
+    two.batch = 2;
+    OpGraph g1 = build_graph(c, one), g2 = build_graph(c, two);
+    EXPECT_NEAR(g2.flops(), 2 * g1.flops(), 1e-9 * g1.flops()) << name;
+    EXPECT_DOUBLE_EQ(g2.param_bytes(), g1.param_bytes()) << name;
+    EXPECT_EQ(g2.size(), g1.size()) << name;
+    EXPECT_EQ(g2.batch, 2);
+  }
+}
+
+TEST(Batch, MultipliesGemmRowsAndAttentionBatch) {
+  RunShape s;
+  s.batch = 3;
+  OpGraph g = build_graph(card("pi0_tiny"), s);
+  OpGraph g1 = build_graph(card("pi0_tiny"), RunShape{});
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& a = g.op(int(i));
+    const Op& b = g1.op(int(i));
+    ASSERT_EQ(a.name, b.name);
+    if (a.kind == OpKind::Gemm) {
+      EXPECT_EQ(a.m, 3 * b.m) << a.name;
+    }
+    if (a.kind == OpKind::Attention) {
+      EXPECT_EQ(a.batch, 3 * b.batch) << a.name;
+    }
+  }
+}
+
+TEST(Dtype, Fp32DoublesBytesButNotFlops) {
+  RunShape bf, f32;
+  f32.dtype = DType::F32;
+  OpGraph a = build_graph(card("pi0_tiny"), bf), b = build_graph(card("pi0_tiny"), f32);
+  EXPECT_DOUBLE_EQ(a.flops(), b.flops());
+  EXPECT_DOUBLE_EQ(2 * a.param_bytes(), b.param_bytes());
+  EXPECT_EQ(b.op(0).dtype, DType::F32);
+}
+
+TEST(Epilogues, GemmaBlocksFuseBiasResidualAndGateUp) {
+  OpGraph g = build_graph(card("pi0_tiny"), RunShape{});
+  int gate_up = 0, residual = 0, rope = 0, norms = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.stage != Stage::Prefix || o.block != 0) continue;
+    if (o.epi.gate_up) {
+      ++gate_up;
+      EXPECT_EQ(o.epi.act, Activation::GeluTanh);
+      EXPECT_EQ(o.n % 2, 0);
+      EXPECT_DOUBLE_EQ(o.out_bytes, double(o.m) * (o.n / 2) * 2);
+    }
+    residual += o.epi.residual;
+    rope += o.fn == OpFn::RoPE;
+    norms += o.fn == OpFn::RMSNorm;
+  }
+  EXPECT_EQ(gate_up, 1);
+  EXPECT_EQ(residual, 2);  // O proj and down proj
+  EXPECT_EQ(rope, 1);
+  EXPECT_EQ(norms, 2);     // before attention and before the FFN
+}
+
+TEST(Epilogues, SiglipHasBiasedQkvAndLlamaFamilyUsesSilu) {
+  OpGraph g = build_graph(card("openvla"), RunShape{});
+  bool vit_bias = false, silu = false;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.name == "siglip.b0.attn_qkv") vit_bias = o.epi.bias;
+    if (o.name == "llm.b0.ffn_gate_up") silu = o.epi.act == Activation::Silu && o.epi.gate_up;
+  }
+  EXPECT_TRUE(vit_bias);
+  EXPECT_TRUE(silu);
+}
+
+TEST(Pi05, AdaptiveNormGatesTheResidualsAndHasNoStateToken) {
+  OpGraph g = build_graph(card("pi05"), RunShape{});
+  EXPECT_EQ(g.suffix_tokens, g.chunk);
+  int gated = 0, mods = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.stage != Stage::Action || o.step != 0) continue;
+    gated += o.epi.gate;
+    mods += o.name.find("_mod") != std::string::npos;
+    if (o.name.find("_mod") != std::string::npos) {
+      EXPECT_EQ(o.n, o.block >= 0 ? 3 * 1024 : 2048);
+    }
+  }
+  EXPECT_EQ(gated, 2 * 18);
+  EXPECT_EQ(mods, 2 * 18 + 1);
+}
+
+TEST(SmolVla, OddExpertLayersCrossAttendOnlyToThePrefix) {
+  OpGraph g = build_graph(card("smolvla"), RunShape{});
+  const int64_t S = g.prefix_tokens, T = g.suffix_tokens;
+  EXPECT_EQ(S, 2 * 64 + 16 + 1);  // two views, prompt, state token
+  int checked = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.stage != Stage::Action || o.kind != OpKind::Attention) continue;
+    EXPECT_EQ(o.fn, OpFn::CrossAttention);
+    EXPECT_EQ(o.kv_len, o.block % 2 == 0 ? S + T : S) << o.name;
+    EXPECT_GE(o.kv_source, 0);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 10 * 16);
+}
+
+TEST(Gr00t, DitCrossAttendsOnEvenLayersOverFourSteps) {
+  OpGraph g = build_graph(card("gr00t_n15"), RunShape{});
+  EXPECT_EQ(g.steps, 4);
+  EXPECT_EQ(g.suffix_tokens, 1 + 32 + 16);
+  EXPECT_EQ(g.prefix_tokens, 64 + 32);
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.stage != Stage::Action || o.kind != OpKind::Attention) continue;
+    EXPECT_EQ(o.fn, o.block % 2 == 0 ? OpFn::CrossAttention : OpFn::SelfAttention) << o.name;
+    EXPECT_EQ(o.kv_len, o.block % 2 == 0 ? g.prefix_tokens : g.suffix_tokens) << o.name;
+  }
+}
+
+TEST(OpenVla, DecodesSevenTokensWithAGrowingCacheAndSharedWeights) {
+  OpGraph g = build_graph(card("openvla"), RunShape{});
+  EXPECT_EQ(g.steps, 7);
+  const int64_t S = g.prefix_tokens;
+  EXPECT_EQ(S, 256 + 24);
+  std::map<int, int64_t> kv_len_at_step;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.stage != Stage::Decode) continue;
+    EXPECT_GE(o.step, 0);
+    EXPECT_LT(o.step, 7);
+    if (o.kind == OpKind::Attention) {
+      EXPECT_EQ(o.q_len, 1);
+      EXPECT_EQ(o.kv_cached, S);
+      kv_len_at_step[o.step] = o.kv_len;
+      EXPECT_EQ(int(g.preds(int(i)).size()), 2 + o.step) << o.name;  // rope, V, prefix, earlier
+    }
+  }
+  ASSERT_EQ(kv_len_at_step.size(), 6u);  // step 0 is the prefill's own logits
+  for (const auto& [t, len] : kv_len_at_step) EXPECT_EQ(len, S + t);
+  // Decoding reuses the LLM's layers and embedding: only the final norm and LM head are new.
+  const double new_weights = (4096.0 * 32064 + 4096) * 2;
+  EXPECT_DOUBLE_EQ(g.param_bytes(),
+                   g.param_bytes(Stage::Vision) + g.param_bytes(Stage::Prefix) + new_weights);
+}
+
+TEST(DiffusionPolicy, UnetStepsAreIdenticalConvGemms) {
+  OpGraph g = build_graph(card("diffusion_policy"), RunShape{});
+  EXPECT_EQ(g.steps, 100);
+  std::map<int, double> per_step;
+  int convs = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.stage == Stage::Action) per_step[o.step] += o.flops;
+    convs += o.fn == OpFn::Conv;
+  }
+  ASSERT_EQ(per_step.size(), 100u);
+  EXPECT_DOUBLE_EQ(per_step[0], per_step[99]);
+  EXPECT_GT(convs, 100 * 20);
+  // U-Net parameters of the [512, 1024, 2048] config: ~250M (the reference model is ~255M).
+  EXPECT_GT(params_of(g, "unet", 2), 230e6);
+  EXPECT_LT(params_of(g, "unet", 2), 270e6);
+}
+
+TEST(Driving, OrionWindowsAllButTheGlobalBlocksAndPlansInTheHead) {
+  OpGraph g = build_graph(card("orion"), RunShape{});
+  EXPECT_EQ(g.views, 6);
+  int windowed = 0, global = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.component != "vision" || o.kind != OpKind::Attention) continue;
+    EXPECT_EQ(o.batch, 6);
+    EXPECT_EQ(o.q_len, 1600);
+    (o.window > 0 ? windowed : global)++;
+    if (o.window > 0) {
+      EXPECT_DOUBLE_EQ(o.flops, 4.0 * 6 * 16 * 1600 * 256 * 64);
+    }
+  }
+  EXPECT_EQ(global, 8);
+  EXPECT_EQ(windowed, 16);
+  EXPECT_GT(g.flops(Stage::Head), 0);
+  EXPECT_EQ(g.blocks(Stage::Prefix), 32);
+  EXPECT_EQ(g.prefix_tokens, 256 + 40);
+}
+
+TEST(Shape, ImpossibleShapesThrowConfigErrorNamingTheField) {
+  ModelCard c = card("pi0");
+  auto key_of = [&](RunShape s) -> std::string {
+    try {
+      build_graph(c, s);
+    } catch (const ConfigError& e) {
+      EXPECT_GT(e.line(), 0) << e.what();
+      EXPECT_EQ(e.file(), c.file);
+      return e.key();
+    }
+    return "(no error)";
+  };
+  RunShape s;
+  s.views = 4;  // max 3
+  EXPECT_EQ(key_of(s), "views");
+  s = RunShape{};
+  s.views = -1;
+  EXPECT_EQ(key_of(s), "views");
+  s = RunShape{};
+  s.prompt = -5;
+  EXPECT_EQ(key_of(s), "prompt");
+  s = RunShape{};
+  s.prompt = 49;  // max 48
+  EXPECT_EQ(key_of(s), "prompt");
+  s = RunShape{};
+  s.steps = -1;
+  EXPECT_EQ(key_of(s), "steps");
+  s = RunShape{};
+  s.chunk = -3;
+  EXPECT_EQ(key_of(s), "chunk");
+  s = RunShape{};
+  s.batch = -2;
+  EXPECT_EQ(key_of(s), "batch");
+}
+
+TEST(Shape, ZeroAndMinusOneFieldsTakeTheCardDefaults) {
+  ModelCard c = card("pi0");
+  OpGraph g = build_graph(c, RunShape{});
+  EXPECT_EQ(g.views, c.defaults.views);
+  EXPECT_EQ(g.prompt, c.defaults.prompt);
+  EXPECT_EQ(g.chunk, c.defaults.chunk);
+  EXPECT_EQ(g.steps, c.defaults.steps);
+  EXPECT_EQ(g.prefix_tokens, c.defaults.views * 256 + c.defaults.prompt);
+  EXPECT_EQ(g.suffix_tokens, c.defaults.chunk + 1);
+}
+
+TEST(Shape, DiffusionPolicyHorizonMustHalveThroughTheUnet) {
+  RunShape s;
+  s.chunk = 10;  // not divisible by 4
+  EXPECT_THROW(build_graph(card("diffusion_policy"), s), ConfigError);
+}
+
+}  // namespace
+}  // namespace vlasim
