@@ -1,0 +1,109 @@
+// Internals of the oneDNN executor: buffers, bound primitives and one kernel per op.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executors/onednn_executor.h"
+#include "executors/plan.h"
+
+namespace vlasim::onednn {
+
+// A 64-byte aligned, zero-filled allocation.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(size_t bytes);
+  char* data() const { return ptr_.get(); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  struct Free {
+    void operator()(char* p) const;
+  };
+  std::unique_ptr<char, Free> ptr_;
+  size_t bytes_ = 0;
+};
+
+// A primitive with its arguments bound once; runs without allocating in this code.
+struct Exec {
+  dnnl::primitive prim;
+  dnnl::memory::desc scratch_md;
+  std::vector<dnnl::memory> mems;
+  std::vector<dnnl_exec_arg_t> args;
+
+  void arg(int id, const dnnl::memory& m);
+  // Binds the user scratchpad (REQUIRES: at least scratch_bytes() at ptr).
+  void bind_scratch(const dnnl::engine& eng, void* ptr);
+  size_t scratch_bytes() const { return scratch_md.get_size(); }
+  void run(const dnnl::stream& s) const;
+};
+
+// Parameters, generated once per key and shared by every op that uses the key.
+struct WeightCache {
+  std::map<std::string, std::vector<std::pair<dnnl::memory::desc, dnnl::memory>>> mats;
+  std::map<std::string, std::vector<float>> vecs;
+};
+
+struct Context {
+  dnnl::engine eng;
+  DType dtype = DType::BF16;
+  uint64_t seed = 1;
+  GateUpMode gate_up = GateUpMode::TwoMatmuls;
+  const OpGraph* g = nullptr;
+  std::map<TensorKey, Buffer>* tensors = nullptr;
+  WeightCache* weights = nullptr;
+
+  dnnl::memory::data_type dt() const;
+  int64_t elem_bytes() const { return dtype_bytes(dtype); }
+  // Address of the first element of a slot's view.
+  char* ptr(const Slot& s) const;
+  char* ptr(const TensorInfo& t) const;
+  // Columns [col0, col0 + cols) of op `o`'s parameter `part` of shape [rows, full_cols]
+  // (see fill_weight), reordered once into `target`.
+  dnnl::memory matrix(const Op& o, const char* part, int64_t rows, int64_t full_cols,
+                      int64_t col0, int64_t cols, const dnnl::memory::desc& target) const;
+  // A parameter vector, rounded to the dtype, as float.
+  const std::vector<float>& vec(const Op& o, const char* part, int64_t n) const;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(const dnnl::stream& s) = 0;
+  // Primitives needing a scratchpad.
+  virtual std::vector<Exec*> execs() { return {}; }
+};
+
+std::unique_ptr<Kernel> make_gemm(const Context& c, const OpPlan& p);
+std::unique_ptr<Kernel> make_attention(const Context& c, const OpPlan& p);
+// Norm, Elementwise, Embedding, Transfer.
+std::unique_ptr<Kernel> make_loop_kernel(const Context& c, const OpPlan& p);
+// Bytes a kernel allocates for itself (temporaries), excluding tensors and weights.
+uint64_t kernel_temp_bytes(const Op& o, const OpPlan& p, DType dtype, GateUpMode mode);
+
+inline float bf16_to_f32(uint16_t v) {
+  uint32_t u = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) return static_cast<uint16_t>(u >> 16);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float load(const float* p, int64_t i) { return p[i]; }
+inline float load(const uint16_t* p, int64_t i) { return bf16_to_f32(p[i]); }
+inline void store(float* p, int64_t i, float v) { p[i] = v; }
+inline void store(uint16_t* p, int64_t i, float v) { p[i] = f32_to_bf16(v); }
+
+}  // namespace vlasim::onednn

@@ -1,0 +1,422 @@
+#include "executors/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+
+namespace vlasim {
+
+namespace {
+
+std::string op_label(const Op& o) {
+  return "op " + std::to_string(o.id) + " '" + o.name + "' (" + to_string(o.kind) + "/" +
+         to_string(o.fn) + ")";
+}
+
+Slot slot_of(const TensorInfo& t, int64_t col, int64_t width, int64_t row = 0) {
+  Slot s;
+  s.used = true;
+  s.t = t;
+  s.row = row;
+  s.col = col;
+  s.width = width;
+  return s;
+}
+
+TensorInfo synthetic(int op, int role, int64_t rows, int64_t cols) {
+  TensorInfo t;
+  t.key = TensorKey{op, role};
+  t.rows = rows;
+  t.cols = cols;
+  return t;
+}
+
+// Predecessors' outputs, in id order, without duplicates, excluding `skip`.
+std::vector<TensorInfo> pred_outputs(const OpGraph& g, int id, int skip) {
+  std::vector<TensorInfo> out;
+  int last = -1;
+  for (int p : g.preds(id))
+    if (p != skip && p != last) {
+      out.push_back(output_info(g, p));
+      last = p;
+    }
+  return out;
+}
+
+// Index of the latest (or earliest) entry satisfying `ok`, or -1.
+template <class F>
+int find(const std::vector<TensorInfo>& v, bool latest, F ok) {
+  if (latest) {
+    for (size_t i = v.size(); i-- > 0;)
+      if (ok(v[i])) return static_cast<int>(i);
+  } else {
+    for (size_t i = 0; i < v.size(); ++i)
+      if (ok(v[i])) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+TensorInfo take_at(std::vector<TensorInfo>& v, int i) {
+  TensorInfo t = v[static_cast<size_t>(i)];
+  v.erase(v.begin() + i);
+  return t;
+}
+
+// Binds `role` to a [rows, cols] view of a pred (see the header comment) or a synthetic.
+Slot bind_role(std::vector<TensorInfo>& preds, int op, int role, int64_t rows, int64_t cols,
+               bool latest) {
+  int i = find(preds, latest, [&](const TensorInfo& t) { return t.elems() == rows * cols; });
+  if (i >= 0) {
+    TensorInfo t = take_at(preds, i);
+    t.rows = rows;
+    t.cols = cols;
+    return slot_of(t, 0, cols);
+  }
+  i = find(preds, latest, [&](const TensorInfo& t) { return t.cols == cols && t.rows > rows; });
+  if (i >= 0) {
+    TensorInfo t = take_at(preds, i);
+    return slot_of(t, 0, cols, t.rows - rows);
+  }
+  i = find(preds, latest, [&](const TensorInfo& t) { return t.rows == rows && t.cols > cols; });
+  if (i >= 0) return slot_of(take_at(preds, i), 0, cols);
+  return slot_of(synthetic(op, role, rows, cols), 0, cols);
+}
+
+void plan_attention(const OpGraph& g, const Op& o, OpPlan* p) {
+  const int64_t B = o.batch, H = o.heads, KV = o.kv_heads, hd = o.head_dim;
+  const int64_t Hq = H * hd, Kd = KV * hd;
+  const int64_t L = o.kv_len - o.kv_cached;  // local keys per batch
+  std::vector<TensorInfo> preds = pred_outputs(g, o.id, o.kv_source);
+  int i = find(preds, true, [&](const TensorInfo& t) {
+    return t.rows == B * o.q_len && (t.cols == Hq + 2 * Kd || t.cols == Hq + Kd || t.cols == Hq);
+  });
+  if (i >= 0) {
+    TensorInfo t = take_at(preds, i);
+    p->in[kQ] = slot_of(t, 0, Hq);
+    if (L > 0 && L == o.q_len && t.cols >= Hq + Kd) p->in[kK] = slot_of(t, Hq, Kd);
+    if (L > 0 && L == o.q_len && t.cols == Hq + 2 * Kd) p->in[kV] = slot_of(t, Hq + Kd, Kd);
+  } else {
+    p->in[kQ] = slot_of(synthetic(o.id, kQ, B * o.q_len, Hq), 0, Hq);
+  }
+  if (L > 0) {
+    while (!p->in[kK].used || !p->in[kV].used) {
+      i = find(preds, true, [&](const TensorInfo& t) {
+        return t.rows == B * L && (t.cols == Hq + 2 * Kd || t.cols == 2 * Kd);
+      });
+      if (i < 0) break;
+      TensorInfo t = take_at(preds, i);
+      if (!p->in[kK].used) p->in[kK] = slot_of(t, t.cols - 2 * Kd, Kd);
+      if (!p->in[kV].used) p->in[kV] = slot_of(t, t.cols - Kd, Kd);
+    }
+    for (int role : {kK, kV})
+      if (!p->in[role].used) p->in[role] = bind_role(preds, o.id, role, B * L, Kd, false);
+  }
+  if (o.kv_cached > 0) {
+    const int64_t rows = B * o.kv_cached;
+    if (o.kv_source < 0) {
+      TensorInfo t = synthetic(o.id, kCacheK, rows, 2 * Kd);
+      p->in[kCacheK] = slot_of(t, 0, Kd);
+      p->in[kCacheV] = slot_of(t, Kd, Kd);
+      return;
+    }
+    TensorInfo t = output_info(g, o.kv_source);
+    const Op& src = g.op(o.kv_source);
+    const bool rope = src.kind == OpKind::Elementwise && src.fn == OpFn::RoPE;
+    if (t.rows != rows || t.cols < (rope ? Kd : 2 * Kd))
+      throw std::invalid_argument(
+          op_label(o) + ": kv_source op " + std::to_string(o.kv_source) + " outputs [" +
+          std::to_string(t.rows) + ", " + std::to_string(t.cols) + "], expected " +
+          std::to_string(rows) + " rows (batch x kv_cached) and at least " +
+          std::to_string(rope ? Kd : 2 * Kd) + " columns (" + (rope ? "K" : "K|V") + ")");
+    if (!rope) {
+      p->in[kCacheK] = slot_of(t, t.cols - 2 * Kd, Kd);
+      p->in[kCacheV] = slot_of(t, t.cols - Kd, Kd);
+      return;
+    }
+    p->in[kCacheK] = slot_of(t, t.cols - Kd, Kd);
+    std::vector<TensorInfo> sp = pred_outputs(g, o.kv_source, -1);
+    i = find(sp, true, [&](const TensorInfo& v) {
+      return v.rows == rows && (v.cols == Hq + 2 * Kd || v.cols == 2 * Kd);
+    });
+    p->in[kCacheV] = i >= 0 ? slot_of(sp[static_cast<size_t>(i)], sp[static_cast<size_t>(i)].cols - Kd, Kd)
+                            : slot_of(synthetic(o.id, kCacheV, rows, Kd), 0, Kd);
+  }
+}
+
+// Copy as a concatenation: preds of `width` columns whose rows add up to `rows`.
+std::vector<Slot> concat_parts(const OpGraph& g, const Op& o) {
+  std::vector<Slot> parts;
+  int64_t rows = 0;
+  for (const TensorInfo& t : pred_outputs(g, o.id, -1))
+    if (t.cols == o.width) {
+      parts.push_back(slot_of(t, 0, t.cols));
+      rows += t.rows;
+    }
+  if (parts.size() < 2 || rows != o.rows) parts.clear();
+  return parts;
+}
+
+}  // namespace
+
+TensorInfo output_info(const OpGraph& g, int id) {
+  const Op& o = g.op(id);
+  TensorInfo t;
+  t.key = TensorKey{id, -1};
+  switch (o.kind) {
+    case OpKind::Gemm:
+      t.rows = o.batch * o.m;
+      t.cols = o.epi.gate_up ? o.n / 2 : o.n;
+      break;
+    case OpKind::Attention:
+      t.rows = o.batch * o.q_len;
+      t.cols = o.heads * o.head_dim;
+      break;
+    case OpKind::Norm:
+    case OpKind::Elementwise:
+    case OpKind::Embedding:
+      t.rows = o.rows;
+      t.cols = o.width;
+      break;
+    case OpKind::Transfer: {
+      std::vector<int> p = g.preds(id);
+      if (!p.empty()) {
+        t = output_info(g, p.front());
+        t.key = TensorKey{id, -1};
+      } else {
+        t.rows = 1;
+        t.cols = static_cast<int64_t>(o.out_bytes) / dtype_bytes(o.dtype);
+      }
+      break;
+    }
+  }
+  return t;
+}
+
+bool op_supported(const Op& o, std::string* why) {
+  auto no = [&](const std::string& w) {
+    *why = w;
+    return false;
+  };
+  switch (o.kind) {
+    case OpKind::Gemm:
+      if (o.fn != OpFn::Linear && o.fn != OpFn::PatchEmbed && o.fn != OpFn::Conv)
+        return no(std::string("gemm fn ") + to_string(o.fn) + " is not supported");
+      if (o.m <= 0 || o.n <= 0 || o.k <= 0 || o.batch <= 0)
+        return no("gemm needs m, n, k, batch > 0");
+      if (o.epi.gate_up && o.n % 2 != 0) return no("gate_up needs an even n");
+      return true;
+    case OpKind::Attention:
+      if (o.fn != OpFn::SelfAttention && o.fn != OpFn::CrossAttention)
+        return no(std::string("attention fn ") + to_string(o.fn) + " is not supported");
+      if (o.batch <= 0 || o.heads <= 0 || o.kv_heads <= 0 || o.head_dim <= 0 ||
+          o.q_len <= 0 || o.kv_len <= 0)
+        return no("attention needs batch, heads, kv_heads, head_dim, q_len, kv_len > 0");
+      if (o.heads % o.kv_heads != 0) return no("heads must be a multiple of kv_heads");
+      if (o.kv_cached < 0 || o.kv_cached > o.kv_len) return no("kv_cached outside [0, kv_len]");
+      if (o.kv_len - o.q_len < 0 && o.causal) return no("causal attention needs kv_len >= q_len");
+      return true;
+    case OpKind::Norm:
+      if (o.fn != OpFn::RMSNorm && o.fn != OpFn::LayerNorm)
+        return no(std::string("norm fn ") + to_string(o.fn) + " is not supported");
+      if (o.rows <= 0 || o.width <= 0) return no("norm needs rows, width > 0");
+      return true;
+    case OpKind::Elementwise:
+      switch (o.fn) {
+        case OpFn::Add: case OpFn::Mul: case OpFn::Gelu: case OpFn::Silu:
+        case OpFn::EulerUpdate: case OpFn::Softmax: case OpFn::Copy:
+          break;
+        case OpFn::RoPE: {
+          int64_t hd = o.head_dim > 0 ? o.head_dim : o.width;
+          int64_t span = o.heads > 0 ? (o.heads + o.kv_heads) * hd : o.width;
+          if (hd % 2 != 0 || span > o.width || span % hd != 0)
+            return no("rope needs an even head_dim dividing the rotated columns");
+          if (o.batch <= 0 || o.rows % o.batch != 0) return no("rope needs rows % batch == 0");
+          break;
+        }
+        default:
+          return no(std::string("elementwise fn ") + to_string(o.fn) + " is not supported");
+      }
+      if (o.rows <= 0 || o.width <= 0) return no("elementwise needs rows, width > 0");
+      return true;
+    case OpKind::Embedding:
+      if (o.fn != OpFn::Lookup) return no("embedding fn must be lookup");
+      if (o.rows <= 0 || o.width <= 0 || o.vocab <= 0)
+        return no("embedding needs rows, width, vocab > 0");
+      return true;
+    case OpKind::Transfer:
+      return true;
+  }
+  return no("unknown kind");
+}
+
+std::vector<OpPlan> plan_segment(const OpGraph& g, const std::vector<int>& ops) {
+  if (ops.empty()) throw std::invalid_argument("segment has no ops");
+  std::vector<OpPlan> plan;
+  plan.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    int id = ops[i];
+    if (id < 0 || static_cast<size_t>(id) >= g.size())
+      throw std::invalid_argument("segment names op " + std::to_string(id) + " but the graph has " +
+                                  std::to_string(g.size()) + " ops");
+    if (i > 0 && id <= ops[i - 1])
+      throw std::invalid_argument("segment ops must be in increasing id order (op " +
+                                  std::to_string(id) + " after " + std::to_string(ops[i - 1]) +
+                                  ")");
+    const Op& o = g.op(id);
+    std::string why;
+    if (!op_supported(o, &why))
+      throw std::invalid_argument("cannot run " + op_label(o) + ": " + why);
+    OpPlan p;
+    p.op = id;
+    p.out = output_info(g, id);
+    if (p.out.elems() <= 0)
+      throw std::invalid_argument("cannot run " + op_label(o) + ": empty output");
+    switch (o.kind) {
+      case OpKind::Gemm: {
+        std::vector<TensorInfo> preds = pred_outputs(g, id, -1);
+        p.in[kX] = bind_role(preds, id, kX, o.batch * o.m, o.k, true);
+        if (o.epi.residual) p.in[kResidual] = bind_role(preds, id, kResidual, p.out.rows, p.out.cols, false);
+        if (o.epi.gate) p.in[kGate] = bind_role(preds, id, kGate, p.out.rows, p.out.cols, false);
+        break;
+      }
+      case OpKind::Attention:
+        plan_attention(g, o, &p);
+        break;
+      case OpKind::Norm: {
+        std::vector<TensorInfo> preds = pred_outputs(g, id, -1);
+        p.in[kA] = bind_role(preds, id, kA, o.rows, o.width, true);
+        break;
+      }
+      case OpKind::Elementwise: {
+        std::vector<TensorInfo> preds = pred_outputs(g, id, -1);
+        if (o.fn == OpFn::Add || o.fn == OpFn::Mul) {
+          p.in[kA] = bind_role(preds, id, kA, o.rows, o.width, false);
+          p.in[kB] = bind_role(preds, id, kB, o.rows, o.width, false);
+        } else if (o.fn == OpFn::EulerUpdate) {
+          p.in[kB] = bind_role(preds, id, kB, o.rows, o.width, true);
+          p.in[kA] = bind_role(preds, id, kA, o.rows, o.width, true);
+          p.dt = g.steps > 0 ? -1.0 / g.steps : -0.1;
+        } else if (o.fn == OpFn::Copy && find(preds, true, [&](const TensorInfo& t) {
+                     return t.elems() == o.rows * o.width;
+                   }) < 0 && !(p.parts = concat_parts(g, o)).empty()) {
+          // concatenation
+        } else {
+          p.in[kA] = bind_role(preds, id, kA, o.rows, o.width, true);
+        }
+        break;
+      }
+      case OpKind::Embedding: {
+        TensorInfo t = synthetic(id, kIndices, o.rows, 1);
+        t.is_int = true;
+        t.int_limit = o.vocab;
+        p.in[kIndices] = slot_of(t, 0, 1);
+        break;
+      }
+      case OpKind::Transfer: {
+        std::vector<int> pr = g.preds(id);
+        TensorInfo t = pr.empty() ? synthetic(id, kA, p.out.rows, p.out.cols)
+                                  : output_info(g, pr.front());
+        p.in[kA] = slot_of(t, 0, t.cols);
+        break;
+      }
+    }
+    plan.push_back(p);
+  }
+  return plan;
+}
+
+std::vector<TensorInfo> segment_inputs(const std::vector<OpPlan>& plan) {
+  std::set<int> produced;
+  for (const OpPlan& p : plan) produced.insert(p.op);
+  std::vector<TensorInfo> out;
+  std::set<TensorKey> seen;
+  auto add = [&](const Slot& s) {
+    if (!s.used) return;
+    if (s.t.key.role < 0 && produced.count(s.t.key.op)) return;
+    if (seen.insert(s.t.key).second) out.push_back(s.t);
+  };
+  for (const OpPlan& p : plan) {
+    for (const Slot& s : p.in) add(s);
+    for (const Slot& s : p.parts) add(s);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const TensorInfo& a, const TensorInfo& b) { return a.key < b.key; });
+  return out;
+}
+
+static uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t synth_stream(uint64_t seed, const std::string& key) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ULL;
+  return splitmix(h ^ splitmix(seed));
+}
+
+float synth_value(uint64_t stream, uint64_t i) {
+  uint64_t r = splitmix(stream + i * 0x9e3779b97f4a7c15ULL);
+  return static_cast<float>(static_cast<double>(r >> 11) * (1.0 / 4503599627370496.0) - 1.0);
+}
+
+void synth_fill(float* dst, int64_t n, uint64_t stream, float scale, float offset) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) dst[i] = scale * synth_value(stream, static_cast<uint64_t>(i)) + offset;
+}
+
+void synth_fill_indices(int32_t* dst, int64_t n, uint64_t stream, int64_t limit) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t r = splitmix(stream + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ULL);
+    dst[i] = static_cast<int32_t>(r % static_cast<uint64_t>(limit));
+  }
+}
+
+std::string weight_key(const Op& o, const char* part) {
+  return (o.weight_id.empty() ? "op" + std::to_string(o.id) : o.weight_id) + "/" + part;
+}
+
+std::string input_key(TensorKey k) {
+  return "in" + std::to_string(k.op) + "." + std::to_string(k.role);
+}
+
+void fill_weight(const Op& o, const char* part, uint64_t seed, float* dst, int64_t n) {
+  uint64_t s = synth_stream(seed, weight_key(o, part));
+  std::string p = part;
+  if (p == "w") synth_fill(dst, n, s, static_cast<float>(std::sqrt(3.0 / static_cast<double>(o.k))), 0);
+  else if (p == "b" || p == "shift") synth_fill(dst, n, s, 0.1f, 0);
+  else if (p == "scale") synth_fill(dst, n, s, 0.1f, 1);
+  else synth_fill(dst, n, s, 1, 0);
+}
+
+void fill_input(const TensorInfo& t, uint64_t seed, float* dst) {
+  uint64_t s = synth_stream(seed, input_key(t.key));
+  if (t.is_int) {
+    std::vector<int32_t> idx(static_cast<size_t>(t.elems()));
+    synth_fill_indices(idx.data(), t.elems(), s, t.int_limit);
+    for (int64_t i = 0; i < t.elems(); ++i) dst[i] = static_cast<float>(idx[static_cast<size_t>(i)]);
+  } else {
+    synth_fill(dst, t.elems(), s, 1, 0);
+  }
+}
+
+float round_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) {  // inf / nan: truncate
+    u &= 0xffff0000u;
+  } else {
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+  }
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+float round_to(DType dtype, float x) { return dtype == DType::BF16 ? round_bf16(x) : x; }
+
+}  // namespace vlasim

@@ -1,0 +1,64 @@
+// A whole small pi0 inference on the oneDNN executor against the float64 reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "executors/onednn_executor.h"
+#include "executors/reference.h"
+#include "models/builder.h"
+#include "tests/executors/graphs.h"
+
+namespace vlasim {
+namespace {
+
+// pi0_tiny from its card when the card exists, else the hand-built pi0-shaped graph.
+OpGraph tiny_pi0(DType dtype, std::string* source) {
+  std::string card = std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_tiny.yaml";
+  if (std::filesystem::exists(card)) {
+    RunShape shape;
+    shape.dtype = dtype;
+    *source = card;
+    return build_graph(load_card(card), shape);
+  }
+  *source = "hand-built pi0 graph (tests/executors/graphs.cc)";
+  return testing::pi0_graph(testing::Pi0Dims{});
+}
+
+double rel_err(const std::vector<float>& a, const std::vector<float>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num = std::max(num, std::fabs(static_cast<double>(a[i]) - ref[i]));
+    den = std::max(den, std::fabs(static_cast<double>(ref[i])));
+  }
+  return den > 0 ? num / den : num;
+}
+
+void end_to_end(DType dtype, double tol) {
+  std::string source;
+  OpGraph g = tiny_pi0(dtype, &source);
+  ExecOptions opt;
+  opt.dtype = dtype;
+  opt.seed = 5;
+  OneDnnExecutor ex(opt);
+  ReferenceExecutor ref(opt);
+  std::vector<int> ops = all_ops(g);
+  int a = ex.prepare(g, ops), b = ref.prepare(g, ops);
+  ex.run(a);
+  ref.run(b);
+  // Last op of each stage, and the final op.
+  std::map<Stage, int> last;
+  for (int id : ops) last[g.op(id).stage] = id;
+  for (auto [stage, id] : last) {
+    double e = rel_err(ex.get_output(a, id), ref.get_output(b, id));
+    EXPECT_LT(e, tol) << source << ": " << to_string(stage) << " output (op " << id << " '"
+                      << g.op(id).name << "')";
+    ::testing::Test::RecordProperty(std::string(to_string(stage)) + "_rel_err", std::to_string(e));
+  }
+}
+
+TEST(ExecutorEndToEnd, TinyPi0Fp32) { end_to_end(DType::F32, 1e-4); }
+TEST(ExecutorEndToEnd, TinyPi0Bf16) { end_to_end(DType::BF16, 3e-2); }
+
+}  // namespace
+}  // namespace vlasim
