@@ -9,10 +9,13 @@
 #include "models/builder.h"
 #include "reports/report.h"
 #include "scenarios/scenario.h"
+#include "scenarios/workload.h"
 #include "scheduler/policy.h"
 #include "sim/cost_model.h"
 #include "sim/engine.h"
 #include "sim/plan.h"
+#include "executors/executor.h"
+#include "executors/runtime.h"
 
 namespace fs = std::filesystem;
 using namespace vlasim;
@@ -33,34 +36,71 @@ void progress_bar(double f) {
   std::fflush(stderr);
 }
 
-int run_simulate(const Common& c, const std::string& path, const std::string& out_dir,
-                 long long seed, size_t trace_limit, bool quiet, bool progress) {
-  Scenario s = load_scenario(path, c.catalog, c.cards);
-  if (seed >= 0) s.seed = static_cast<uint64_t>(seed);
+// A scenario ready to run: loaded, with its cost model and plan. Memory is checked with each
+// model's pipeline window (its requests in flight hold KV caches and activations together).
+struct Prepared {
+  Scenario s;
+  Plan plan;
+};
+Prepared prepare(const Common& c, const std::string& path, long long seed) {
+  Prepared pr;
+  pr.s = load_scenario(path, c.catalog, c.cards);
+  if (seed >= 0) pr.s.seed = static_cast<uint64_t>(seed);
+  const Scenario& s = pr.s;
   auto cost = cost_models().make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
   auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
-  // Memory is checked with each model's pipeline window (requests in flight together).
   std::vector<int> window;
-  {
-    Plan probe = make_plan(s, *cost, std::vector<int>(s.models.size(), 1));
-    for (const auto& mp : probe.models) window.push_back(pipe->window(mp.pipeline_stages));
-  }
-  Plan plan = make_plan(s, *cost, window);
+  Plan probe = make_plan(s, *cost, std::vector<int>(s.models.size(), 1));
+  for (const auto& mp : probe.models) window.push_back(pipe->window(mp.pipeline_stages));
+  pr.plan = make_plan(s, *cost, window);
+  return pr;
+}
+
+struct OutputOptions {
+  std::string dir;
+  size_t trace_limit = 20000;
+  bool quiet = false, progress = false;
+};
+
+// Prints the summary and writes report.json, requests.csv and trace.json.
+void write_outputs(const Prepared& pr, const SimResult& r, const std::string& mode,
+                   const OutputOptions& out) {
+  Report rep = make_report(pr.s, pr.plan, r, mode);
+  if (!out.quiet) std::cout << summary_text(rep);
+  if (out.dir.empty()) return;
+  fs::create_directories(out.dir);
+  write_json(rep, out.dir + "/report.json");
+  write_requests_csv(pr.s, pr.plan, r, out.dir + "/requests.csv");
+  write_trace(pr.s, pr.plan, r, out.dir + "/trace.json");
+  if (!out.quiet)
+    std::cout << "\nwrote " << out.dir << "/report.json, requests.csv, trace.json "
+              << "(open trace.json in ui.perfetto.dev or chrome://tracing)\n";
+}
+
+int run_simulate(const Common& c, const std::string& path, long long seed, const OutputOptions& out) {
+  Prepared pr = prepare(c, path, seed);
   SimOptions opt;
-  opt.trace_limit = trace_limit;
-  if (progress) opt.progress = progress_bar;
-  SimResult r = simulate(s, plan, opt);
-  Report rep = make_report(s, plan, r, "simulate");
-  if (!quiet) std::cout << summary_text(rep);
-  if (!out_dir.empty()) {
-    fs::create_directories(out_dir);
-    write_json(rep, out_dir + "/report.json");
-    write_requests_csv(s, plan, r, out_dir + "/requests.csv");
-    write_trace(s, plan, r, out_dir + "/trace.json");
-    if (!quiet)
-      std::cout << "\nwrote " << out_dir << "/report.json, requests.csv, trace.json "
-                << "(open trace.json in ui.perfetto.dev or chrome://tracing)\n";
-  }
+  opt.trace_limit = out.trace_limit;
+  if (out.progress) opt.progress = progress_bar;
+  SimResult r = simulate(pr.s, pr.plan, opt);
+  write_outputs(pr, r, "simulate", out);
+  return 0;
+}
+
+int run_execute(const Common& c, const std::string& path, long long seed, const OutputOptions& out,
+                const std::string& executor, int warmup) {
+  Prepared pr = prepare(c, path, seed);
+  ExecuteOptions opt;
+  opt.executor = executor;
+  opt.warmup = warmup;
+  opt.trace_limit = out.trace_limit;
+  if (out.progress) opt.progress = progress_bar;
+  if (!out.quiet)
+    std::cerr << "running " << pr.s.arrivals_end() << " s of arrivals in wall-clock time...\n";
+  ExecResult r = execute(pr.s, pr.plan, opt);
+  if (!out.quiet)
+    for (auto& d : r.devices) std::cout << "executor " << d << "\n";
+  write_outputs(pr, r.result, "execute", out);
   return 0;
 }
 
@@ -77,7 +117,7 @@ void list_registry(const R& reg) {
 
 int run_list(const Common& c, const std::string& what) {
   const std::vector<std::string> families = {"cost_models", "queue_policies", "pipeline_policies",
-                                             "devices", "cards", "workloads"};
+                                             "executors", "devices", "cards", "workloads"};
   bool all = what.empty() || what == "all";
   if (!all && std::find(families.begin(), families.end(), what) == families.end()) {
     std::cerr << "vlasim list: unknown family '" << what << "'; valid names are: " << join_names(families)
@@ -87,6 +127,7 @@ int run_list(const Common& c, const std::string& what) {
   if (all || what == "cost_models") list_registry(cost_models());
   if (all || what == "queue_policies") list_registry(queue_policies());
   if (all || what == "pipeline_policies") list_registry(pipeline_policies());
+  if (all || what == "executors") list_registry(executor_registry());
   if (all || what == "devices") {
     Catalog cat = Catalog::load_dir(c.catalog);
     std::cout << "devices (catalog " << c.catalog << "):\n";
@@ -97,11 +138,7 @@ int run_list(const Common& c, const std::string& what) {
     std::cout << "model cards (" << c.cards << "):\n";
     for (auto& n : card_names(c.cards)) std::cout << "  " << n << "\n";
   }
-  if (all || what == "workloads") {
-    std::cout << "workloads (arrival processes of a stream):\n"
-              << "  periodic - one request every 1/rate_hz seconds, +- uniform jitter_ms\n"
-              << "  poisson - exponential gaps with mean 1/rate_hz\n";
-  }
+  if (all || what == "workloads") list_registry(workloads());
   return 0;
 }
 
@@ -145,22 +182,32 @@ int main(int argc, char** argv) {
   app.add_option("--catalog", c.catalog, "hardware catalog directory")->capture_default_str();
   app.add_option("--cards", c.cards, "model card directory")->capture_default_str();
 
-  auto* sim = app.add_subcommand("simulate", "predict latency, throughput, memory and deadlines of a scenario");
-  std::string scenario, out_dir;
+  std::string scenario;
   long long seed = -1;
-  size_t trace_limit = 20000;
-  bool quiet = false, progress = false;
-  sim->add_option("scenario", scenario, "scenario YAML file")->required();
-  sim->add_option("-o,--out", out_dir, "directory for report.json, requests.csv and trace.json");
-  sim->add_option("--seed", seed, "override the scenario's seed");
-  sim->add_option("--trace-limit", trace_limit, "segment executions kept in the trace")->capture_default_str();
-  sim->add_flag("-q,--quiet", quiet, "print nothing but errors");
-  sim->add_flag("--progress", progress, "show a progress bar on stderr");
+  OutputOptions out;
+  auto add_run_options = [&](CLI::App* cmd) {
+    cmd->add_option("scenario", scenario, "scenario YAML file")->required();
+    cmd->add_option("-o,--out", out.dir, "directory for report.json, requests.csv and trace.json");
+    cmd->add_option("--seed", seed, "override the scenario's seed");
+    cmd->add_option("--trace-limit", out.trace_limit, "segment executions kept in the trace")
+        ->capture_default_str();
+    cmd->add_flag("-q,--quiet", out.quiet, "print nothing but errors");
+    cmd->add_flag("--progress", out.progress, "show a progress bar on stderr");
+  };
+  auto* sim = app.add_subcommand("simulate", "predict latency, throughput, memory and deadlines of a scenario");
+  add_run_options(sim);
+  auto* exec = app.add_subcommand("execute", "run a scenario's workload for real on this machine's executors");
+  add_run_options(exec);
+  std::string executor = "onednn";
+  int warmup = 2;
+  exec->add_option("--executor", executor, "executor name (see `vlasim list executors`)")->capture_default_str();
+  exec->add_option("--warmup", warmup, "runs of every segment before the clock starts")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
 
   auto* list = app.add_subcommand("list", "list the registered parts and their parameters");
   std::string family;
   list->add_option("family", family,
-                   "cost_models, queue_policies, pipeline_policies, devices, cards or workloads (default: all)");
+                   "cost_models, queue_policies, pipeline_policies, executors, devices, cards or workloads (default: all)");
 
   auto* graph = app.add_subcommand("graph", "summarise the operator graph a model card builds");
   std::string card, dtype;
@@ -177,7 +224,8 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*sim) return run_simulate(c, scenario, out_dir, seed, trace_limit, quiet, progress);
+    if (*sim) return run_simulate(c, scenario, seed, out);
+    if (*exec) return run_execute(c, scenario, seed, out, executor, warmup);
     if (*list) return run_list(c, family);
     if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, ops);
   } catch (const ConfigError& e) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "scenarios/workload.h"
 #include "scheduler/policy.h"
 
 namespace vlasim {
@@ -315,10 +316,10 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     sd.deadline_s = w.get_nonneg("deadline_ms", 0) * 1e-3;
     sd.start_s = w.get_nonneg("start_s", 0);
     sd.duration_s = w.get_positive("duration_s");
-    std::string arrival = w.get_string("arrival", "periodic");
-    if (arrival != "periodic" && arrival != "poisson")
-      w.required("arrival").fail("unknown arrival '" + arrival + "'; valid names are: periodic, poisson");
-    sd.poisson = arrival == "poisson";
+    sd.arrival = w.get_string("arrival", "periodic");
+    if (!workloads().find(sd.arrival))
+      w.required("arrival").fail("unknown workload '" + sd.arrival + "'; valid names are: " +
+                                 join_names(workloads().names()));
     long long count = w.get_count("count", 1, 1, 100000);
     std::string base = w.get_string("name", mname);
     for (long long i = 0; i < count; ++i) {

@@ -65,7 +65,7 @@ struct StreamDecl {
   double deadline_s = 0;     // relative; 0 = none
   double start_s = 0;
   double duration_s = 0;
-  bool poisson = false;
+  std::string arrival = "periodic";  // a name in workloads()
   ConfigNode where;
 };
 

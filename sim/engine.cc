@@ -1,5 +1,8 @@
 #include "sim/engine.h"
 
+#include "scenarios/workload.h"
+#include "sim/flow.h"
+
 #include <systemc>
 
 #include <algorithm>
@@ -25,20 +28,15 @@ void fresh_context() {
   sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
 }
 
-// A uniform double in [0, 1) from 53 random bits (the same on every standard library).
-double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-
-class Dispatcher;
 
 // A running segment inside a domain.
 struct Job {
   int unit = 0;
+  WorkItem item;
   double remaining = 0;  // seconds of alone-time left
   double rate = 0;       // fraction of alone-speed it progresses at now
   double usage_compute = 0, usage_memory = 0;
   int compute_resource = 0, memory_resource = 0;
-  uint64_t request = 0;
-  int segment = 0;
   double start = 0;
 };
 
@@ -46,8 +44,9 @@ struct Job {
 class Domain : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Domain);
-  Domain(sc_core::sc_module_name name, int index, int resources, Dispatcher* d)
-      : sc_module(name), index_(index), resources_(resources), dispatcher_(d) {
+  Domain(sc_core::sc_module_name name, int index, int resources, RequestFlow* flow,
+         const Plan* plan)
+      : sc_module(name), index_(index), resources_(resources), flow_(flow), plan_(plan) {
     stats.resource_usage.assign(resources, 0.0);
     SC_METHOD(on_wake);
     sensitive << wake_;
@@ -130,7 +129,8 @@ class Domain : public sc_core::sc_module {
   }
 
   int index_, resources_;
-  Dispatcher* dispatcher_;
+  RequestFlow* flow_;
+  const Plan* plan_;
   std::vector<Job> jobs_;
   std::vector<double> cap_, load_;  // scratch for share()
   std::vector<char> frozen_;
@@ -139,193 +139,20 @@ class Domain : public sc_core::sc_module {
   sc_core::sc_event wake_;
 };
 
-// Arrival times of one workload stream, drawn from its own random sequence.
-class StreamClock {
- public:
-  StreamClock(const StreamDecl& s, uint64_t seed) : s_(&s), rng_(seed) {}
-  // Time of the next arrival, or a negative number once the stream has ended.
-  double next() {
-    double t;
-    if (s_->poisson) {
-      poisson_t_ += -std::log(1.0 - uniform01(rng_)) / s_->rate_hz;
-      t = s_->start_s + poisson_t_;
-    } else {
-      t = s_->start_s + static_cast<double>(k_) / s_->rate_hz;
-      if (s_->jitter_s > 0) t += (2 * uniform01(rng_) - 1) * s_->jitter_s;
-      t = std::max(t, s_->start_s);
-    }
-    ++k_;
-    return t < s_->start_s + s_->duration_s ? t : -1;
-  }
-
- private:
-  const StreamDecl* s_;
-  std::mt19937_64 rng_;
-  uint64_t k_ = 0;
-  double poisson_t_ = 0;
-};
-
 // The workload: issues every stream's requests at their arrival times. One process for all
 // streams (its own heap, ordered by time then stream index) keeps SystemC's event queue short.
 class Workload : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Workload);
-  Workload(sc_core::sc_module_name name, const Scenario& s, Dispatcher* d);
+  Workload(sc_core::sc_module_name name, const Scenario& s, RequestFlow* flow);
   uint64_t activations = 0;
 
  private:
   void fire();
   using Next = std::pair<double, int>;  // (time, stream)
-  std::vector<StreamClock> clocks_;
+  std::vector<std::unique_ptr<ArrivalProcess>> clocks_;
   std::priority_queue<Next, std::vector<Next>, std::greater<Next>> heap_;
-  Dispatcher* dispatcher_;
-};
-
-// Request bookkeeping, queues and policies; plain C++ called from the SystemC processes.
-class Dispatcher {
- public:
-  Dispatcher(const Scenario& s, const Plan& p, const SimOptions& o, SimResult& r)
-      : s_(s), p_(p), opt_(o), r_(r) {
-    queue_ = queue_policies().make(s.queue.name, s.queue.params, s.queue.where);
-    auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
-    for (const auto& mp : p.models) window_.push_back(pipe->window(mp.pipeline_stages));
-    in_flight_.assign(p.models.size(), 0);
-    waiting_.resize(p.models.size());
-    unit_queue_.resize(p.units.size());
-    unit_busy_.assign(p.units.size(), 0);
-    r_.units.resize(p.units.size());
-    double expected = 0;  // requests the streams will issue, to size the record array once
-    for (const auto& sd : s.streams) expected += sd.rate_hz * sd.duration_s * 1.05 + 16;
-    r_.requests.reserve(static_cast<size_t>(std::min(expected, 5e7)));
-  }
-  void set_domains(std::vector<Domain*> d) { domains_ = std::move(d); }
-
-  void arrive(int stream, double t) {
-    const StreamDecl& sd = s_.streams[stream];
-    RequestRecord rec;
-    rec.id = r_.requests.size();
-    rec.model = sd.model;
-    rec.stream = stream;
-    rec.arrival = t;
-    rec.deadline = sd.deadline_s > 0 ? t + sd.deadline_s : 0;
-    r_.requests.push_back(rec);
-    if (in_flight_[sd.model] < window_[sd.model]) admit(rec.id);
-    else waiting_[sd.model].push_back(rec.id);
-  }
-
-  void job_done(const Job& j) {
-    double t = now_s();
-    RequestRecord& rec = r_.requests[j.request];
-    const ModelPlan& mp = p_.models[rec.model];
-    const Segment& seg = mp.segments[j.segment];
-    // Split the segment's interval among its stages in proportion to their alone-time.
-    if (!seg.transfer && seg.seconds > 0) {
-      double at = j.start;
-      for (int st = 0; st < kStages; ++st) {
-        if (seg.stage_seconds[st] <= 0) continue;
-        double len = (t - j.start) * seg.stage_seconds[st] / seg.seconds;
-        stage_span(rec, st, at, at + len);
-        at += len;
-      }
-    }
-    UnitStats& us = r_.units[j.unit];
-    us.busy_seconds += t - j.start;
-    ++us.segments;
-    if (r_.trace.size() < opt_.trace_limit)
-      r_.trace.push_back(TraceEvent{j.unit, j.start, t, j.request, rec.model, j.segment});
-    else
-      r_.trace_truncated = true;
-    unit_busy_[j.unit] = 0;
-    if (static_cast<size_t>(j.segment) + 1 < mp.segments.size()) {
-      enqueue(j.request, j.segment + 1);
-    } else {
-      rec.end = t;
-      finish(rec);
-    }
-    dispatch(j.unit);
-  }
-
- private:
-  void stage_span(RequestRecord& rec, int st, double a, double b) {
-    if (rec.stage_start[st] < 0) rec.stage_start[st] = a;
-    rec.stage_latency[st] = b - rec.stage_start[st];
-  }
-
-  void admit(uint64_t id) {
-    RequestRecord& rec = r_.requests[id];
-    ++in_flight_[rec.model];
-    enqueue(id, 0);
-  }
-
-  void finish(const RequestRecord& rec) {
-    --in_flight_[rec.model];
-    auto& w = waiting_[rec.model];
-    if (!w.empty()) {
-      uint64_t next = w.front();
-      w.pop_front();
-      admit(next);
-    }
-  }
-
-  void enqueue(uint64_t id, int segment) {
-    const RequestRecord& rec = r_.requests[id];
-    const Segment& seg = p_.models[rec.model].segments[segment];
-    WorkItem w;
-    w.request = id;
-    w.model = rec.model;
-    w.stream = rec.stream;
-    w.segment = segment;
-    w.arrival = rec.arrival;
-    w.ready = now_s();
-    w.deadline = rec.deadline > 0 ? rec.deadline : INFINITY;
-    w.estimate = seg.seconds;
-    unit_queue_[seg.unit].push_back(w);
-    dispatch(seg.unit);
-  }
-
-  void dispatch(int unit) {
-    auto& q = unit_queue_[unit];
-    if (unit_busy_[unit] || q.empty()) return;
-    UnitView v;
-    v.now = now_s();
-    v.unit = unit;
-    v.queue = std::span<const WorkItem>(q.data(), q.size());
-    v.busy_fraction = v.now > 0 ? r_.units[unit].busy_seconds / v.now : 0;
-    size_t pick = q.size() == 1 ? 0 : queue_->pick(v);
-    WorkItem w = q[pick];
-    q.erase(q.begin() + static_cast<long>(pick));
-    unit_busy_[unit] = 1;
-    RequestRecord& rec = r_.requests[w.request];
-    if (rec.start < 0) rec.start = v.now;
-    const Segment& seg = p_.models[w.model].segments[w.segment];
-    const UnitInfo& ui = p_.units[unit];
-    Job j;
-    j.unit = unit;
-    j.remaining = seg.seconds;
-    j.request = w.request;
-    j.segment = w.segment;
-    j.compute_resource = ui.compute_resource;
-    j.memory_resource = ui.memory_resource;
-    if (ui.type == DeviceType::Link) {
-      j.usage_compute = 0;
-      j.usage_memory = seg.memory_frac;
-    } else {
-      j.usage_compute = seg.compute_frac * ui.compute_share;
-      j.usage_memory = seg.memory_frac * ui.memory_share;
-    }
-    domains_[ui.domain]->start(j);
-  }
-
-  const Scenario& s_;
-  const Plan& p_;
-  const SimOptions& opt_;
-  SimResult& r_;
-  std::unique_ptr<QueuePolicy> queue_;
-  std::vector<int> window_, in_flight_;
-  std::vector<std::deque<uint64_t>> waiting_;
-  std::vector<std::vector<WorkItem>> unit_queue_;
-  std::vector<char> unit_busy_;
-  std::vector<Domain*> domains_;
+  RequestFlow* flow_;
 };
 
 void Domain::on_wake() {
@@ -347,7 +174,11 @@ void Domain::on_wake() {
   // job_done may start new jobs here (re-entering start()), so iterate over a copy.
   std::vector<Job> finished;
   finished.swap(done);
-  for (const Job& j : finished) dispatcher_->job_done(j);
+  double now = now_s();
+  for (const Job& j : finished) {
+    const Segment& seg = plan_->models[j.item.model].segments[j.item.segment];
+    flow_->segment_done(j.unit, j.item, j.start, now, seg.stage_seconds);
+  }
   finished.clear();
   done_.swap(finished);
 }
@@ -359,26 +190,18 @@ void Workload::fire() {
   while (!heap_.empty() && heap_.top().first <= now + 1e-12) {
     auto [t, stream] = heap_.top();
     heap_.pop();
-    dispatcher_->arrive(stream, t);
-    double n = clocks_[stream].next();
+    flow_->arrive(stream, t);
+    double n = clocks_[stream]->next();
     if (n >= 0) heap_.push({n, stream});
   }
   if (!heap_.empty()) next_trigger(sc_time(heap_.top().first - now, SC_SEC));
 }
 
-// splitmix64: decorrelates per-stream seeds derived from one scenario seed.
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-Workload::Workload(sc_core::sc_module_name name, const Scenario& s, Dispatcher* d)
-    : sc_module(name), dispatcher_(d) {
+Workload::Workload(sc_core::sc_module_name name, const Scenario& s, RequestFlow* flow)
+    : sc_module(name), flow_(flow) {
   for (size_t i = 0; i < s.streams.size(); ++i) {
-    clocks_.emplace_back(s.streams[i], mix(s.seed * 1000003ULL + i));
-    double t = clocks_.back().next();
+    clocks_.push_back(make_arrivals(s, i));
+    double t = clocks_.back()->next();
     if (t >= 0) heap_.push({t, static_cast<int>(i)});
   }
   SC_METHOD(fire);  // first run at time 0
@@ -390,16 +213,29 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   SimResult r;
   r.horizon = s.arrivals_end();
   fresh_context();
-  Dispatcher dispatcher(s, plan, options, r);
   std::vector<std::unique_ptr<Domain>> domains;
-  std::vector<Domain*> raw;
-  for (int d = 0; d < plan.domains; ++d) {
+  // A free unit starts its item as a job in its device's sharing domain.
+  RequestFlow flow(s, plan, r, options.trace_limit, [&](int unit, const WorkItem& w) {
+    const Segment& seg = plan.models[w.model].segments[w.segment];
+    const UnitInfo& ui = plan.units[unit];
+    Job j;
+    j.unit = unit;
+    j.item = w;
+    j.remaining = seg.seconds;
+    j.compute_resource = ui.compute_resource;
+    j.memory_resource = ui.memory_resource;
+    if (ui.type == DeviceType::Link) {
+      j.usage_memory = seg.memory_frac;
+    } else {
+      j.usage_compute = seg.compute_frac * ui.compute_share;
+      j.usage_memory = seg.memory_frac * ui.memory_share;
+    }
+    domains[ui.domain]->start(j);
+  });
+  for (int d = 0; d < plan.domains; ++d)
     domains.push_back(std::make_unique<Domain>(("domain_" + std::to_string(d)).c_str(), d,
-                                               plan.domain_resources[d], &dispatcher));
-    raw.push_back(domains.back().get());
-  }
-  dispatcher.set_domains(raw);
-  Workload workload("workload", s, &dispatcher);
+                                               plan.domain_resources[d], &flow, &plan));
+  Workload workload("workload", s, &flow);
   double limit = r.horizon + s.drain_s;
   if (options.progress) {
     // Run in slices so a long simulation can report progress.

@@ -174,7 +174,7 @@ TEST(Engine, SameSeedGivesIdenticalResults) {
     f.s.seed = seed;
     int m = f.add_model({{0, 0.004, 1.0, 0.2}, {2, 0.003, 0.5, 0.5}});
     f.add_stream(m, 100.0, 2.0);
-    f.s.streams[0].poisson = true;
+    f.s.streams[0].arrival = "poisson";
     SimResult r = simulate(f.s, f.p);
     std::vector<double> v;
     for (auto& q : r.requests) v.push_back(q.end);

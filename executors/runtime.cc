@@ -1,0 +1,209 @@
+#include "executors/runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "executors/executor.h"
+#include "scenarios/workload.h"
+#include "sim/flow.h"
+
+namespace vlasim {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What one unit runs: a prepared segment handle per (model, segment), on the executor of
+// the model's dtype; transfers are memcpy between two buffers of the unit.
+struct UnitRunner {
+  std::map<DType, std::unique_ptr<Executor>> executors;
+  std::map<std::pair<int, int>, std::pair<Executor*, int>> handles;  // (model, seg) -> handle
+  std::vector<char> src, dst;                                          // transfer buffers
+  std::vector<int> cpus;
+  // The one item the flow has started on this unit, if any.
+  bool has_item = false;
+  WorkItem item;
+  std::condition_variable cv;
+  std::thread thread;
+};
+
+std::string yaml_list(const std::vector<int>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
+  ExecResult out;
+  SimResult& r = out.result;
+  r.horizon = s.arrivals_end();
+
+  // Which units run which segments.
+  std::vector<std::unique_ptr<UnitRunner>> units(p.units.size());
+  for (size_t m = 0; m < p.models.size(); ++m)
+    for (const Segment& seg : p.models[m].segments) {
+      if (!units[seg.unit]) units[seg.unit] = std::make_unique<UnitRunner>();
+      if (seg.transfer) {
+        size_t n = static_cast<size_t>(seg.bytes);
+        if (units[seg.unit]->src.size() < n) {
+          units[seg.unit]->src.assign(n, 1);
+          units[seg.unit]->dst.assign(n, 0);
+        }
+      }
+    }
+  for (size_t u = 0; u < p.units.size(); ++u) {
+    if (!units[u] || p.units[u].type == DeviceType::Link) continue;
+    const UnitInfo& ui = p.units[u];
+    const DeviceInstance& dev = s.devices[ui.device];
+    auto fail = [&](const std::string& msg) {
+      throw ConfigError(s.file, dev.line, 0, "hardware.devices", "device '" + dev.name + "': " + msg);
+    };
+    if (dev.spec.type != DeviceType::Cpu)
+      fail("is a GPU (" + dev.spec.name + "); `vlasim execute` runs CPU core groups only on this "
+           "machine (no GPU executor yet)");
+    const UnitDecl& ud = dev.units[ui.unit];
+    for (int c = 0; c < ud.cores; ++c) units[u]->cpus.push_back(ud.first_core + c);
+    try {
+      check_cpus(units[u]->cpus);
+    } catch (const std::invalid_argument& e) {
+      fail("core group '" + ud.name + "' needs CPUs " + yaml_list(units[u]->cpus) +
+           " that this machine does not have: " + e.what());
+    }
+  }
+
+  // Executors (one per unit and dtype) and prepared segments.
+  for (size_t m = 0; m < p.models.size(); ++m) {
+    const ModelPlan& mp = p.models[m];
+    DType dtype = s.models[m].shape.dtype;
+    for (size_t k = 0; k < mp.segments.size(); ++k) {
+      const Segment& seg = mp.segments[k];
+      if (seg.transfer) continue;
+      UnitRunner& ur = *units[seg.unit];
+      auto& ex = ur.executors[dtype];
+      if (!ex) {
+        std::string yaml = "{dtype: " + std::string(to_string(dtype)) + ", cpus: " +
+                           yaml_list(ur.cpus) + ", seed: " + std::to_string(s.seed) + "}";
+        ConfigNode n = ConfigNode::load_string(yaml, "<execute>");
+        ex = executor_registry().make(o.executor, Params(n), n);
+        out.devices.push_back(p.units[seg.unit].name + ": " + ex->device());
+      }
+      ur.handles[{static_cast<int>(m), static_cast<int>(k)}] = {ex.get(), ex->prepare(mp.graph, seg.ops)};
+    }
+  }
+  for (auto& u : units)
+    if (u)
+      for (auto& [key, h] : u->handles)
+        for (int w = 0; w < o.warmup; ++w) h.first->run(h.second);
+
+  // Per-op samples, per model.
+  std::vector<std::vector<std::vector<double>>> samples(p.models.size());
+  for (size_t m = 0; m < p.models.size(); ++m) samples[m].resize(p.models[m].graph.size());
+
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool stop = false;
+  const Clock::time_point t0 = Clock::now();
+  auto now = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+
+  RequestFlow flow(s, p, r, o.trace_limit, [&](int unit, const WorkItem& w) {
+    UnitRunner& ur = *units[unit];
+    ur.item = w;
+    ur.has_item = true;
+    ur.cv.notify_one();
+  });
+
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (!units[u]) continue;
+    UnitRunner& ur = *units[u];
+    ur.thread = std::thread([&, u] {
+      std::unique_lock<std::mutex> lock(mu);
+      for (;;) {
+        ur.cv.wait(lock, [&] { return ur.has_item || stop; });
+        if (!ur.has_item) return;
+        WorkItem w = ur.item;
+        ur.has_item = false;
+        const Segment& seg = p.models[w.model].segments[w.segment];
+        lock.unlock();
+        double start = now();
+        double stage[kStages] = {0, 0, 0, 0, 0};
+        const SegmentTiming* timing = nullptr;
+        if (seg.transfer) {
+          std::memcpy(ur.dst.data(), ur.src.data(), static_cast<size_t>(seg.bytes));
+        } else {
+          auto [ex, handle] = ur.handles.at({w.model, w.segment});
+          timing = &ex->run(handle);
+        }
+        double end = now();
+        lock.lock();
+        if (timing) {
+          const OpGraph& g = p.models[w.model].graph;
+          for (size_t i = 0; i < timing->ops.size(); ++i) {
+            samples[w.model][timing->ops[i]].push_back(timing->seconds[i]);
+            stage[static_cast<int>(g.op(timing->ops[i]).stage)] += timing->seconds[i];
+          }
+        }
+        flow.segment_done(static_cast<int>(u), w, start, end, stage);
+        done_cv.notify_all();
+      }
+    });
+  }
+
+  // Arrivals, merged over streams in (time, stream) order, issued at their times.
+  std::vector<std::pair<double, int>> arrivals;
+  for (size_t i = 0; i < s.streams.size(); ++i) {
+    auto a = make_arrivals(s, i);
+    for (double t = a->next(); t >= 0; t = a->next()) arrivals.emplace_back(t, static_cast<int>(i));
+  }
+  std::sort(arrivals.begin(), arrivals.end());
+  size_t issued = 0;
+  for (auto [t, stream] : arrivals) {
+    std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(t)));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      flow.arrive(stream, t);
+    }
+    if (o.progress && (++issued % 16 == 0 || issued == arrivals.size()))
+      o.progress(static_cast<double>(issued) / static_cast<double>(arrivals.size()));
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    auto limit = t0 + std::chrono::duration_cast<Clock::duration>(
+                          std::chrono::duration<double>(r.horizon + s.drain_s));
+    done_cv.wait_until(lock, limit, [&] { return flow.finished() == flow.requests(); });
+    stop = true;
+    for (auto& u : units)
+      if (u) u->cv.notify_one();
+  }
+  for (auto& u : units)
+    if (u && u->thread.joinable()) u->thread.join();
+  r.end_time = now();
+
+  // Device busy time: the union of its units' busy time is not tracked; report the largest.
+  r.domains.resize(p.domains);
+  for (size_t u = 0; u < p.units.size(); ++u) {
+    DomainStats& d = r.domains[p.units[u].domain];
+    d.busy_seconds = std::max(d.busy_seconds, r.units[u].busy_seconds);
+  }
+  out.op_seconds.resize(p.models.size());
+  for (size_t m = 0; m < p.models.size(); ++m) {
+    out.op_seconds[m].assign(p.models[m].graph.size(), NAN);
+    for (size_t i = 0; i < samples[m].size(); ++i) {
+      auto& v = samples[m][i];
+      if (v.empty()) continue;
+      std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+      out.op_seconds[m][i] = v[v.size() / 2];
+    }
+  }
+  return out;
+}
+
+}  // namespace vlasim

@@ -1,0 +1,39 @@
+// The real runtime: runs a scenario's workload in wall-clock time on real executors, with the
+// same plan (segments on units) and the same policy objects (sim/flow.h) as the simulator,
+// and records the same per-request figures, so `vlasim execute` and `vlasim simulate` write
+// reports that line up in a viewer and in a diff.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "scenarios/scenario.h"
+#include "sim/engine.h"
+#include "sim/plan.h"
+
+namespace vlasim {
+
+struct ExecuteOptions {
+  std::string executor = "onednn";  // a name in executor_registry()
+  int warmup = 2;                   // runs of every segment before the clock starts
+  size_t trace_limit = 20000;
+  // Called now and then from the calling thread with the fraction of arrivals issued.
+  std::function<void(double)> progress;
+};
+
+struct ExecResult {
+  SimResult result;  // times are seconds since the run started
+  // Per model, per op id: median measured seconds over the run (NaN for ops never run).
+  std::vector<std::vector<double>> op_seconds;
+  std::vector<std::string> devices;  // per unit used: the executor's device description
+};
+
+// Runs `s` as planned in `p`. Every unit the plan uses must be a CPU core group whose cores
+// exist on this machine (logical CPU ids first_core .. first_core + cores - 1). Throws
+// ConfigError (scenario file, device line) when a unit cannot run here (a GPU, missing
+// CPUs), and std::runtime_error when memory is short. Requests still running when
+// arrivals end + drain_s have passed are left unfinished (end < 0), as in simulation.
+ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o = {});
+
+}  // namespace vlasim

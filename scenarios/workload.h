@@ -1,0 +1,37 @@
+// Workloads: when the requests of a stream arrive. Plain C++ shared by the simulator and the
+// real runtime, so both see the same arrival times for the same scenario and seed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+
+#include "scenarios/registry.h"
+#include "scenarios/scenario.h"
+
+namespace vlasim {
+
+// The arrival times of one stream, in increasing order.
+class ArrivalProcess {
+ public:
+  virtual ~ArrivalProcess() = default;
+  // Time (s) of the next arrival, or a negative number once the stream has ended.
+  virtual double next() = 0;
+};
+
+using WorkloadRegistry = Registry<ArrivalProcess, const StreamDecl&, uint64_t>;
+// "periodic" and "poisson".
+const WorkloadRegistry& workloads();
+
+// The arrival process of stream `index` of `s`, seeded from the scenario seed and the index.
+std::unique_ptr<ArrivalProcess> make_arrivals(const Scenario& s, size_t index);
+
+// A uniform double in [0, 1) from 53 random bits (the same on every standard library).
+inline double uniform01(std::mt19937_64& rng) {
+  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
+
+// splitmix64: decorrelates seeds derived from one scenario seed.
+uint64_t mix_seed(uint64_t x);
+
+}  // namespace vlasim

@@ -1,0 +1,57 @@
+// The life of requests, apart from how time passes: admission by the pipeline policy,
+// per-unit queues ordered by the queue policy, the walk through a model's segments, and the
+// records the reports read. The simulator (sim/engine.cc) and the real runtime
+// (executors/runtime.cc) both drive one of these, so the same policy objects decide in both.
+// No SystemC, no oneDNN. Not thread-safe: the real runtime calls it under one lock.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "scenarios/scenario.h"
+#include "scheduler/policy.h"
+#include "sim/engine.h"
+#include "sim/plan.h"
+
+namespace vlasim {
+
+class RequestFlow {
+ public:
+  // Called when a free unit should start `item` now (segment item.segment of request
+  // item.request). The caller later reports the end through segment_done().
+  using StartFn = std::function<void(int unit, const WorkItem& item)>;
+
+  // Makes the scenario's queue and pipeline policies. Records go to `out`.
+  RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_t trace_limit, StartFn start);
+
+  // A request of stream `stream` arrived at time t (also the current time).
+  void arrive(int stream, double t);
+  // The segment of `item` that started at `start` on `unit` finished at `end` (the current
+  // time). `stage_seconds` splits its duration among stages (by Stage index) in proportion.
+  void segment_done(int unit, const WorkItem& item, double start, double end,
+                    const double* stage_seconds);
+
+  size_t requests() const { return out_.requests.size(); }
+  size_t finished() const { return finished_; }
+
+ private:
+  void admit(uint64_t id, double now);
+  void enqueue(uint64_t id, int segment, double now);
+  void dispatch(int unit, double now);
+
+  const Scenario& s_;
+  const Plan& p_;
+  SimResult& out_;
+  size_t trace_limit_;
+  StartFn start_;
+  std::unique_ptr<QueuePolicy> queue_;
+  std::vector<int> window_, in_flight_;
+  std::vector<std::deque<uint64_t>> waiting_;
+  std::vector<std::vector<WorkItem>> unit_queue_;
+  std::vector<char> unit_busy_;
+  size_t finished_ = 0;
+};
+
+}  // namespace vlasim

@@ -1,0 +1,104 @@
+// The real runtime runs scenarios with the simulator's plans and policies.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "executors/runtime.h"
+#include "sim/cost_model.h"
+
+namespace vlasim {
+namespace {
+
+Scenario scenario(const std::string& yaml) {
+  return load_scenario_text(yaml, "<test>", default_catalog_dir(), default_cards_dir());
+}
+
+Plan plan_of(const Scenario& s) {
+  auto cost = cost_models().make("roofline", Params(), ConfigNode());
+  return make_plan(s, *cost, std::vector<int>(s.models.size(), 2));
+}
+
+const char* kTwoGroups = R"(
+name: two-groups
+hardware:
+  devices:
+    - {name: cpu0, catalog: epyc-2vcpu, core_groups: [{name: a, cores: 1}, {name: b, cores: 1}]}
+models:
+  - name: tiny
+    card: pi0_tiny
+    dtype: fp32
+    placement:
+      - {stages: [vision, prefix], device: cpu0.a}
+      - {stage: action, device: cpu0.b}
+workload:
+  - {name: cam, model: tiny, rate_hz: 40, duration_s: 0.5}
+policies: {pipeline: async}
+drain_s: 5
+)";
+
+TEST(Runtime, RunsEveryRequestThroughBothCoreGroups) {
+  Scenario s = scenario(kTwoGroups);
+  Plan p = plan_of(s);
+  ExecuteOptions o;
+  o.warmup = 1;
+  ExecResult r = execute(s, p, o);
+  ASSERT_EQ(r.result.requests.size(), 20u);
+  for (const auto& q : r.result.requests) {
+    EXPECT_TRUE(q.finished());
+    EXPECT_GE(q.start, q.arrival);
+    EXPECT_GT(q.latency(), 0);
+    EXPECT_GE(q.stage_start[static_cast<int>(Stage::Action)],
+              q.stage_start[static_cast<int>(Stage::Prefix)]);
+  }
+  // Both units ran segments, and every op of the model has a measured time.
+  int used = 0;
+  for (const auto& u : r.result.units) used += u.segments > 0;
+  EXPECT_EQ(used, 2);
+  for (double t : r.op_seconds[0]) EXPECT_TRUE(t >= 0) << "an op was never timed";
+  EXPECT_EQ(r.devices.size(), 2u);
+  EXPECT_FALSE(r.result.trace.empty());
+}
+
+TEST(Runtime, SerialPipelineNeverOverlapsRequestsOfOneModel) {
+  std::string yaml = kTwoGroups;
+  yaml.replace(yaml.find("policies: {pipeline: async}"), 27, "policies: {pipeline: serial}");
+  Scenario s = scenario(yaml);
+  ExecResult r = execute(s, plan_of(s), ExecuteOptions{});
+  const auto& q = r.result.requests;
+  for (size_t i = 1; i < q.size(); ++i)
+    if (q[i].finished() && q[i - 1].finished()) EXPECT_GE(q[i].start, q[i - 1].end - 1e-9);
+}
+
+TEST(Runtime, RefusesAGpuWithAClearError) {
+  Scenario s = scenario(R"(
+name: gpu
+hardware: {devices: [{name: gpu0, catalog: rtx4090}]}
+models: [{card: pi0_tiny}]
+workload: [{model: pi0_tiny, rate_hz: 10, duration_s: 0.2}]
+)");
+  try {
+    execute(s, plan_of(s), ExecuteOptions{});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu0"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("GPU"), std::string::npos);
+  }
+}
+
+TEST(Runtime, RefusesCoresThisMachineDoesNotHave) {
+  Scenario s = scenario(R"(
+name: big-cpu
+hardware: {devices: [{name: cpu0, catalog: xeon-platinum-8470q, core_groups: [{name: s0, cores: 52}]}]}
+models: [{card: pi0_tiny}]
+workload: [{model: pi0_tiny, rate_hz: 10, duration_s: 0.2}]
+)");
+  try {
+    execute(s, plan_of(s), ExecuteOptions{});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("core group 's0'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vlasim
