@@ -8,6 +8,7 @@
 
 #include "models/builder.h"
 #include "reports/report.h"
+#include "reports/sweep.h"
 #include "scenarios/scenario.h"
 #include "scenarios/workload.h"
 #include "scheduler/policy.h"
@@ -104,6 +105,30 @@ int run_execute(const Common& c, const std::string& path, long long seed, const 
   return 0;
 }
 
+int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<std::string>& sets,
+                  const std::string& goal_name, double cap_gb, const std::string& mem_device,
+                  const std::string& dir, bool quiet) {
+  if (sets.size() != 1) {
+    std::cerr << "vlasim sweep: give exactly one --set KEY=VALUES\n";
+    return 2;
+  }
+  SplitGoal goal;
+  if (!parse_split_goal(goal_name, &goal)) {
+    std::cerr << "vlasim sweep: unknown goal '" << goal_name << "'; valid names are: throughput, latency, memory\n";
+    return 2;
+  }
+  SweepAxis axis = parse_sweep_axis(sets[0]);
+  SweepResult r = run_sweep(path, c.catalog, c.cards, axis, goal, cap_gb * 1e9, mem_device,
+                            quiet ? std::function<void(double)>() : progress_bar);
+  if (!quiet) std::cout << sweep_table(r);
+  if (r.best >= 0) std::cout << "best " << axis.key << " for " << r.goal << ": " << r.rows[r.best].value << "\n";
+  else std::cout << "no value meets the goal\n";
+  if (!dir.empty())
+    for (auto& f : write_sweep(r, dir))
+      if (!quiet) std::cout << "wrote " << f << "\n";
+  return 0;
+}
+
 template <class R>
 void list_registry(const R& reg) {
   std::cout << reg.family() << ":\n";
@@ -117,7 +142,7 @@ void list_registry(const R& reg) {
 
 int run_list(const Common& c, const std::string& what) {
   const std::vector<std::string> families = {"cost_models", "queue_policies", "pipeline_policies",
-                                             "executors", "devices", "cards", "workloads"};
+                                             "partition_policies", "executors", "devices", "cards", "workloads"};
   bool all = what.empty() || what == "all";
   if (!all && std::find(families.begin(), families.end(), what) == families.end()) {
     std::cerr << "vlasim list: unknown family '" << what << "'; valid names are: " << join_names(families)
@@ -127,6 +152,7 @@ int run_list(const Common& c, const std::string& what) {
   if (all || what == "cost_models") list_registry(cost_models());
   if (all || what == "queue_policies") list_registry(queue_policies());
   if (all || what == "pipeline_policies") list_registry(pipeline_policies());
+  if (all || what == "partition_policies") list_registry(partition_policies());
   if (all || what == "executors") list_registry(executor_registry());
   if (all || what == "devices") {
     Catalog cat = Catalog::load_dir(c.catalog);
@@ -204,10 +230,24 @@ int main(int argc, char** argv) {
   exec->add_option("--warmup", warmup, "runs of every segment before the clock starts")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
 
+  auto* sweep = app.add_subcommand("sweep", "simulate a scenario over values of one key; table, plot and the best value");
+  std::vector<std::string> sets;
+  std::string goal = "throughput", mem_device, sweep_dir;
+  double cap_gb = 0;
+  sweep->add_option("scenario", scenario, "scenario YAML file")->required();
+  sweep->add_option("--set", sets, "KEY=a:b[:step] or KEY=v1,v2,... (KEY e.g. models.0.partition.params.after_block)")
+      ->required();
+  sweep->add_option("--goal", goal, "throughput, latency or memory (lowest latency under --memory-cap-gb)")
+      ->capture_default_str();
+  sweep->add_option("--memory-cap-gb", cap_gb, "memory cap for --goal memory")->check(CLI::NonNegativeNumber);
+  sweep->add_option("--memory-device", mem_device, "device whose peak memory is weighed (default: the first)");
+  sweep->add_option("-o,--out", sweep_dir, "directory for sweep.csv, sweep.md and sweep.svg");
+  sweep->add_flag("-q,--quiet", out.quiet, "print only the best value");
+
   auto* list = app.add_subcommand("list", "list the registered parts and their parameters");
   std::string family;
   list->add_option("family", family,
-                   "cost_models, queue_policies, pipeline_policies, executors, devices, cards or workloads (default: all)");
+                   "cost_models, queue_policies, pipeline_policies, partition_policies, executors, devices, cards or workloads (default: all)");
 
   auto* graph = app.add_subcommand("graph", "summarise the operator graph a model card builds");
   std::string card, dtype;
@@ -226,6 +266,7 @@ int main(int argc, char** argv) {
   try {
     if (*sim) return run_simulate(c, scenario, seed, out);
     if (*exec) return run_execute(c, scenario, seed, out, executor, warmup);
+    if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, cap_gb, mem_device, sweep_dir, out.quiet);
     if (*list) return run_list(c, family);
     if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, ops);
   } catch (const ConfigError& e) {

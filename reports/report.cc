@@ -60,7 +60,15 @@ Report make_report(const Scenario& s, const Plan& p, const SimResult& r, const s
   rep.requests = r.requests.size();
   rep.finished = all.size();
   rep.latency = latency_stats(all);
-  double horizon = r.horizon > 0 ? r.horizon : 1;
+  // Throughput is measured over arrivals and completions together, so an overloaded system
+  // (completions trailing past the last arrival) shows its service rate, not its load.
+  double first = INFINITY, last = 0;
+  for (const auto& q : r.requests) {
+    first = std::min(first, q.arrival);
+    if (q.finished()) last = std::max(last, q.end);
+  }
+  double horizon = std::max(r.horizon, last) - (std::isfinite(first) ? first : 0);
+  if (horizon <= 0) horizon = 1;
   rep.throughput_hz = static_cast<double>(rep.finished) / horizon;
   rep.deadline_attainment = rep.requests ? static_cast<double>(met) / static_cast<double>(rep.requests) : 1;
   for (size_t m = 0; m < s.models.size(); ++m) {

@@ -24,7 +24,7 @@ struct ModelMetrics {
   size_t requests = 0, finished = 0;
   LatencyStats latency;
   LatencyStats stage[kStages];
-  double throughput_hz = 0;        // finished requests per second of arrival horizon
+  double throughput_hz = 0;        // finished requests per second, first arrival to last finish
   double deadline_attainment = 1;  // fraction of requests finished by their deadline
   double predicted_alone_s = 0;    // one request alone, no contention
   double flops = 0;                // per request

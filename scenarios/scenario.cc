@@ -5,6 +5,7 @@
 #include <set>
 
 #include "scenarios/workload.h"
+#include "scheduler/partition.h"
 #include "scheduler/policy.h"
 
 namespace vlasim {
@@ -189,6 +190,51 @@ RunShape parse_shape(const ConfigNode& m, const ModelCard& card) {
   return r;
 }
 
+}  // namespace
+
+void resolve_device_ref(const Scenario& s, const std::string& ref, const ConfigNode& where,
+                        std::string* device, std::string* unit) {
+  std::string dev = ref, u;
+  if (auto dot = dev.find('.'); dot != std::string::npos) {
+    u = dev.substr(dot + 1);
+    dev = dev.substr(0, dot);
+  }
+  int di = s.device_index(dev);
+  if (di < 0) where.fail("unknown device '" + dev + "'; valid names are: " + join_names(device_names(s)));
+  if (!u.empty()) {
+    std::vector<std::string> units;
+    for (auto& x : s.devices[di].units) units.push_back(x.name);
+    if (std::find(units.begin(), units.end(), u) == units.end())
+      where.fail("device '" + dev + "' has no unit '" + u + "'; valid names are: " + join_names(units));
+  }
+  *device = dev;
+  *unit = u;
+}
+
+std::vector<PlacementRule> placement_rules(const Scenario& s, int m, const OpGraph& g) {
+  const ModelInstance& mi = s.models[m];
+  if (!mi.partition) return mi.placement;
+  std::vector<PlacementSpec> specs;
+  try {
+    specs = mi.partition->rules(g.blocks(mi.partition->stage()));
+  } catch (const std::invalid_argument& e) {
+    mi.partition_where.fail(std::string("model '") + mi.name + "': " + e.what());
+  }
+  std::vector<PlacementRule> out;
+  for (const auto& sp : specs) {
+    PlacementRule r;
+    r.stage = sp.stage;
+    r.first_block = sp.first_block;
+    r.last_block = sp.last_block;
+    resolve_device_ref(s, sp.device, mi.partition_where, &r.device, &r.unit);
+    r.where = mi.partition_where;
+    out.push_back(r);
+  }
+  return out;
+}
+
+namespace {
+
 void parse_placement(const ConfigNode& pn, const Scenario& s, ModelInstance& mi) {
   if (!pn.defined()) {
     PlacementRule r;
@@ -205,23 +251,8 @@ void parse_placement(const ConfigNode& pn, const Scenario& s, ModelInstance& mi)
     std::vector<std::string> stages;
     if (p.has("stage") == p.has("stages")) p.fail("give exactly one of stage or stages");
     stages = p.has("stage") ? p.required("stage").as_strings() : p.required("stages").as_strings();
-    std::string dev = p.required("device").as_string();
-    std::string unit;
-    if (auto dot = dev.find('.'); dot != std::string::npos) {
-      unit = dev.substr(dot + 1);
-      dev = dev.substr(0, dot);
-    }
-    int di = s.device_index(dev);
-    if (di < 0)
-      p.required("device").fail("unknown device '" + dev + "'; valid names are: " +
-                                join_names(device_names(s)));
-    if (!unit.empty()) {
-      std::vector<std::string> units;
-      for (auto& u : s.devices[di].units) units.push_back(u.name);
-      if (std::find(units.begin(), units.end(), unit) == units.end())
-        p.required("device").fail("device '" + dev + "' has no unit '" + unit +
-                                  "'; valid names are: " + join_names(units));
-    }
+    std::string dev, unit;
+    resolve_device_ref(s, p.required("device").as_string(), p.required("device"), &dev, &unit);
     for (auto& st : stages) {
       PlacementRule r;
       if (!parse_stage(st, &r.stage))
@@ -283,7 +314,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   std::set<std::string> model_names;
   for (auto& m : root.required("models").items()) {
     m.check_keys({"name", "card", "views", "prompt", "chunk", "steps", "batch", "dtype",
-                  "placement"});
+                  "placement", "partition"});
     ModelInstance mi;
     mi.where = m;
     mi.card = find_card(cards_dir, m.required("card").as_string(), m.required("card"));
@@ -292,7 +323,20 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     if (!model_names.insert(mi.name).second)
       m.fail("duplicate model instance '" + mi.name + "'; give each a distinct name");
     mi.shape = parse_shape(m, mi.card);
+    if (m.has("placement") && m.has("partition"))
+      m.fail("give either placement or partition, not both");
     parse_placement(m.optional("placement"), s, mi);
+    if (m.has("partition")) {
+      PolicyDecl d = parse_policy(m, "partition", "");
+      mi.partition = partition_policies().make(d.name, d.params, d.where);
+      mi.partition_where = m.required("partition");
+      // Check the devices it names now, where the error can point at them.
+      for (const char* key : {"first", "second"}) {
+        ConfigNode dn = d.params.node().required(key);
+        std::string dev, unit;
+        resolve_device_ref(s, dn.as_string(), dn, &dev, &unit);
+      }
+    }
     s.models.push_back(std::move(mi));
   }
   if (s.models.empty()) root.required("models").fail("at least one model is needed");
@@ -344,6 +388,11 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
 Scenario load_scenario(const std::string& path, const std::string& catalog_dir,
                        const std::string& cards_dir) {
   return parse_scenario(ConfigNode::load_file(path), catalog_dir, cards_dir);
+}
+
+Scenario load_scenario_node(const ConfigNode& root, const std::string& catalog_dir,
+                            const std::string& cards_dir) {
+  return parse_scenario(root, catalog_dir, cards_dir);
 }
 
 Scenario load_scenario_text(const std::string& text, const std::string& name,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,11 +49,17 @@ struct PlacementRule {
   ConfigNode where;
 };
 
+class PartitionPolicy;
+
 struct ModelInstance {
   std::string name;
   ModelCard card;
   RunShape shape;
   std::vector<PlacementRule> placement;  // later rules override earlier ones
+  // When set, the placement comes from this policy once the graph's blocks are known
+  // (see placement_rules()); partition_where locates it in the file.
+  std::shared_ptr<const PartitionPolicy> partition;
+  ConfigNode partition_where;
   ConfigNode where;
 };
 
@@ -93,10 +100,23 @@ struct Scenario {
   double arrivals_end() const;
 };
 
+// Splits "dev" or "dev.unit" and checks both exist in `s`. Throws ConfigError at `where`
+// listing the valid names otherwise.
+void resolve_device_ref(const Scenario& s, const std::string& ref, const ConfigNode& where,
+                        std::string* device, std::string* unit);
+
+// The placement rules of model `m` for a graph whose partitioned stage has `blocks` blocks:
+// the partition policy's rules when it has one, else the scenario's placement. Throws
+// ConfigError at the partition when it does not fit the model.
+std::vector<PlacementRule> placement_rules(const Scenario& s, int m, const OpGraph& g);
+
 // Reads and validates a scenario. Catalog and cards come from the given directories.
 // Throws ConfigError (file, line, key; valid names when a name is unknown) on any problem.
 Scenario load_scenario(const std::string& path, const std::string& catalog_dir,
                        const std::string& cards_dir);
+// Parses an already-loaded document (e.g. one a sweep has edited in place).
+Scenario load_scenario_node(const ConfigNode& root, const std::string& catalog_dir,
+                            const std::string& cards_dir);
 Scenario load_scenario_text(const std::string& text, const std::string& name,
                             const std::string& catalog_dir, const std::string& cards_dir);
 

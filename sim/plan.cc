@@ -84,7 +84,7 @@ int unit_index(const Plan& p, int device, const std::string& unit_name, const Sc
 // The unit each op runs on. Ops outside blocks take the block of the nearest block op before
 // them in the same stage (or block 0 before any), so a block range carries its stem and tail.
 std::vector<int> assign_units(const OpGraph& g, const ModelInstance& mi, const Scenario& s,
-                              const Plan& p) {
+                              const Plan& p, const std::vector<PlacementRule>& placement) {
   std::vector<int> out(g.size(), -1);
   std::map<Stage, int> last_block;
   for (size_t i = 0; i < g.size(); ++i) {
@@ -93,7 +93,7 @@ std::vector<int> assign_units(const OpGraph& g, const ModelInstance& mi, const S
     if (block < 0) block = last_block.count(op.stage) ? last_block[op.stage] : 0;
     else last_block[op.stage] = block;
     const PlacementRule* match = nullptr;
-    for (const auto& r : mi.placement)
+    for (const auto& r : placement)
       if (r.stage == op.stage &&
           (r.first_block < 0 || (block >= r.first_block && block <= r.last_block)))
         match = &r;
@@ -105,7 +105,7 @@ std::vector<int> assign_units(const OpGraph& g, const ModelInstance& mi, const S
     out[i] = unit_index(p, s.device_index(match->device), match->unit, s);
   }
   // A block range that names blocks the model does not have is a mistake.
-  for (const auto& r : mi.placement)
+  for (const auto& r : placement)
     if (r.first_block >= 0 && r.last_block >= g.blocks(r.stage))
       r.where.fail(std::string("stage ") + to_string(r.stage) + " of model '" + mi.name +
                    "' has " + std::to_string(g.blocks(r.stage)) + " blocks (0.." +
@@ -155,7 +155,7 @@ Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>&
     mp.model = static_cast<int>(m);
     mp.graph = build_graph(mi.card, mi.shape);
     const OpGraph& g = mp.graph;
-    mp.op_unit = assign_units(g, mi, s, p);
+    mp.op_unit = assign_units(g, mi, s, p, placement_rules(s, static_cast<int>(m), g));
     mp.op_costs.resize(g.size());
     for (size_t i = 0; i < g.size(); ++i) {
       const UnitInfo& u = p.units[mp.op_unit[i]];
