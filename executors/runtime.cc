@@ -1,6 +1,9 @@
 #include "executors/runtime.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -156,6 +159,39 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
     });
   }
 
+  // Background load on CPU core groups: one spinning thread per core, busy for `compute` of
+  // every 2 ms while the load lasts. (Memory-bandwidth load is not reproduced for real.)
+  std::atomic<bool> bg_stop{false};
+  std::vector<std::thread> bg_threads;
+  for (const auto& l : s.background) {
+    const DeviceInstance& dev = s.devices[s.device_index(l.device)];
+    for (const auto& ud : dev.units) {
+      if (!l.unit.empty() && ud.name != l.unit) continue;
+      for (int c = 0; c < ud.cores; ++c) {
+        int cpu = ud.first_core + c;
+        double duty = l.compute, a = l.start_s, b = l.end_s;
+        bg_threads.emplace_back([&, cpu, duty, a, b] {
+          cpu_set_t set;
+          CPU_ZERO(&set);
+          CPU_SET(cpu, &set);
+          sched_setaffinity(0, sizeof set, &set);
+          const double period = 0.002;
+          while (!bg_stop) {
+            double t = now();
+            if (t < a || t >= b) {
+              std::this_thread::sleep_for(std::chrono::microseconds(500));
+              continue;
+            }
+            double busy_until = t + duty * period;
+            while (now() < busy_until && !bg_stop) {
+            }
+            std::this_thread::sleep_for(std::chrono::duration<double>((1 - duty) * period));
+          }
+        });
+      }
+    }
+  }
+
   // Arrivals, merged over streams in (time, stream) order, issued at their times.
   std::vector<std::pair<double, int>> arrivals;
   for (size_t i = 0; i < s.streams.size(); ++i) {
@@ -186,6 +222,8 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   for (auto& u : units)
     if (u && u->thread.joinable()) u->thread.join();
   r.end_time = now();
+  bg_stop = true;
+  for (auto& t : bg_threads) t.join();
 
   // Device busy time: the union of its units' busy time is not tracked; report the largest.
   r.domains.resize(p.domains);

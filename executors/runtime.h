@@ -34,6 +34,8 @@ struct ExecResult {
 // ConfigError (scenario file, device line) when a unit cannot run here (a GPU, missing
 // CPUs), and std::runtime_error when memory is short. Requests still running when
 // arrivals end + drain_s have passed are left unfinished (end < 0), as in simulation.
+// Background loads on CPU core groups run as spinning threads pinned to their cores (busy
+// for the compute share of every 2 ms); their memory share is not reproduced.
 ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o = {});
 
 }  // namespace vlasim

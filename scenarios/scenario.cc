@@ -300,7 +300,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   s.file = root.file();
   if (!root.is_map()) root.fail("a scenario is a map");
   root.check_keys({"name", "description", "seed", "hardware", "models", "workload", "policies",
-                   "drain_s"});
+                   "drain_s", "background"});
   s.name = root.required("name").as_string();
   s.description = root.get_string("description", "");
   long long seed = root.get_int("seed", 1);
@@ -373,6 +373,27 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     }
   }
   if (s.streams.empty()) root.required("workload").fail("at least one stream is needed");
+
+  ConfigNode bg = root.optional("background");
+  if (bg.defined())
+    for (auto& b : bg.items()) {
+      b.check_keys({"device", "compute", "memory", "start_s", "end_s"});
+      BackgroundLoad l;
+      l.where = b;
+      resolve_device_ref(s, b.required("device").as_string(), b.required("device"), &l.device, &l.unit);
+      auto share = [&](const char* key) {
+        double v = b.get_nonneg(key, 0);
+        if (v > 0.95) b.required(key).fail("a background load takes at most 0.95 of a resource");
+        return v;
+      };
+      l.compute = share("compute");
+      l.memory = share("memory");
+      if (l.compute == 0 && l.memory == 0) b.fail("give compute and/or memory (fractions of the resource)");
+      l.start_s = b.get_nonneg("start_s", 0);
+      l.end_s = b.get_positive("end_s", 1e300);
+      if (l.end_s <= l.start_s) b.required("end_s").fail("must be after start_s");
+      s.background.push_back(l);
+    }
 
   ConfigNode pol = root.optional("policies");
   if (pol.defined()) pol.check_keys({"queue", "pipeline", "cost_model"});

@@ -76,6 +76,16 @@ struct StreamDecl {
   ConfigNode where;
 };
 
+// Load from software outside the scenario (another stack sharing the device): it takes
+// `compute` of the compute resource and `memory` of the memory bandwidth of a device (or of
+// one unit's resources) between start_s and end_s.
+struct BackgroundLoad {
+  std::string device, unit;  // unit "" = the whole device
+  double compute = 0, memory = 0;
+  double start_s = 0, end_s = 1e300;
+  ConfigNode where;
+};
+
 struct PolicyDecl {
   std::string name;
   Params params;
@@ -89,6 +99,7 @@ struct Scenario {
   std::vector<LinkInstance> links;
   std::vector<ModelInstance> models;
   std::vector<StreamDecl> streams;
+  std::vector<BackgroundLoad> background;
   PolicyDecl queue, pipeline, cost_model;
   double drain_s = 60;  // simulated time allowed after the last arrival for queues to empty
 

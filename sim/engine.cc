@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <memory>
 #include <queue>
 #include <random>
@@ -53,6 +54,16 @@ class Domain : public sc_core::sc_module {
     dont_initialize();
   }
 
+  // Sets the share of resource k taken by load from outside the scenario, from now on.
+  void set_background(int k, double share) {
+    advance();
+    if (background_.empty()) background_.assign(resources_, 0.0);
+    background_[k] = share;
+    any_background_ = false;
+    for (double b : background_) any_background_ = any_background_ || b > 0;
+    resolve();
+  }
+
   // Starts a job now. REQUIRES: its unit has no job running.
   void start(const Job& j) {
     advance();
@@ -84,6 +95,8 @@ class Domain : public sc_core::sc_module {
   // job reaches full speed; freeze those; repeat.
   void share() {
     cap_.assign(resources_, 1.0);
+    if (any_background_)
+      for (int k = 0; k < resources_; ++k) cap_[k] = std::max(0.05, 1.0 - background_[k]);
     frozen_.assign(jobs_.size(), 0);
     for (auto& j : jobs_) j.rate = 0;
     size_t left = jobs_.size();
@@ -116,7 +129,7 @@ class Domain : public sc_core::sc_module {
   }
   // Gives every running job its rate and schedules the next completion.
   void resolve() {
-    if (jobs_.size() == 1) {
+    if (jobs_.size() == 1 && !any_background_) {
       jobs_[0].rate = 1.0;  // alone: usage fractions never exceed 1
     } else if (!jobs_.empty()) {
       share();
@@ -134,6 +147,8 @@ class Domain : public sc_core::sc_module {
   std::vector<Job> jobs_;
   std::vector<double> cap_, load_;  // scratch for share()
   std::vector<char> frozen_;
+  std::vector<double> background_;  // share of each resource taken from outside
+  bool any_background_ = false;
   std::vector<Job> done_;
   double last_ = 0;
   sc_core::sc_event wake_;
@@ -207,6 +222,57 @@ Workload::Workload(sc_core::sc_module_name name, const Scenario& s, RequestFlow*
   SC_METHOD(fire);  // first run at time 0
 }
 
+// Applies the scenario's background loads to the domains at their start and end times.
+class Background : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Background);
+  Background(sc_core::sc_module_name name, const Scenario& s, const Plan& p,
+             std::vector<std::unique_ptr<Domain>>& domains)
+      : sc_module(name), domains_(domains) {
+    for (const auto& l : s.background) {
+      // The (domain, resource) pairs the load takes compute or memory from.
+      for (const auto& u : p.units) {
+        if (u.device < 0 || s.devices[u.device].name != l.device) continue;
+        if (!l.unit.empty() && s.devices[u.device].units[u.unit].name != l.unit) continue;
+        Load x{u.domain, u.compute_resource, u.memory_resource, l.compute, l.memory, l.start_s, l.end_s};
+        loads_.push_back(x);
+        if (s.devices[u.device].spec.type == DeviceType::Gpu) break;  // streams share one SM pool
+      }
+      times_.push_back(l.start_s);
+      if (l.end_s < 1e299) times_.push_back(l.end_s);
+    }
+    std::sort(times_.begin(), times_.end());
+    times_.erase(std::unique(times_.begin(), times_.end()), times_.end());
+    SC_METHOD(apply);
+  }
+
+ private:
+  struct Load {
+    int domain, compute, memory;
+    double c, m, start, end;
+  };
+  void apply() {
+    double t = now_s();
+    // Sum the loads active now per (domain, resource) and set every touched resource.
+    std::map<std::pair<int, int>, double> share;
+    for (const auto& l : loads_) {
+      share[{l.domain, l.compute}] += 0;
+      share[{l.domain, l.memory}] += 0;
+      if (t + 1e-12 >= l.start && t < l.end - 1e-12) {
+        share[{l.domain, l.compute}] += l.c;
+        if (l.memory != l.compute) share[{l.domain, l.memory}] += l.m;
+      }
+    }
+    for (auto& [key, v] : share) domains_[key.first]->set_background(key.second, std::min(v, 0.95));
+    while (next_ < times_.size() && times_[next_] <= t + 1e-12) ++next_;
+    if (next_ < times_.size()) next_trigger(sc_time(times_[next_] - t, SC_SEC));
+  }
+  std::vector<std::unique_ptr<Domain>>& domains_;
+  std::vector<Load> loads_;
+  std::vector<double> times_;
+  size_t next_ = 0;
+};
+
 }  // namespace
 
 SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& options) {
@@ -236,6 +302,8 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     domains.push_back(std::make_unique<Domain>(("domain_" + std::to_string(d)).c_str(), d,
                                                plan.domain_resources[d], &flow, &plan));
   Workload workload("workload", s, &flow);
+  std::unique_ptr<Background> background;
+  if (!s.background.empty()) background = std::make_unique<Background>("background", s, plan, domains);
   double limit = r.horizon + s.drain_s;
   if (options.progress) {
     // Run in slices so a long simulation can report progress.

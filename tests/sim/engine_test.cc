@@ -168,6 +168,25 @@ TEST(Engine, EdfServesTheEarliestDeadlineFirst) {
   EXPECT_TRUE(edf.requests[2].met());
 }
 
+TEST(Engine, BackgroundLoadSlowsWorkOnlyWhileItLasts) {
+  // Half the SMs taken from t = 1 s to t = 2 s: a compute-bound 10 ms segment takes 20 ms
+  // inside that window and 10 ms outside it.
+  Fixture f;
+  int m = f.add_model({{0, 0.010, 1.0, 0.1}});
+  f.add_stream(m, 1.0, 3.0, 0.5);  // arrivals at 0.5, 1.5, 2.5
+  BackgroundLoad l;
+  l.device = "gpu0";
+  l.compute = 0.5;
+  l.start_s = 1.0;
+  l.end_s = 2.0;
+  f.s.background.push_back(l);
+  SimResult r = simulate(f.s, f.p);
+  ASSERT_EQ(r.requests.size(), 3u);
+  EXPECT_NEAR(r.requests[0].latency(), 0.010, 1e-9);
+  EXPECT_NEAR(r.requests[1].latency(), 0.020, 1e-9);
+  EXPECT_NEAR(r.requests[2].latency(), 0.010, 1e-9);
+}
+
 TEST(Engine, SameSeedGivesIdenticalResults) {
   auto run = [](uint64_t seed) {
     Fixture f;
