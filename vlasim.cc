@@ -4,9 +4,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "models/builder.h"
+#include "reports/compare.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
 #include "scenarios/scenario.h"
@@ -129,6 +131,56 @@ int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<st
   return 0;
 }
 
+int run_compare(const Common& c, const std::string& path, long long seed, const OutputOptions& out,
+                const std::string& executor, int warmup, double margin) {
+  Prepared pr = prepare(c, path, seed);
+  SimOptions sopt;
+  sopt.trace_limit = out.trace_limit;
+  SimResult predicted = simulate(pr.s, pr.plan, sopt);
+  ExecuteOptions eopt;
+  eopt.executor = executor;
+  eopt.warmup = warmup;
+  eopt.trace_limit = out.trace_limit;
+  if (out.progress) eopt.progress = progress_bar;
+  if (!out.quiet)
+    std::cerr << "measuring: " << pr.s.arrivals_end() << " s of arrivals in wall-clock time...\n";
+  ExecResult measured = execute(pr.s, pr.plan, eopt);
+  std::vector<OpTime> ops;
+  for (size_t m = 0; m < pr.plan.models.size(); ++m) {
+    const ModelPlan& mp = pr.plan.models[m];
+    for (size_t i = 0; i < mp.graph.size(); ++i) {
+      const Op& op = mp.graph.op(static_cast<int>(i));
+      ops.push_back(OpTime{pr.s.models[m].name, op.name, to_string(op.kind), to_string(op.stage),
+                           mp.op_costs[i].seconds, measured.op_seconds[m][i]});
+    }
+  }
+  Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured.result, ops, margin);
+  std::string md = compare_markdown(cmp);
+  if (!out.quiet) std::cout << md;
+  if (!out.dir.empty()) {
+    fs::create_directories(out.dir);
+    write_compare_json(cmp, out.dir + "/compare.json");
+    std::ofstream(out.dir + "/compare.md") << md;
+    for (const auto& [mode, r] : {std::pair<std::string, const SimResult*>{"simulate", &predicted},
+                                  {"execute", &measured.result}}) {
+      std::string sub = out.dir + "/" + mode;
+      fs::create_directories(sub);
+      write_json(make_report(pr.s, pr.plan, *r, mode), sub + "/report.json");
+      write_requests_csv(pr.s, pr.plan, *r, sub + "/requests.csv");
+      write_trace(pr.s, pr.plan, *r, sub + "/trace.json");
+    }
+    std::vector<std::string> warnings;
+    auto plots = write_compare_plots(cmp, out.dir, &warnings);
+    for (auto& w : warnings) std::cerr << "warning: " << w << "\n";
+    if (!out.quiet) {
+      std::cout << "\nwrote " << out.dir << "/compare.md, compare.json, simulate/ and execute/ reports";
+      for (auto& f : plots) std::cout << ", " << fs::path(f).filename().string();
+      std::cout << "\n";
+    }
+  }
+  return 0;
+}
+
 template <class R>
 void list_registry(const R& reg) {
   std::cout << reg.family() << ":\n";
@@ -230,6 +282,14 @@ int main(int argc, char** argv) {
   exec->add_option("--warmup", warmup, "runs of every segment before the clock starts")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
 
+  auto* cmp = app.add_subcommand("compare", "run a scenario simulated and measured; errors, KS and equivalence tests, plots");
+  add_run_options(cmp);
+  double margin = 0.10;
+  cmp->add_option("--executor", executor, "executor name")->capture_default_str();
+  cmp->add_option("--warmup", warmup, "runs of every segment before the clock starts")->capture_default_str();
+  cmp->add_option("--margin", margin, "equivalence margin of the TOST on mean latency")
+      ->capture_default_str()->check(CLI::Range(0.001, 1.0));
+
   auto* sweep = app.add_subcommand("sweep", "simulate a scenario over values of one key; table, plot and the best value");
   std::vector<std::string> sets;
   std::string goal = "throughput", mem_device, sweep_dir;
@@ -266,6 +326,7 @@ int main(int argc, char** argv) {
   try {
     if (*sim) return run_simulate(c, scenario, seed, out);
     if (*exec) return run_execute(c, scenario, seed, out, executor, warmup);
+    if (*cmp) return run_compare(c, scenario, seed, out, executor, warmup, margin);
     if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, cap_gb, mem_device, sweep_dir, out.quiet);
     if (*list) return run_list(c, family);
     if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, ops);
