@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,6 +21,8 @@
 #include "sim/plan.h"
 #include "executors/executor.h"
 #include "executors/runtime.h"
+#include "executors/calibration/calibrate.h"
+#include "sim/profile.h"
 
 namespace fs = std::filesystem;
 using namespace vlasim;
@@ -181,6 +185,43 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
   return 0;
 }
 
+int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, const std::string& out_path,
+                  const std::string& device, const std::vector<int>& threads,
+                  const std::vector<std::string>& dtypes, const std::string& grid, int reps,
+                  const std::string& executor, bool quiet) {
+  CalibrateOptions o;
+  o.catalog_dir = c.catalog;
+  o.executor = executor;
+  o.catalog_device = device;
+  if (!threads.empty()) o.threads = threads;
+  if (!dtypes.empty()) {
+    o.dtypes.clear();
+    for (const auto& d : dtypes) {
+      DType t;
+      if (!parse_dtype(d, &t))
+        throw ConfigError("<command line>", 0, 0, "--dtypes", "unknown dtype '" + d + "'; valid names are: fp32, bf16");
+      o.dtypes.push_back(t);
+    }
+  }
+  if (!parse_grid_level(grid, &o.grid))
+    throw ConfigError("<command line>", 0, 0, "--grid", "unknown grid '" + grid + "'; valid names are: none, quick, full");
+  o.repetitions = reps;
+  for (const auto& path : scenarios) add_scenario(o, load_scenario(path, c.catalog, c.cards));
+  if (!quiet) {
+    o.progress = [](int done, int total, const std::string&) {
+      progress_bar(total > 0 ? static_cast<double>(done) / total : 1.0);
+    };
+    double load[1] = {0};
+    if (getloadavg(load, 1) == 1 && load[0] > 0.5 * std::thread::hardware_concurrency())
+      std::cerr << "warning: load average " << load[0]
+                << " on this machine; calibration measures best on an idle machine\n";
+  }
+  DeviceProfile profile = calibrate(o);
+  save_profile(profile, out_path);
+  if (!quiet) std::cout << "wrote " << out_path << "\n";
+  return 0;
+}
+
 template <class R>
 void list_registry(const R& reg) {
   std::cout << reg.family() << ":\n";
@@ -290,6 +331,22 @@ int main(int argc, char** argv) {
   cmp->add_option("--margin", margin, "equivalence margin of the TOST on mean latency")
       ->capture_default_str()->check(CLI::Range(0.001, 1.0));
 
+  auto* cal = app.add_subcommand("calibrate", "profile operators on this machine's executor and write a device profile");
+  std::vector<std::string> cal_scenarios, cal_dtypes;
+  std::vector<int> cal_threads;
+  std::string cal_out = "profile.json", cal_device = "epyc-2vcpu", cal_grid = "full";
+  int cal_reps = 5;
+  cal->add_option("scenarios", cal_scenarios, "scenarios whose every operator shape is profiled too");
+  cal->add_option("-o,--out", cal_out, "profile file to write")->capture_default_str();
+  cal->add_option("--device", cal_device, "catalog entry the profile describes")->capture_default_str();
+  cal->add_option("--threads", cal_threads, "core-group sizes to profile (default 1, plus the scenarios')")
+      ->delimiter(',');
+  cal->add_option("--dtypes", cal_dtypes, "dtypes to profile (default bf16, plus the scenarios')")->delimiter(',');
+  cal->add_option("--grid", cal_grid, "shape grid: none, quick or full")->capture_default_str();
+  cal->add_option("--reps", cal_reps, "timed runs per operator (median)")->capture_default_str()->check(CLI::PositiveNumber);
+  cal->add_option("--executor", executor, "executor name")->capture_default_str();
+  cal->add_flag("-q,--quiet", out.quiet, "no progress bar");
+
   auto* sweep = app.add_subcommand("sweep", "simulate a scenario over values of one key; table, plot and the best value");
   std::vector<std::string> sets;
   std::string goal = "throughput", mem_device, sweep_dir;
@@ -326,6 +383,9 @@ int main(int argc, char** argv) {
   try {
     if (*sim) return run_simulate(c, scenario, seed, out);
     if (*exec) return run_execute(c, scenario, seed, out, executor, warmup);
+    if (*cal)
+      return run_calibrate(c, cal_scenarios, cal_out, cal_device, cal_threads, cal_dtypes, cal_grid,
+                           cal_reps, executor, out.quiet);
     if (*cmp) return run_compare(c, scenario, seed, out, executor, warmup, margin);
     if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, cap_gb, mem_device, sweep_dir, out.quiet);
     if (*list) return run_list(c, family);

@@ -1,5 +1,7 @@
 #include "sim/cost_model.h"
 
+#include "sim/profile.h"
+
 #include <algorithm>
 
 namespace vlasim {
@@ -77,6 +79,7 @@ CostModelRegistry& cost_models() {
              if (l2 < 0 || l2 > 1) p.node().required("l2_hit_cost").fail("must be in [0, 1]");
              return std::make_unique<Roofline>(l2, p.get_bool("overheads", true));
            }});
+    register_profiled_cost_model(r);
     return r;
   }();
   return r;

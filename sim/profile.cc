@@ -1,0 +1,615 @@
+#include "sim/profile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "scenarios/config.h"
+
+namespace vlasim {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------------------------------
+// Signatures and work features
+
+std::string op_signature(const Op& o) {
+  std::ostringstream s;
+  s << to_string(o.kind) << "/" << to_string(o.fn) << "/" << to_string(o.dtype) << "/";
+  switch (o.kind) {
+    case OpKind::Gemm:
+      s << "m=" << o.m << ",n=" << o.n << ",k=" << o.k << ",batch=" << o.batch
+        << ",bias=" << o.epi.bias << ",act=" << to_string(o.epi.act) << ",gate_up=" << o.epi.gate_up
+        << ",residual=" << o.epi.residual << ",gate=" << o.epi.gate;
+      break;
+    case OpKind::Attention:
+      s << "batch=" << o.batch << ",heads=" << o.heads << ",kv_heads=" << o.kv_heads
+        << ",head_dim=" << o.head_dim << ",q_len=" << o.q_len << ",kv_len=" << o.kv_len
+        << ",kv_cached=" << o.kv_cached << ",window=" << o.window << ",causal=" << o.causal;
+      break;
+    case OpKind::Embedding:
+      s << "rows=" << o.rows << ",width=" << o.width << ",vocab=" << o.vocab;
+      break;
+    case OpKind::Elementwise:
+      s << "rows=" << o.rows << ",width=" << o.width;
+      if (o.fn == OpFn::RoPE)
+        s << ",batch=" << o.batch << ",heads=" << o.heads << ",kv_heads=" << o.kv_heads
+          << ",head_dim=" << o.head_dim;
+      break;
+    case OpKind::Norm:
+    case OpKind::Transfer:
+      s << "rows=" << o.rows << ",width=" << o.width;
+      break;
+  }
+  return s.str();
+}
+
+OpWork op_work(const Op& o) {
+  const double eb = dtype_bytes(o.dtype);
+  OpWork w;
+  switch (o.kind) {
+    case OpKind::Gemm: {
+      const double rows = double(o.batch) * double(o.m);
+      const double out_n = o.epi.gate_up ? double(o.n / 2) : double(o.n);
+      w.flops = 2.0 * rows * double(o.n) * double(o.k);
+      w.bytes = eb * (rows * double(o.k) + double(o.k) * double(o.n) + rows * out_n);
+      if (o.epi.bias) w.bytes += eb * double(o.n);
+      if (o.epi.residual) w.bytes += eb * rows * out_n;
+      if (o.epi.gate) w.bytes += eb * rows * out_n;
+      break;
+    }
+    case OpKind::Attention: {
+      double kv_eff = double(o.kv_len);
+      if (o.causal) kv_eff = double(o.kv_len - o.q_len) + double(o.q_len + 1) / 2.0;
+      if (o.window > 0) kv_eff = std::min(kv_eff, double(o.window));
+      const double bh = double(o.batch) * double(o.heads);
+      w.flops = 4.0 * bh * double(o.q_len) * kv_eff * double(o.head_dim);
+      w.bytes = eb * (2.0 * bh * double(o.q_len) * double(o.head_dim) +
+                      2.0 * double(o.batch) * double(o.kv_heads) * double(o.kv_len) * double(o.head_dim)) +
+                bh * double(o.q_len) * double(o.kv_len) * (4.0 + eb);
+      break;
+    }
+    case OpKind::Norm: {
+      const double e = double(o.rows) * double(o.width);
+      w.flops = 5.0 * e;
+      w.bytes = eb * (2.0 * e + 2.0 * double(o.width));
+      break;
+    }
+    case OpKind::Elementwise: {
+      const double e = double(o.rows) * double(o.width);
+      double per = 1, inputs = 1;
+      switch (o.fn) {
+        case OpFn::Add: case OpFn::Mul: inputs = 2; break;
+        case OpFn::EulerUpdate: per = 2; inputs = 2; break;
+        case OpFn::Gelu: per = 8; break;
+        case OpFn::Silu: per = 4; break;
+        case OpFn::Softmax: per = 5; break;
+        case OpFn::RoPE: per = 6; break;
+        case OpFn::Copy: per = 0; break;
+        default: break;
+      }
+      w.flops = per * e;
+      w.bytes = eb * (inputs + 1.0) * e;
+      break;
+    }
+    case OpKind::Embedding:
+      w.bytes = eb * 2.0 * double(o.rows) * double(o.width) + 4.0 * double(o.rows);
+      break;
+    case OpKind::Transfer:
+      w.bytes = 2.0 * std::max(o.out_bytes, eb * double(o.rows) * double(o.width));
+      break;
+  }
+  return w;
+}
+
+// ---------------------------------------------------------------------------------------
+// Fitting
+
+const char* to_string(FitForm f) { return f == FitForm::Roofline ? "roofline" : "linear"; }
+
+double FitModel::predict(const OpWork& w) const {
+  const double c = w.flops * s_per_flop, m = w.bytes * s_per_byte;
+  const double t = overhead_s + (form == FitForm::Roofline ? std::max(c, m) : c + m);
+  return std::max(t, 1e-9);
+}
+
+namespace {
+
+struct Pt {
+  double f, b, t;
+};
+
+// Least squares on relative error over the columns in `mask` (bit 0: constant, 1: flops,
+// 2: bytes) of rows x[i] (already chosen per row), coefficients >= 0, by enumerating the
+// subsets of `mask`. Returns false when no subset gives a non-negative solution.
+bool nnls3(const std::vector<std::array<double, 3>>& x, const std::vector<double>& t,
+           std::array<double, 3>* best) {
+  double best_err = INFINITY;
+  for (int mask = 1; mask < 8; ++mask) {
+    std::vector<int> cols;
+    for (int j = 0; j < 3; ++j)
+      if (mask & (1 << j)) cols.push_back(j);
+    const size_t k = cols.size();
+    // Column scales (of the relative-error rows) for conditioning.
+    std::array<double, 3> scale{0, 0, 0};
+    for (size_t i = 0; i < x.size(); ++i)
+      for (size_t a = 0; a < k; ++a) scale[a] += std::pow(x[i][cols[a]] / t[i], 2);
+    bool zero = false;
+    for (size_t a = 0; a < k; ++a) {
+      scale[a] = std::sqrt(scale[a]);
+      if (scale[a] <= 0) zero = true;
+    }
+    if (zero) continue;
+    double A[3][4] = {};
+    for (size_t i = 0; i < x.size(); ++i) {
+      double r[3];
+      for (size_t a = 0; a < k; ++a) r[a] = x[i][cols[a]] / t[i] / scale[a];
+      for (size_t a = 0; a < k; ++a) {
+        for (size_t b = 0; b < k; ++b) A[a][b] += r[a] * r[b];
+        A[a][3] += r[a];  // target 1 after dividing by t
+      }
+    }
+    bool singular = false;
+    for (size_t c = 0; c < k && !singular; ++c) {
+      size_t p = c;
+      for (size_t r = c + 1; r < k; ++r)
+        if (std::fabs(A[r][c]) > std::fabs(A[p][c])) p = r;
+      if (std::fabs(A[p][c]) < 1e-12) {
+        singular = true;
+        break;
+      }
+      for (int q = 0; q < 4; ++q) std::swap(A[c][q], A[p][q]);
+      for (size_t r = 0; r < k; ++r) {
+        if (r == c) continue;
+        const double f = A[r][c] / A[c][c];
+        for (int q = 0; q < 4; ++q) A[r][q] -= f * A[c][q];
+      }
+    }
+    if (singular) continue;
+    std::array<double, 3> coef{0, 0, 0};
+    bool neg = false;
+    for (size_t a = 0; a < k; ++a) {
+      coef[cols[a]] = A[a][3] / A[a][a] / scale[a];
+      if (coef[cols[a]] < 0) neg = true;
+    }
+    if (neg) continue;
+    double err = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      double p = coef[0] * x[i][0] + coef[1] * x[i][1] + coef[2] * x[i][2];
+      err += std::pow(p / t[i] - 1, 2);
+    }
+    if (err < best_err) {
+      best_err = err;
+      *best = coef;
+    }
+  }
+  return std::isfinite(best_err);
+}
+
+double sq_rel_error(const FitModel& m, const std::vector<Pt>& pts) {
+  double e = 0;
+  for (const Pt& p : pts) e += std::pow(m.predict({p.f, p.b}) / p.t - 1, 2);
+  return e;
+}
+
+FitModel fit_form(FitForm form, const std::vector<Pt>& pts) {
+  FitModel m;
+  m.form = form;
+  m.points = static_cast<int>(pts.size());
+  std::vector<double> t;
+  for (const Pt& p : pts) t.push_back(p.t);
+  auto from = [&](const std::array<double, 3>& c) {
+    FitModel r = m;
+    r.overhead_s = c[0];
+    r.s_per_flop = c[1];
+    r.s_per_byte = c[2];
+    return r;
+  };
+  if (form == FitForm::Linear) {
+    std::vector<std::array<double, 3>> x;
+    for (const Pt& p : pts) x.push_back({1.0, p.f, p.b});
+    std::array<double, 3> c{0, 0, 0};
+    if (nnls3(x, t, &c)) return from(c);
+    return m;
+  }
+  // Roofline: with flops * u >= bytes * v exactly for the points of arithmetic intensity
+  // f/b above a threshold, try every threshold, fit the piecewise-linear system, and keep
+  // the split whose max-form model has the lowest error; then reassign points by the
+  // fitted max and refit until the assignment stops changing.
+  std::vector<size_t> order(pts.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto intensity = [&](size_t i) { return pts[i].b > 0 ? pts[i].f / pts[i].b : INFINITY; };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return intensity(a) < intensity(b); });
+  auto fit_split = [&](const std::vector<bool>& compute, FitModel* out) {
+    std::vector<std::array<double, 3>> x;
+    for (size_t i = 0; i < pts.size(); ++i)
+      x.push_back({1.0, compute[i] ? pts[i].f : 0.0, compute[i] ? 0.0 : pts[i].b});
+    std::array<double, 3> c{0, 0, 0};
+    if (!nnls3(x, t, &c)) return false;
+    *out = from(c);
+    return true;
+  };
+  FitModel best = m;
+  double best_err = INFINITY;
+  for (size_t s = 0; s <= order.size(); ++s) {
+    if (s > 0 && s < order.size() && intensity(order[s]) == intensity(order[s - 1])) continue;
+    std::vector<bool> compute(pts.size(), false);
+    for (size_t r = s; r < order.size(); ++r) compute[order[r]] = true;
+    FitModel cand;
+    if (!fit_split(compute, &cand)) continue;
+    double e = sq_rel_error(cand, pts);
+    if (e < best_err) {
+      best_err = e;
+      best = cand;
+    }
+  }
+  for (int iter = 0; iter < 20 && std::isfinite(best_err); ++iter) {
+    std::vector<bool> compute(pts.size());
+    for (size_t i = 0; i < pts.size(); ++i)
+      compute[i] = pts[i].f * best.s_per_flop >= pts[i].b * best.s_per_byte;
+    FitModel cand;
+    if (!fit_split(compute, &cand)) break;
+    double e = sq_rel_error(cand, pts);
+    if (!(e < best_err * (1 - 1e-12))) break;
+    best_err = e;
+    best = cand;
+  }
+  return best;
+}
+
+double mean_abs_rel(const FitModel& m, const std::vector<Pt>& pts) {
+  double e = 0;
+  for (const Pt& p : pts) e += std::fabs(m.predict({p.f, p.b}) / p.t - 1);
+  return pts.empty() ? 0 : e / double(pts.size());
+}
+
+// k-fold (k = min(5, n)) cross-validated mean |pred / t - 1|; -1 with fewer than 2 points.
+double cross_validate(FitForm form, const std::vector<Pt>& pts) {
+  const size_t n = pts.size();
+  if (n < 2) return -1;
+  const size_t k = std::min<size_t>(5, n);
+  double e = 0;
+  for (size_t fold = 0; fold < k; ++fold) {
+    std::vector<Pt> train, test;
+    for (size_t i = 0; i < n; ++i) (i % k == fold ? test : train).push_back(pts[i]);
+    FitModel m = fit_form(form, train);
+    for (const Pt& p : test) e += std::fabs(m.predict({p.f, p.b}) / p.t - 1);
+  }
+  return e / double(n);
+}
+
+}  // namespace
+
+FitModel fit_times(const std::vector<const Measurement*>& points) {
+  if (points.empty()) throw std::invalid_argument("fit_times: no points");
+  std::vector<Pt> pts;
+  for (const Measurement* m : points) pts.push_back({m->work.flops, m->work.bytes, m->median_s});
+  const double cv_r = cross_validate(FitForm::Roofline, pts);
+  const double cv_l = cross_validate(FitForm::Linear, pts);
+  const FitForm form = cv_l >= 0 && cv_l < cv_r ? FitForm::Linear : FitForm::Roofline;
+  FitModel m = fit_form(form, pts);
+  m.cv_roofline = cv_r;
+  m.cv_linear = cv_l;
+  m.fit_error = mean_abs_rel(m, pts);
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------
+// Sections
+
+void ProfileSection::refit() {
+  fits.clear();
+  std::map<std::string, std::vector<const Measurement*>> groups;
+  for (const auto& [sig, m] : table) {
+    groups[std::string(to_string(m.kind)) + "/" + to_string(m.fn)].push_back(&m);
+    groups[std::string(to_string(m.kind)) + "/*"].push_back(&m);
+  }
+  for (const auto& [key, pts] : groups) fits[key] = fit_times(pts);
+}
+
+const Measurement* ProfileSection::exact(const Op& op) const {
+  auto it = table.find(op_signature(op));
+  return it == table.end() ? nullptr : &it->second;
+}
+
+const FitModel* ProfileSection::fit_for(const Op& op) const {
+  auto it = fits.find(std::string(to_string(op.kind)) + "/" + to_string(op.fn));
+  if (it != fits.end() && it->second.points >= 3) return &it->second;
+  auto fn_fit = it;
+  it = fits.find(std::string(to_string(op.kind)) + "/*");
+  if (it != fits.end()) return &it->second;
+  return fn_fit == fits.end() ? nullptr : &fn_fit->second;
+}
+
+double MemcpyFit::seconds(double bytes) const {
+  if (points.empty()) return latency_s + bytes / bytes_per_s;
+  if (bytes <= points.front().first) return points.front().second;
+  for (size_t i = 1; i < points.size(); ++i)
+    if (bytes <= points[i].first) {
+      const auto& [b0, t0] = points[i - 1];
+      const auto& [b1, t1] = points[i];
+      return t0 + (bytes - b0) / (b1 - b0) * (t1 - t0);
+    }
+  return points.back().second + (bytes - points.back().first) / bytes_per_s;
+}
+
+const ProfileSection* DeviceProfile::section(int t, DType d) const {
+  for (const ProfileSection& s : sections)
+    if (s.threads == t && s.dtype == d) return &s;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON
+
+namespace {
+
+json work_json(const OpWork& w) { return json{{"flops", w.flops}, {"bytes", w.bytes}}; }
+
+json fit_json(const FitModel& f) {
+  return json{{"form", to_string(f.form)},     {"overhead_s", f.overhead_s},
+              {"s_per_flop", f.s_per_flop},   {"s_per_byte", f.s_per_byte},
+              {"points", f.points},           {"cv_roofline", f.cv_roofline},
+              {"cv_linear", f.cv_linear},     {"fit_error", f.fit_error}};
+}
+
+// A JSON value with its key path, for precise errors.
+class At {
+ public:
+  At(const json& j, std::string file, std::string path) : j_(j), file_(std::move(file)), path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& msg) const { throw ConfigError(file_, 0, 0, path_, msg); }
+
+  At key(const std::string& k) const {
+    if (!j_.is_object()) fail("expected an object");
+    auto it = j_.find(k);
+    if (it == j_.end()) At(j_, file_, child(k)).fail("missing");
+    return At(*it, file_, child(k));
+  }
+  bool has(const std::string& k) const { return j_.is_object() && j_.contains(k); }
+  std::vector<At> items() const {
+    if (!j_.is_array()) fail("expected an array");
+    std::vector<At> out;
+    for (size_t i = 0; i < j_.size(); ++i) out.emplace_back(j_[i], file_, path_ + "[" + std::to_string(i) + "]");
+    return out;
+  }
+  std::vector<std::pair<std::string, At>> entries() const {
+    if (!j_.is_object()) fail("expected an object");
+    std::vector<std::pair<std::string, At>> out;
+    for (auto it = j_.begin(); it != j_.end(); ++it) out.emplace_back(it.key(), At(it.value(), file_, child(it.key())));
+    return out;
+  }
+  void check_keys(const std::vector<std::string>& allowed) const {
+    for (const auto& [k, v] : entries())
+      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
+        v.fail("unknown key; valid keys are: " + join_names(allowed));
+  }
+  std::string str() const {
+    if (!j_.is_string()) fail("expected a string");
+    return j_.get<std::string>();
+  }
+  double num() const {
+    if (!j_.is_number()) fail("expected a number");
+    double v = j_.get<double>();
+    if (!std::isfinite(v)) fail("expected a finite number");
+    return v;
+  }
+  double nonneg() const {
+    double v = num();
+    if (v < 0) fail("must be >= 0");
+    return v;
+  }
+  double positive() const {
+    double v = num();
+    if (!(v > 0)) fail("must be > 0");
+    return v;
+  }
+  int integer(int lo, int hi) const {
+    if (!j_.is_number_integer()) fail("expected an integer");
+    long long v = j_.get<long long>();
+    if (v < lo || v > hi) fail("must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return static_cast<int>(v);
+  }
+  DType dtype() const {
+    DType d;
+    std::string s = str();
+    if (!parse_dtype(s, &d)) fail("unknown dtype '" + s + "'; valid: fp32, bf16, fp16, int8");
+    return d;
+  }
+
+ private:
+  std::string child(const std::string& k) const { return path_.empty() ? k : path_ + "." + k; }
+  const json& j_;
+  std::string file_, path_;
+};
+
+OpKind parse_kind(const At& a) {
+  std::string s = a.str();
+  for (OpKind k : {OpKind::Gemm, OpKind::Attention, OpKind::Norm, OpKind::Elementwise,
+                   OpKind::Embedding, OpKind::Transfer})
+    if (s == to_string(k)) return k;
+  a.fail("unknown op kind '" + s + "'");
+}
+
+OpFn parse_fn(const At& a) {
+  std::string s = a.str();
+  for (int i = static_cast<int>(OpFn::None); i <= static_cast<int>(OpFn::DeviceToDevice); ++i)
+    if (s == to_string(static_cast<OpFn>(i))) return static_cast<OpFn>(i);
+  a.fail("unknown op fn '" + s + "'");
+}
+
+FitModel parse_fit(const At& a) {
+  a.check_keys({"form", "overhead_s", "s_per_flop", "s_per_byte", "points", "cv_roofline", "cv_linear", "fit_error"});
+  FitModel f;
+  std::string form = a.key("form").str();
+  if (form == "roofline") f.form = FitForm::Roofline;
+  else if (form == "linear") f.form = FitForm::Linear;
+  else a.key("form").fail("unknown fit form '" + form + "'; valid: roofline, linear");
+  f.overhead_s = a.key("overhead_s").nonneg();
+  f.s_per_flop = a.key("s_per_flop").nonneg();
+  f.s_per_byte = a.key("s_per_byte").nonneg();
+  f.points = a.key("points").integer(1, 1 << 30);
+  f.cv_roofline = a.key("cv_roofline").num();
+  f.cv_linear = a.key("cv_linear").num();
+  f.fit_error = a.key("fit_error").nonneg();
+  return f;
+}
+
+}  // namespace
+
+std::string profile_to_json(const DeviceProfile& p) {
+  json j;
+  j["format"] = "vlasim-device-profile";
+  j["version"] = DeviceProfile::kVersion;
+  j["catalog_device"] = p.catalog_device;
+  j["made_with"] = json{{"machine", p.machine},         {"logical_cpus", p.logical_cpus},
+                        {"load_average", p.load_average},
+                        {"executor", p.executor},       {"libraries", p.libraries},
+                        {"date", p.date},               {"grid", p.grid},
+                        {"repetitions", p.repetitions}, {"warmup", p.warmup}};
+  j["threads"] = p.threads;
+  json dts = json::array();
+  for (DType d : p.dtypes) dts.push_back(to_string(d));
+  j["dtypes"] = dts;
+  json pts = json::array();
+  for (const auto& [b, s] : p.memcpy.points) pts.push_back(json::array({b, s}));
+  j["memcpy"] = json{{"link", p.memcpy.link},
+                     {"latency_s", p.memcpy.latency_s},
+                     {"bytes_per_s", p.memcpy.bytes_per_s},
+                     {"points", pts}};
+  json secs = json::array();
+  for (const ProfileSection& s : p.sections) {
+    json js;
+    js["threads"] = s.threads;
+    js["dtype"] = to_string(s.dtype);
+    js["executor_device"] = s.executor_device;
+    json table = json::object();
+    for (const auto& [sig, m] : s.table)
+      table[sig] = json{{"kind", to_string(m.kind)}, {"fn", to_string(m.fn)},
+                        {"work", work_json(m.work)}, {"median_s", m.median_s},
+                        {"spread", m.spread},       {"reps", m.reps},
+                        {"source", m.source}};
+    js["table"] = table;
+    json fits = json::object();
+    for (const auto& [key, f] : s.fits) fits[key] = fit_json(f);
+    js["fits"] = fits;
+    js["skipped"] = s.skipped;
+    secs.push_back(js);
+  }
+  j["sections"] = secs;
+  return j.dump(1) + "\n";
+}
+
+void save_profile(const DeviceProfile& p, const std::string& path) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot write profile file " + path);
+  f << profile_to_json(p);
+  if (!f) throw std::runtime_error("error writing profile file " + path);
+}
+
+DeviceProfile parse_profile(const std::string& text, const std::string& name) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(name, 0, 0, "", std::string("malformed JSON: ") + e.what());
+  }
+  At root(j, name, "");
+  root.check_keys({"format", "version", "catalog_device", "made_with", "threads", "dtypes", "memcpy", "sections"});
+  if (root.key("format").str() != "vlasim-device-profile")
+    root.key("format").fail("not a vlasim device profile (expected 'vlasim-device-profile')");
+  int version = root.key("version").integer(0, 1 << 20);
+  if (version != DeviceProfile::kVersion)
+    root.key("version").fail("profile format version " + std::to_string(version) +
+                             " is not supported (this build reads version " +
+                             std::to_string(DeviceProfile::kVersion) + "); recalibrate");
+  DeviceProfile p;
+  p.catalog_device = root.key("catalog_device").str();
+  if (p.catalog_device.empty()) root.key("catalog_device").fail("must not be empty");
+  At mw = root.key("made_with");
+  mw.check_keys({"machine", "logical_cpus", "load_average", "executor", "libraries", "date", "grid", "repetitions", "warmup"});
+  p.machine = mw.key("machine").str();
+  p.logical_cpus = mw.key("logical_cpus").integer(0, 1 << 20);
+  p.load_average = mw.key("load_average").nonneg();
+  p.executor = mw.key("executor").str();
+  for (const auto& [k, v] : mw.key("libraries").entries()) p.libraries[k] = v.str();
+  p.date = mw.key("date").str();
+  p.grid = mw.key("grid").str();
+  p.repetitions = mw.key("repetitions").integer(0, 1 << 20);
+  p.warmup = mw.key("warmup").integer(0, 1 << 20);
+  for (const At& t : root.key("threads").items()) p.threads.push_back(t.integer(1, 1 << 16));
+  for (const At& d : root.key("dtypes").items()) p.dtypes.push_back(d.dtype());
+
+  At mc = root.key("memcpy");
+  mc.check_keys({"link", "latency_s", "bytes_per_s", "points"});
+  p.memcpy.link = mc.key("link").str();
+  p.memcpy.latency_s = mc.key("latency_s").nonneg();
+  p.memcpy.bytes_per_s = mc.key("bytes_per_s").nonneg();
+  if (!p.memcpy.link.empty() && !(p.memcpy.bytes_per_s > 0))
+    mc.key("bytes_per_s").fail("must be > 0 when a link is named");
+  for (const At& pt : mc.key("points").items()) {
+    std::vector<At> v = pt.items();
+    if (v.size() != 2) pt.fail("expected [bytes, seconds]");
+    p.memcpy.points.push_back({v[0].positive(), v[1].positive()});
+    const size_t n = p.memcpy.points.size();
+    if (n > 1 && (p.memcpy.points[n - 1].first <= p.memcpy.points[n - 2].first ||
+                  p.memcpy.points[n - 1].second < p.memcpy.points[n - 2].second))
+      pt.fail("memcpy points must grow in bytes and not shrink in seconds");
+  }
+
+  for (const At& sa : root.key("sections").items()) {
+    sa.check_keys({"threads", "dtype", "executor_device", "table", "fits", "skipped"});
+    ProfileSection s;
+    s.threads = sa.key("threads").integer(1, 1 << 16);
+    s.dtype = sa.key("dtype").dtype();
+    if (std::find(p.threads.begin(), p.threads.end(), s.threads) == p.threads.end())
+      sa.key("threads").fail("thread count " + std::to_string(s.threads) + " is not listed in 'threads'");
+    if (std::find(p.dtypes.begin(), p.dtypes.end(), s.dtype) == p.dtypes.end())
+      sa.key("dtype").fail(std::string("dtype ") + to_string(s.dtype) + " is not listed in 'dtypes'");
+    if (p.section(s.threads, s.dtype))
+      sa.fail("a second section for " + std::to_string(s.threads) + " threads, " + to_string(s.dtype));
+    s.executor_device = sa.key("executor_device").str();
+    for (const auto& [sig, ma] : sa.key("table").entries()) {
+      ma.check_keys({"kind", "fn", "work", "median_s", "spread", "reps", "source"});
+      Measurement m;
+      m.kind = parse_kind(ma.key("kind"));
+      m.fn = parse_fn(ma.key("fn"));
+      const std::string prefix = std::string(to_string(m.kind)) + "/" + to_string(m.fn) + "/" +
+                                 to_string(s.dtype) + "/";
+      if (sig.rfind(prefix, 0) != 0)
+        ma.fail("signature does not start with '" + prefix + "' (its kind, fn and the section's dtype)");
+      At wa = ma.key("work");
+      wa.check_keys({"flops", "bytes"});
+      m.work.flops = wa.key("flops").nonneg();
+      m.work.bytes = wa.key("bytes").nonneg();
+      m.median_s = ma.key("median_s").positive();
+      m.spread = ma.key("spread").nonneg();
+      m.reps = ma.key("reps").integer(1, 1 << 30);
+      m.source = ma.key("source").str();
+      if (m.source != "grid" && m.source != "graph")
+        ma.key("source").fail("must be 'grid' or 'graph'");
+      s.table[sig] = m;
+    }
+    for (const auto& [key, fa] : sa.key("fits").entries()) s.fits[key] = parse_fit(fa);
+    for (const auto& [sig, why] : sa.key("skipped").entries()) s.skipped[sig] = why.str();
+    p.sections.push_back(std::move(s));
+  }
+  if (p.sections.empty()) root.key("sections").fail("a profile needs at least one section");
+  return p;
+}
+
+DeviceProfile load_profile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ConfigError(path, 0, 0, "", "cannot open profile file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_profile(ss.str(), path);
+}
+
+}  // namespace vlasim

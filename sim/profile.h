@@ -1,0 +1,174 @@
+// Device profiles: operator times measured on one machine by `vlasim calibrate`
+// (executors/calibration), stored as JSON, and the "profiled" cost model that predicts from
+// them.
+//
+// A profile names what it was made with (machine, executor and its device string, library
+// versions, date, grid level) and the catalog device it stands for ("epyc-2vcpu"). It holds
+// one section per (thread count, dtype) profiled; a section has
+//   - table: op signature -> median seconds over the timed runs, a spread figure and the
+//     op's work features (flops, bytes), for every op of the calibration grid and every
+//     distinct op of the graphs calibration was given;
+//   - fits: one predictor per op kind/fn ("gemm/linear") and one pooled per kind
+//     ("gemm/*"), for shapes that are not in the table.
+//
+// Predictor choice. Exact-shape table hits come first: calibration profiles every op of the
+// scenarios it is given, so a calibrated scenario is predicted from its own measurements.
+// For other shapes a small parametric model of the two work features is fitted, not an
+// interpolation table: op shapes have up to ten dimensions (m, n, k, epilogue; heads,
+// kv_heads, head_dim, q_len, kv_len, ...) and a grid dense enough to interpolate in all of
+// them cannot be measured in minutes, while time is well explained by flops and bytes.
+// Two forms with non-negative coefficients are fitted by least squares on relative error,
+//   roofline: t = overhead + max(flops * s_per_flop, bytes * s_per_byte)
+//   linear:   t = overhead + flops * s_per_flop + bytes * s_per_byte
+// and the one with the lower 5-fold cross-validated mean relative error is kept; both
+// errors are stored with the fit. Non-negative coefficients make predictions monotone in
+// flops and bytes.
+//
+// All look-ups are pure functions of the op: the cost model reads the profile when it is
+// made and times nothing.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/graph.h"
+#include "sim/cost_model.h"
+
+namespace vlasim {
+
+// The shape fields that decide an op's time, as text: kind, fn, dtype and, by kind,
+//   gemm:        m, n, k, batch, bias, act, gate_up, residual, gate
+//   attention:   batch, heads, kv_heads, head_dim, q_len, kv_len, kv_cached, window, causal
+//   norm:        rows, width
+//   elementwise: rows, width (rope also batch, heads, kv_heads, head_dim)
+//   embedding:   rows, width, vocab
+// e.g. "gemm/linear/bf16/m=16,n=1024,k=256,batch=1,bias=0,act=none,gate_up=0,residual=0,gate=0".
+// Equal signatures mean the executors run the same computation on the same sizes.
+std::string op_signature(const Op& op);
+
+// Work features of an op computed from its shape alone (the builder's own flops/bytes are
+// not used, so measured and predicted ops are described alike): flops (gemm 2 batch m n k,
+// attention 4 batch heads q_len kv_eff head_dim; rows*width for row-wise ops) and bytes the
+// oneDNN executor reads and writes (inputs, weights, outputs; attention also its score
+// matrix). Both are >= 0.
+struct OpWork {
+  double flops = 0;
+  double bytes = 0;
+  bool operator==(const OpWork&) const = default;
+};
+OpWork op_work(const Op& op);
+
+struct Measurement {
+  OpKind kind = OpKind::Gemm;
+  OpFn fn = OpFn::None;
+  OpWork work;
+  double median_s = 0;  // median over the timed runs, > 0
+  double spread = 0;    // (75th - 25th percentile) / median over the timed runs
+  int reps = 0;         // timed runs
+  std::string source;   // "grid" or "graph" (an op of a graph calibration was given)
+  bool operator==(const Measurement&) const = default;
+};
+
+enum class FitForm { Roofline, Linear };
+const char* to_string(FitForm f);
+
+// t = overhead + max(flops * s_per_flop, bytes * s_per_byte)   (Roofline)
+// t = overhead + flops * s_per_flop + bytes * s_per_byte       (Linear)
+struct FitModel {
+  FitForm form = FitForm::Roofline;
+  double overhead_s = 0, s_per_flop = 0, s_per_byte = 0;  // all >= 0
+  int points = 0;              // measurements fitted
+  double cv_roofline = -1;     // 5-fold CV mean |pred / t - 1| of each form; -1: < 2 points
+  double cv_linear = -1;
+  double fit_error = 0;        // mean |pred / t - 1| of the kept form over all points
+  // Predicted seconds for `w`, > 0.
+  double predict(const OpWork& w) const;
+  bool operator==(const FitModel&) const = default;
+};
+
+// Fits both forms to `points` (non-empty) and keeps the better one in cross-validation
+// (Roofline on ties). Deterministic for a given order of points.
+FitModel fit_times(const std::vector<const Measurement*>& points);
+
+struct ProfileSection {
+  int threads = 1;
+  DType dtype = DType::BF16;
+  std::string executor_device;                 // Executor::device() of the runs
+  std::map<std::string, Measurement> table;    // by op_signature
+  std::map<std::string, FitModel> fits;        // "kind/fn" and "kind/*"
+  std::map<std::string, std::string> skipped;  // signature -> why it was not measured
+  bool operator==(const ProfileSection&) const = default;
+
+  // Recomputes `fits` from `table`: a fit per kind/fn present and one pooled per kind.
+  void refit();
+  // The measured median of `op`'s signature, or nullptr.
+  const Measurement* exact(const Op& op) const;
+  // The fit for op's kind/fn when it has >= 3 points (as many as a fit has parameters),
+  // else its kind's pooled fit, else nullptr.
+  const FitModel* fit_for(const Op& op) const;
+};
+
+// Host memcpy between core groups of one machine, measured at a few sizes (the executor's
+// transfer copy on one core). Copies that fit in cache run several times faster than
+// streaming ones, which one latency + per-byte line cannot follow, so the measured points
+// are interpolated.
+struct MemcpyFit {
+  std::string link;      // catalog link the figure stands for ("shared-memory"); "" = none
+  double latency_s = 0;  // median time of the smallest copy measured
+  double bytes_per_s = 0;  // streaming rate between the two largest sizes measured
+  std::vector<std::pair<double, double>> points;  // (bytes, median seconds), bytes increasing
+  bool operator==(const MemcpyFit&) const = default;
+  // Seconds to copy `bytes`: latency_s up to the smallest size measured, linear between
+  // measured sizes, and + (bytes - largest) / bytes_per_s beyond the largest; with no
+  // points, latency_s + bytes / bytes_per_s. Non-decreasing in bytes.
+  double seconds(double bytes) const;
+};
+
+struct DeviceProfile {
+  static constexpr int kVersion = 1;
+  std::string catalog_device;   // catalog entry this profile stands for, e.g. "epyc-2vcpu"
+  std::string machine;          // CPU model name (/proc/cpuinfo)
+  int logical_cpus = 0;
+  // 1-minute load average when calibration started (/proc/loadavg): other work on the
+  // machine inflates times, multi-threaded ones most.
+  double load_average = 0;
+  std::string executor;         // executor registry name, e.g. "onednn"
+  std::map<std::string, std::string> libraries;  // e.g. {"onednn": "2.6.3"}
+  std::string date;             // UTC, ISO 8601
+  std::string grid;             // "none", "quick" or "full"
+  int repetitions = 0;          // timed runs asked for per op (fewer for slow ops, >= 3)
+  int warmup = 0;
+  std::vector<int> threads;     // thread counts profiled, in calibration order
+  std::vector<DType> dtypes;
+  MemcpyFit memcpy;
+  std::vector<ProfileSection> sections;
+  bool operator==(const DeviceProfile&) const = default;
+
+  // The section for (threads, dtype), or nullptr.
+  const ProfileSection* section(int threads, DType dtype) const;
+};
+
+// The profile as JSON text: keys sorted, numbers in shortest round-trip form, so equal
+// profiles give byte-identical text and save(load(f)) reproduces f.
+std::string profile_to_json(const DeviceProfile& p);
+// Writes profile_to_json(p) to `path`. Throws std::runtime_error if it cannot be written.
+void save_profile(const DeviceProfile& p, const std::string& path);
+// Reads a profile. Throws ConfigError naming `path` (line 0) and the key path of the first
+// missing, mistyped or impossible value, or the format version when it differs.
+DeviceProfile load_profile(const std::string& path);
+// As load_profile, from text; `name` stands in for the file name in errors.
+DeviceProfile parse_profile(const std::string& text, const std::string& name);
+
+// Adds "profiled" (params: profile = path, required; fallback = "fit" or "roofline") to `r`.
+// Relative profile paths are looked up next to the scenario file first, then in the current
+// directory. The model refuses (ConfigError at the params) a profile made for another
+// catalog device, or without a section for the unit's thread count (CPU: cores; other
+// devices: 1) and the op's dtype, or (fallback "fit") without a fit for an unseen op's kind.
+// Times are the table's median for a profiled signature, else the fit (or the roofline with
+// fallback "roofline"); they are split into compute/memory/overhead in the roofline's
+// proportions for the same op and unit. Transfers over the link named in the profile's memcpy
+// figure use that figure; other links use the roofline's transfer_cost.
+void register_profiled_cost_model(CostModelRegistry& r);
+
+}  // namespace vlasim

@@ -1,0 +1,117 @@
+// The "profiled" cost model: operator times from a device profile (sim/profile.h).
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "sim/profile.h"
+
+namespace vlasim {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string describe_sections(const DeviceProfile& p) {
+  std::vector<std::string> out;
+  for (const ProfileSection& s : p.sections)
+    out.push_back(std::to_string(s.threads) + (s.threads == 1 ? " thread " : " threads ") + to_string(s.dtype));
+  return join_names(out);
+}
+
+class Profiled : public CostModel {
+ public:
+  Profiled(DeviceProfile prof, std::string path, bool roofline_fallback, ConfigNode where)
+      : prof_(std::move(prof)),
+        path_(std::move(path)),
+        roofline_fallback_(roofline_fallback),
+        where_(std::move(where)),
+        roofline_(cost_models().make("roofline", Params(), ConfigNode())) {}
+
+  OpCost op_cost(const Op& op, const DeviceInstance& dev, const UnitDecl& unit) const override {
+    if (dev.spec.name != prof_.catalog_device)
+      where_.fail("profile " + path_ + " was measured for catalog device '" + prof_.catalog_device +
+                  "' but device '" + dev.name + "' is catalog device '" + dev.spec.name + "'");
+    const int threads = dev.spec.type == DeviceType::Cpu ? unit.cores : 1;
+    const ProfileSection* s = prof_.section(threads, op.dtype);
+    if (!s)
+      where_.fail("profile " + path_ + " has no data for " + std::to_string(threads) +
+                  (threads == 1 ? " thread" : " threads") + " at dtype " + to_string(op.dtype) +
+                  " (unit '" + dev.name + "." + unit.name + "', op " + op.name +
+                  "); it holds: " + describe_sections(prof_) + "; calibrate with those settings");
+    const OpCost r = roofline_->op_cost(op, dev, unit);
+    double t = 0;
+    if (const Measurement* m = s->exact(op)) {
+      t = m->median_s;
+    } else if (roofline_fallback_) {
+      return r;
+    } else if (const FitModel* f = s->fit_for(op)) {
+      t = f->predict(op_work(op));
+    } else {
+      where_.fail("profile " + path_ + " has no measurement or fit for " + to_string(op.kind) +
+                  " ops (" + std::to_string(threads) + " threads, " + to_string(op.dtype) +
+                  ", op " + op.name + "); calibrate with a grid, or use fallback: roofline");
+    }
+    OpCost c;
+    c.seconds = t;
+    if (r.seconds > 0 && std::isfinite(r.seconds)) {
+      c.compute_seconds = t * r.compute_seconds / r.seconds;
+      c.memory_seconds = t * r.memory_seconds / r.seconds;
+      c.overhead_seconds = t * r.overhead_seconds / r.seconds;
+    } else {
+      c.compute_seconds = t;
+    }
+    return c;
+  }
+
+  OpCost transfer_cost(double bytes, const LinkInstance& link, bool h2d) const override {
+    if (prof_.memcpy.link.empty() || link.spec.name != prof_.memcpy.link)
+      return roofline_->transfer_cost(bytes, link, h2d);
+    OpCost c;
+    c.seconds = prof_.memcpy.seconds(bytes);
+    c.overhead_seconds = std::min(prof_.memcpy.latency_s, c.seconds);
+    c.memory_seconds = c.seconds - c.overhead_seconds;
+    return c;
+  }
+
+ private:
+  DeviceProfile prof_;
+  std::string path_;
+  bool roofline_fallback_;
+  ConfigNode where_;
+  std::unique_ptr<CostModel> roofline_;
+};
+
+// `p` as written, or next to the scenario file, or relative to the current directory.
+std::string resolve_profile(const ConfigNode& node) {
+  const fs::path p(node.as_string());
+  if (p.is_absolute()) return p.string();
+  const fs::path beside = fs::path(node.file()).parent_path() / p;
+  if (!node.file().empty() && fs::exists(beside)) return beside.string();
+  if (fs::exists(p)) return p.string();
+  node.fail("profile file '" + p.string() + "' not found (looked in " +
+            (beside.parent_path().empty() ? std::string(".") : beside.parent_path().string()) +
+            " and the current directory); make one with vlasim calibrate");
+}
+
+}  // namespace
+
+void register_profiled_cost_model(CostModelRegistry& r) {
+  r.add({"profiled",
+         "times measured on this machine by vlasim calibrate (exact shapes, else a fitted model)",
+         {{"profile", "device profile JSON written by vlasim calibrate", ""},
+          {"fallback", "shapes not in the profile: fit (the profile's fitted model) or roofline", "fit"}},
+         [](const Params& p) -> std::unique_ptr<CostModel> {
+           if (!p.node().defined())
+             throw ConfigError(p.node().file(), 0, 0, "policies.cost_model.params.profile",
+                               "the profiled cost model needs a profile: write cost_model: "
+                               "{name: profiled, params: {profile: PATH}}");
+           const ConfigNode node = p.node().required("profile");
+           const std::string path = resolve_profile(node);
+           const std::string fb = p.get_string("fallback", "fit");
+           if (fb != "fit" && fb != "roofline")
+             p.node().required("fallback").fail("unknown fallback '" + fb + "'; valid: fit, roofline");
+           return std::make_unique<Profiled>(load_profile(path), path, fb == "roofline", p.node());
+         }});
+}
+
+}  // namespace vlasim

@@ -1,0 +1,427 @@
+// Device profiles, the profiled cost model and a quick calibration on this machine.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "executors/calibration/calibrate.h"
+#include "sim/plan.h"
+#include "sim/profile.h"
+
+namespace vlasim {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_root() { return fs::temp_directory_path() / ("vlasim_calib_" + std::to_string(getpid())); }
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = temp_root() / name;
+  fs::create_directories(d);
+  return d;
+}
+
+// Removes this process's temporary files after the last test.
+class TempCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(temp_root(), ec);
+  }
+};
+const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new TempCleanup);
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+}
+
+Op gemm_op(int64_t m, int64_t n, int64_t k, DType d) {
+  Op o;
+  o.kind = OpKind::Gemm;
+  o.fn = OpFn::Linear;
+  o.dtype = d;
+  o.m = m;
+  o.n = n;
+  o.k = k;
+  o.name = "g";
+  return o;
+}
+
+// A hand-made profile: GEMM times from a made-up 50 GFLOP/s, 10 GB/s machine with a 5 us
+// overhead, plus one op of every other kind so that each kind has a fit.
+DeviceProfile synthetic_profile(const std::string& catalog, int threads, DType dtype) {
+  DeviceProfile p;
+  p.catalog_device = catalog;
+  p.machine = "test machine";
+  p.logical_cpus = 2;
+  p.executor = "onednn";
+  p.libraries["onednn"] = "0.0.0";
+  p.date = "2000-01-01T00:00:00Z";
+  p.grid = "none";
+  p.repetitions = 3;
+  p.warmup = 1;
+  p.threads = {threads};
+  p.dtypes = {dtype};
+  p.memcpy.link = "shared-memory";
+  p.memcpy.latency_s = 1.5e-6;
+  p.memcpy.bytes_per_s = 8e9;
+  p.memcpy.points = {{4096, 1.5e-6}, {1 << 20, 1.3e-4}};
+  ProfileSection s;
+  s.threads = threads;
+  s.dtype = dtype;
+  s.executor_device = "cpu 0 (test), onednn 0.0.0";
+  auto add = [&](const Op& o) {
+    Measurement m;
+    m.kind = o.kind;
+    m.fn = o.fn;
+    m.work = op_work(o);
+    m.median_s = 5e-6 + std::max(m.work.flops / 50e9, m.work.bytes / 10e9);
+    m.spread = 0.01;
+    m.reps = 3;
+    m.source = "grid";
+    s.table[op_signature(o)] = m;
+  };
+  for (int64_t m : {1, 16, 256})
+    for (int64_t n : {64, 512, 2048}) add(gemm_op(m, n, n, dtype));
+  Op a;
+  a.kind = OpKind::Attention;
+  a.fn = OpFn::SelfAttention;
+  a.dtype = dtype;
+  a.heads = a.kv_heads = 2;
+  a.head_dim = 64;
+  a.q_len = a.kv_len = 16;
+  add(a);
+  for (auto [kind, fn] : {std::pair{OpKind::Norm, OpFn::RMSNorm}, {OpKind::Elementwise, OpFn::Add},
+                          {OpKind::Embedding, OpFn::Lookup}}) {
+    Op r;
+    r.kind = kind;
+    r.fn = fn;
+    r.dtype = dtype;
+    r.rows = 16;
+    r.width = 256;
+    r.vocab = 1024;
+    add(r);
+  }
+  s.skipped["gemm/conv/fp32/m=1"] = "not supported";
+  s.refit();
+  p.sections.push_back(s);
+  return p;
+}
+
+// A scenario with pi0_tiny on one core group of `cores` cores of epyc-2vcpu, costed by the
+// profiled model with profile.json next to it.
+Scenario tiny_scenario(const fs::path& dir, int cores, const std::string& dtype,
+                       const std::string& extra_params = "") {
+  std::string text =
+      "name: calib\n"
+      "hardware:\n"
+      "  devices:\n"
+      "    - name: cpu0\n"
+      "      catalog: epyc-2vcpu\n"
+      "      core_groups: [{name: a, cores: " + std::to_string(cores) + "}]\n"
+      "models:\n"
+      "  - name: m\n"
+      "    card: pi0_tiny\n"
+      "    steps: 2\n"
+      "    dtype: " + dtype + "\n"
+      "    placement:\n"
+      "      - {stages: [vision, prefix, action], device: cpu0.a}\n"
+      "workload:\n"
+      "  - {name: s, model: m, rate_hz: 1, duration_s: 1}\n"
+      "policies:\n"
+      "  cost_model: {name: profiled, params: {profile: profile.json" + extra_params + "}}\n";
+  write_text(dir / "scenario.yaml", text);
+  return load_scenario((dir / "scenario.yaml").string(), default_catalog_dir(), default_cards_dir());
+}
+
+std::unique_ptr<CostModel> make_cost(const Scenario& s) {
+  CostModelRegistry reg("cost model");
+  register_profiled_cost_model(reg);
+  return reg.make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
+}
+
+TEST(Profile, RoundTripIsEqualAndByteIdentical) {
+  fs::path dir = temp_dir("roundtrip");
+  DeviceProfile p = synthetic_profile("epyc-2vcpu", 1, DType::F32);
+  save_profile(p, (dir / "a.json").string());
+  DeviceProfile q = load_profile((dir / "a.json").string());
+  EXPECT_EQ(p, q);
+  save_profile(q, (dir / "b.json").string());
+  EXPECT_EQ(read_text(dir / "a.json"), read_text(dir / "b.json"));
+  EXPECT_EQ(profile_to_json(p), read_text(dir / "a.json"));
+}
+
+TEST(Profile, BadFilesNameTheKey) {
+  const std::string good = profile_to_json(synthetic_profile("epyc-2vcpu", 1, DType::F32));
+  auto error_of = [](const std::string& text) -> ConfigError {
+    try {
+      parse_profile(text, "p.json");
+    } catch (const ConfigError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error for:\n" << text.substr(0, 200);
+    return ConfigError("", 0, 0, "", "");
+  };
+  ConfigError e = error_of("{not json");
+  EXPECT_EQ(e.file(), "p.json");
+  EXPECT_NE(e.message().find("malformed JSON"), std::string::npos);
+
+  std::string v2 = good;
+  v2.replace(v2.find("\"version\": 1"), 12, "\"version\": 2");
+  e = error_of(v2);
+  EXPECT_EQ(e.key(), "version");
+
+  std::string neg = good;
+  size_t at = neg.find("\"median_s\": ");
+  neg.insert(at + 12, "-");
+  e = error_of(neg);
+  EXPECT_EQ(e.key().rfind("sections[0].table.", 0), 0u) << e.key();
+  EXPECT_NE(e.key().find(".median_s"), std::string::npos) << e.key();
+  EXPECT_NE(e.message().find("> 0"), std::string::npos);
+
+  std::string dt = good;
+  dt.replace(dt.find("\"dtype\": \"fp32\""), 15, "\"dtype\": \"fp99\"");
+  e = error_of(dt);
+  EXPECT_EQ(e.key(), "sections[0].dtype");
+
+  std::string missing = good;
+  missing.replace(missing.find("\"catalog_device\""), 16, "\"catalog_devise\"");
+  e = error_of(missing);
+  EXPECT_TRUE(e.key() == "catalog_devise" || e.key() == "catalog_device") << e.key();
+
+  EXPECT_THROW(load_profile("/nonexistent/profile.json"), ConfigError);
+}
+
+TEST(ProfiledCostModel, RefusesMismatchedDeviceThreadsAndDtype) {
+  struct Case {
+    DeviceProfile prof;
+    int cores;
+    std::string dtype;
+    std::vector<std::string> words;
+  };
+  std::vector<Case> cases = {
+      {synthetic_profile("xeon-platinum-8470q", 1, DType::F32), 1, "fp32",
+       {"xeon-platinum-8470q", "epyc-2vcpu", "cpu0"}},
+      {synthetic_profile("epyc-2vcpu", 2, DType::F32), 1, "fp32", {"1 thread", "2 threads fp32"}},
+      {synthetic_profile("epyc-2vcpu", 1, DType::F32), 1, "bf16", {"dtype bf16", "1 thread fp32"}},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    fs::path dir = temp_dir("refuse" + std::to_string(i++));
+    save_profile(c.prof, (dir / "profile.json").string());
+    Scenario s = tiny_scenario(dir, c.cores, c.dtype);
+    auto cost = make_cost(s);
+    try {
+      make_plan(s, *cost, {1});
+      ADD_FAILURE() << "profile accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(fs::path(e.file()).filename(), "scenario.yaml") << e.what();
+      EXPECT_GT(e.line(), 0) << e.what();
+      for (const std::string& w : c.words) EXPECT_NE(e.message().find(w), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ProfiledCostModel, MissingProfileAndBadFallbackAreConfigErrors) {
+  fs::path dir = temp_dir("missing");
+  Scenario s = tiny_scenario(dir, 1, "fp32");
+  try {
+    make_cost(s);
+    ADD_FAILURE() << "missing profile accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "policies.cost_model.params.profile") << e.what();
+    EXPECT_NE(e.message().find("not found"), std::string::npos);
+  }
+  save_profile(synthetic_profile("epyc-2vcpu", 1, DType::F32), (dir / "profile.json").string());
+  s = tiny_scenario(dir, 1, "fp32", ", fallback: guess");
+  try {
+    make_cost(s);
+    ADD_FAILURE() << "bad fallback accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "policies.cost_model.params.fallback") << e.what();
+    EXPECT_NE(e.message().find("fit, roofline"), std::string::npos);
+  }
+}
+
+TEST(ProfiledCostModel, UnseenShapesUseTheFitOrTheRoofline) {
+  fs::path dir = temp_dir("fallback");
+  DeviceProfile p = synthetic_profile("epyc-2vcpu", 1, DType::F32);
+  save_profile(p, (dir / "profile.json").string());
+  Op unseen = gemm_op(100, 1000, 1000, DType::F32);
+  ASSERT_EQ(p.sections[0].exact(unseen), nullptr);
+
+  Scenario s = tiny_scenario(dir, 1, "fp32");
+  const DeviceInstance& dev = s.devices[0];
+  OpCost fit = make_cost(s)->op_cost(unseen, dev, dev.units[0]);
+  EXPECT_DOUBLE_EQ(fit.seconds, p.sections[0].fits.at("gemm/linear").predict(op_work(unseen)));
+
+  Scenario r = tiny_scenario(dir, 1, "fp32", ", fallback: roofline");
+  OpCost roof = make_cost(r)->op_cost(unseen, r.devices[0], r.devices[0].units[0]);
+  OpCost expect = cost_models().make("roofline", Params(), ConfigNode())->op_cost(unseen, dev, dev.units[0]);
+  EXPECT_DOUBLE_EQ(roof.seconds, expect.seconds);
+}
+
+TEST(ProfiledCostModel, SplitsLikeTheRooflineAndUsesMemcpyForItsLink) {
+  fs::path dir = temp_dir("split");
+  DeviceProfile p = synthetic_profile("epyc-2vcpu", 1, DType::F32);
+  save_profile(p, (dir / "profile.json").string());
+  Scenario s = tiny_scenario(dir, 1, "fp32");
+  auto cost = make_cost(s);
+  auto roof = cost_models().make("roofline", Params(), ConfigNode());
+  const DeviceInstance& dev = s.devices[0];
+  Op o = gemm_op(16, 512, 512, DType::F32);
+  OpCost c = cost->op_cost(o, dev, dev.units[0]);
+  OpCost r = roof->op_cost(o, dev, dev.units[0]);
+  EXPECT_DOUBLE_EQ(c.seconds, p.sections[0].exact(o)->median_s);
+  EXPECT_NEAR(c.compute_seconds / c.seconds, r.compute_seconds / r.seconds, 1e-12);
+  EXPECT_NEAR(c.memory_seconds / c.seconds, r.memory_seconds / r.seconds, 1e-12);
+
+  LinkInstance link;
+  link.spec.name = "shared-memory";
+  OpCost t = cost->transfer_cost(1e6, link, true);
+  EXPECT_DOUBLE_EQ(t.seconds, p.memcpy.seconds(1e6));
+  EXPECT_GT(t.seconds, p.memcpy.points[0].second);
+  EXPECT_LT(t.seconds, p.memcpy.points[1].second);
+  EXPECT_DOUBLE_EQ(p.memcpy.seconds(4096), 1.5e-6);
+  EXPECT_DOUBLE_EQ(p.memcpy.seconds(2.0 * (1 << 20)), 1.3e-4 + (1 << 20) / 8e9);
+  link.spec.name = "pcie4-x16";
+  link.spec.h2d_bw = 20e9;
+  link.spec.latency_s = 5e-6;
+  EXPECT_DOUBLE_EQ(cost->transfer_cost(1e6, link, true).seconds, 5e-6 + 1e6 / 20e9);
+}
+
+TEST(ProfileFit, RecoversAKnownRooflineAndIsMonotone) {
+  DeviceProfile p = synthetic_profile("epyc-2vcpu", 1, DType::F32);
+  const FitModel& f = p.sections[0].fits.at("gemm/linear");
+  EXPECT_EQ(f.form, FitForm::Roofline);
+  EXPECT_LT(f.fit_error, 0.01);
+  Op unseen = gemm_op(100, 1000, 1000, DType::F32);
+  OpWork w = op_work(unseen);
+  double truth = 5e-6 + std::max(w.flops / 50e9, w.bytes / 10e9);
+  EXPECT_NEAR(f.predict(w) / truth, 1.0, 0.05);
+}
+
+// One quick calibration shared by the tests below: 1 thread, fp32, the quick grid and the
+// ops of pi0_tiny (2 steps).
+class QuickCalibration : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(temp_dir("quick"));
+    scenario_ = new Scenario(tiny_scenario(*dir_, 1, "fp32"));
+    CalibrateOptions o;
+    o.threads = {1};
+    o.dtypes = {DType::F32};
+    o.grid = GridLevel::Quick;
+    o.warmup = 1;
+    o.repetitions = 3;
+    add_scenario(o, *scenario_);
+    auto t0 = std::chrono::steady_clock::now();
+    profile_ = new DeviceProfile(calibrate(o));
+    seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    save_profile(*profile_, (*dir_ / "profile.json").string());
+  }
+  static void TearDownTestSuite() {
+    delete profile_;
+    delete scenario_;
+    delete dir_;
+  }
+  static fs::path* dir_;
+  static Scenario* scenario_;
+  static DeviceProfile* profile_;
+  static double seconds_;
+};
+fs::path* QuickCalibration::dir_ = nullptr;
+Scenario* QuickCalibration::scenario_ = nullptr;
+DeviceProfile* QuickCalibration::profile_ = nullptr;
+double QuickCalibration::seconds_ = 0;
+
+TEST_F(QuickCalibration, PositiveTimesGrowingWithGemmFlops) {
+  const DeviceProfile& p = *profile_;
+  std::printf("quick calibration: %.1f s, %zu ops measured, %zu skipped\n", seconds_,
+              p.sections.at(0).table.size(), p.sections.at(0).skipped.size());
+  ASSERT_EQ(p.sections.size(), 1u);
+  const ProfileSection& s = p.sections[0];
+  EXPECT_EQ(s.threads, 1);
+  EXPECT_EQ(s.dtype, DType::F32);
+  EXPECT_EQ(p.catalog_device, "epyc-2vcpu");
+  EXPECT_FALSE(p.machine.empty());
+  EXPECT_EQ(p.libraries.count("onednn"), 1u);
+  EXPECT_TRUE(s.skipped.empty()) << s.skipped.begin()->first << ": " << s.skipped.begin()->second;
+  for (const auto& [sig, m] : s.table) {
+    EXPECT_GT(m.median_s, 0) << sig;
+    EXPECT_GE(m.reps, 3) << sig;
+  }
+  auto t = [&](int64_t m, int64_t n, int64_t k) { return s.exact(gemm_op(m, n, k, DType::F32))->median_s; };
+  // 32768x the flops; wide margins for a shared, noisy machine.
+  EXPECT_GT(t(128, 1024, 1024), 20 * t(1, 64, 64));
+  EXPECT_GT(t(128, 1024, 1024), 1.5 * t(1, 1024, 1024));
+  EXPECT_GT(t(16, 1024, 1024), 1.5 * t(16, 256, 256));
+  EXPECT_GT(p.memcpy.bytes_per_s, 1e8);
+  EXPECT_GE(p.memcpy.latency_s, 0);
+  // Every op of the scenario's graph was measured.
+  OpGraph g = build_graph(scenario_->models[0].card, scenario_->models[0].shape);
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_NE(s.exact(g.op(static_cast<int>(i))), nullptr) << g.op(static_cast<int>(i)).name;
+}
+
+TEST_F(QuickCalibration, FitIsPositiveAndMonotoneForUnseenGemms) {
+  const ProfileSection& s = profile_->sections.at(0);
+  const FitModel* f = s.fit_for(gemm_op(3, 3, 3, DType::F32));
+  ASSERT_NE(f, nullptr);
+  std::printf("gemm/linear fit: %s overhead %.3g s, %.3g GFLOP/s, %.3g GB/s, cv roofline %.3f linear %.3f\n",
+              to_string(f->form), f->overhead_s, f->s_per_flop > 0 ? 1e-9 / f->s_per_flop : 0.0,
+              f->s_per_byte > 0 ? 1e-9 / f->s_per_byte : 0.0, f->cv_roofline, f->cv_linear);
+  double prev = 0;
+  for (int64_t m : {2, 24, 200, 600, 1500}) {
+    Op o = gemm_op(m, 768, 768, DType::F32);
+    ASSERT_EQ(s.exact(o), nullptr);
+    double t = f->predict(op_work(o));
+    EXPECT_GT(t, prev) << "m=" << m;
+    prev = t;
+  }
+}
+
+TEST_F(QuickCalibration, ProfiledModelMatchesAFreshMeasurement) {
+  const ProfileSection& s = profile_->sections.at(0);
+  auto cost = make_cost(*scenario_);
+  const DeviceInstance& dev = scenario_->devices[0];
+  Op o = gemm_op(128, 1024, 1024, DType::F32);
+  ASSERT_NE(s.exact(o), nullptr);
+  double predicted = cost->op_cost(o, dev, dev.units[0]).seconds;
+  int id = 0;
+  OpGraph g = single_op_graph(o, &id);
+  auto ex = make_calibration_executor("onednn", 1, DType::F32);
+  double fresh = time_op(*ex, g, id, 2, 7, 7, 10.0).median_s;
+  EXPECT_NEAR(predicted / fresh, 1.0, 0.25) << "predicted " << predicted << " s, measured " << fresh << " s";
+}
+
+TEST_F(QuickCalibration, PlanUsesTheMeasuredTimes) {
+  auto cost = make_cost(*scenario_);
+  Plan plan = make_plan(*scenario_, *cost, {1});
+  const ProfileSection& s = profile_->sections.at(0);
+  const ModelPlan& mp = plan.models.at(0);
+  ASSERT_EQ(mp.op_costs.size(), mp.graph.size());
+  for (size_t i = 0; i < mp.graph.size(); ++i) {
+    const Op& op = mp.graph.op(static_cast<int>(i));
+    EXPECT_DOUBLE_EQ(mp.op_costs[i].seconds, s.exact(op)->median_s) << op.name;
+  }
+  for (const Segment& seg : mp.segments) {
+    EXPECT_GE(seg.compute_frac, 0);
+    EXPECT_LE(seg.compute_frac, 1 + 1e-9);
+    EXPECT_LE(seg.memory_frac, 1 + 1e-9);
+  }
+}
+
+}  // namespace
+}  // namespace vlasim
