@@ -51,7 +51,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
 
   // Which units run which segments.
   std::vector<std::unique_ptr<UnitRunner>> units(p.units.size());
-  for (size_t m = 0; m < p.models.size(); ++m)
+  for (size_t m = 0; m < p.models.size(); ++m)  // plans, dynamic-zone variants included
     for (const Segment& seg : p.models[m].segments) {
       if (!units[seg.unit]) units[seg.unit] = std::make_unique<UnitRunner>();
       if (seg.transfer) {
@@ -85,7 +85,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   // Executors (one per unit and dtype) and prepared segments.
   for (size_t m = 0; m < p.models.size(); ++m) {
     const ModelPlan& mp = p.models[m];
-    DType dtype = s.models[m].shape.dtype;
+    DType dtype = s.models[mp.model].shape.dtype;
     for (size_t k = 0; k < mp.segments.size(); ++k) {
       const Segment& seg = mp.segments[k];
       if (seg.transfer) continue;
@@ -106,9 +106,9 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       for (auto& [key, h] : u->handles)
         for (int w = 0; w < o.warmup; ++w) h.first->run(h.second);
 
-  // Per-op samples, per model.
-  std::vector<std::vector<std::vector<double>>> samples(p.models.size());
-  for (size_t m = 0; m < p.models.size(); ++m) samples[m].resize(p.models[m].graph.size());
+  // Per-op samples, per scenario model (its variants share the graph and its op ids).
+  std::vector<std::vector<std::vector<double>>> samples(s.models.size());
+  for (size_t m = 0; m < s.models.size(); ++m) samples[m].resize(p.models[m].graph.size());
 
   std::mutex mu;
   std::condition_variable done_cv;
@@ -133,7 +133,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         if (!ur.has_item) return;
         WorkItem w = ur.item;
         ur.has_item = false;
-        const Segment& seg = p.models[w.model].segments[w.segment];
+        const Segment& seg = p.models[w.plan].segments[w.segment];
         lock.unlock();
         double start = now();
         double stage[kStages] = {0, 0, 0, 0, 0};
@@ -141,13 +141,13 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         if (seg.transfer) {
           std::memcpy(ur.dst.data(), ur.src.data(), static_cast<size_t>(seg.bytes));
         } else {
-          auto [ex, handle] = ur.handles.at({w.model, w.segment});
+          auto [ex, handle] = ur.handles.at({w.plan, w.segment});
           timing = &ex->run(handle);
         }
         double end = now();
         lock.lock();
         if (timing) {
-          const OpGraph& g = p.models[w.model].graph;
+          const OpGraph& g = p.models[w.plan].graph;
           for (size_t i = 0; i < timing->ops.size(); ++i) {
             samples[w.model][timing->ops[i]].push_back(timing->seconds[i]);
             stage[static_cast<int>(g.op(timing->ops[i]).stage)] += timing->seconds[i];
@@ -231,8 +231,8 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
     DomainStats& d = r.domains[p.units[u].domain];
     d.busy_seconds = std::max(d.busy_seconds, r.units[u].busy_seconds);
   }
-  out.op_seconds.resize(p.models.size());
-  for (size_t m = 0; m < p.models.size(); ++m) {
+  out.op_seconds.resize(s.models.size());
+  for (size_t m = 0; m < s.models.size(); ++m) {
     out.op_seconds[m].assign(p.models[m].graph.size(), NAN);
     for (size_t i = 0; i < samples[m].size(); ++i) {
       auto& v = samples[m][i];

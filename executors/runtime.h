@@ -24,7 +24,7 @@ struct ExecuteOptions {
 
 struct ExecResult {
   SimResult result;  // times are seconds since the run started
-  // Per model, per op id: median measured seconds over the run (NaN for ops never run).
+  // Per scenario model, per op id: median measured seconds (NaN for ops never run).
   std::vector<std::vector<double>> op_seconds;
   std::vector<std::string> devices;  // per unit used: the executor's device description
 };

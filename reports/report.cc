@@ -191,7 +191,7 @@ void write_json(const Report& rep, const std::string& path) {
 
 void write_requests_csv(const Scenario& s, const Plan& p, const SimResult& r, const std::string& path) {
   auto out = open_out(path);
-  out << "request,model,stream,arrival_s,start_s,end_s,latency_s,deadline_s,met";
+  out << "request,model,stream,cut,arrival_s,start_s,end_s,latency_s,deadline_s,met";
   for (int k = 0; k < kStages; ++k) out << ',' << to_string(static_cast<Stage>(k)) << "_s";
   out << '\n';
   char buf[64];
@@ -200,7 +200,9 @@ void write_requests_csv(const Scenario& s, const Plan& p, const SimResult& r, co
     return std::string(buf);
   };
   for (const auto& q : r.requests) {
+    int cut = p.models[q.plan].cut;
     out << q.id << ',' << s.models[q.model].name << ',' << s.streams[q.stream].name << ','
+        << (cut >= 0 ? std::to_string(cut) : "") << ','
         << num(q.arrival) << ',' << (q.start >= 0 ? num(q.start) : "") << ','
         << (q.finished() ? num(q.end) : "") << ',' << (q.finished() ? num(q.latency()) : "") << ','
         << (q.deadline > 0 ? num(q.deadline) : "") << ',' << (q.met() ? 1 : 0);
@@ -220,7 +222,7 @@ void write_trace(const Scenario& s, const Plan& p, const SimResult& r, const std
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", p.units[u].domain},
                       {"tid", u}, {"args", {{"name", p.units[u].name}}}});
   for (const auto& e : r.trace) {
-    const Segment& seg = p.models[e.model].segments[e.segment];
+    const Segment& seg = p.models[e.plan].segments[e.segment];
     const RequestRecord& q = r.requests[e.request];
     events.push_back({{"name", s.models[e.model].name + " " + seg.label},
                       {"cat", seg.transfer ? "transfer" : "compute"},
@@ -229,7 +231,8 @@ void write_trace(const Scenario& s, const Plan& p, const SimResult& r, const std
                       {"tid", e.unit},
                       {"ts", e.start * 1e6},
                       {"dur", (e.end - e.start) * 1e6},
-                      {"args", {{"request", e.request}, {"stream", s.streams[q.stream].name}}}});
+                      {"args", {{"request", e.request}, {"stream", s.streams[q.stream].name},
+                                {"cut", p.models[e.plan].cut}}}});
   }
   ordered_json j{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   auto out = open_out(path);

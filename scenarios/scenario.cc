@@ -7,6 +7,7 @@
 #include "scenarios/workload.h"
 #include "scheduler/partition.h"
 #include "scheduler/policy.h"
+#include "scheduler/zone.h"
 
 namespace vlasim {
 
@@ -211,12 +212,13 @@ void resolve_device_ref(const Scenario& s, const std::string& ref, const ConfigN
   *unit = u;
 }
 
-std::vector<PlacementRule> placement_rules(const Scenario& s, int m, const OpGraph& g) {
+std::vector<PlacementRule> placement_rules(const Scenario& s, int m, const OpGraph& g, int cut) {
   const ModelInstance& mi = s.models[m];
   if (!mi.partition) return mi.placement;
   std::vector<PlacementSpec> specs;
   try {
-    specs = mi.partition->rules(g.blocks(mi.partition->stage()));
+    int blocks = g.blocks(mi.partition->stage());
+    specs = mi.partition->rules_at(blocks, cut >= 0 ? cut : mi.partition->cut());
   } catch (const std::invalid_argument& e) {
     mi.partition_where.fail(std::string("model '") + mi.name + "': " + e.what());
   }
@@ -314,7 +316,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   std::set<std::string> model_names;
   for (auto& m : root.required("models").items()) {
     m.check_keys({"name", "card", "views", "prompt", "chunk", "steps", "batch", "dtype",
-                  "placement", "partition"});
+                  "placement", "partition", "dynamic_zone"});
     ModelInstance mi;
     mi.where = m;
     mi.card = find_card(cards_dir, m.required("card").as_string(), m.required("card"));
@@ -336,6 +338,17 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
         std::string dev, unit;
         resolve_device_ref(s, dn.as_string(), dn, &dev, &unit);
       }
+    }
+    if (m.has("dynamic_zone")) {
+      if (!mi.partition) m.required("dynamic_zone").fail("a dynamic zone moves blocks around a partition's cut; give partition too");
+      PolicyDecl z = parse_policy(m, "dynamic_zone", "");
+      zone_policies().make(z.name, z.params, z.where);  // validates name and parameters
+      mi.zone_name = z.name;
+      mi.zone_params = z.params;
+      mi.zone_where = z.where;
+      mi.zone_width = static_cast<int>(z.params.get_int("width", 2));
+      if (mi.zone_width < 1 || mi.zone_width > 64)
+        z.params.node().required("width").fail("must be between 1 and 64");
     }
     s.models.push_back(std::move(mi));
   }

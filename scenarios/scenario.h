@@ -60,6 +60,12 @@ struct ModelInstance {
   // (see placement_rules()); partition_where locates it in the file.
   std::shared_ptr<const PartitionPolicy> partition;
   ConfigNode partition_where;
+  // Dynamic zone (needs a partition): per request, a cut within +-zone_width of the
+  // partition's is chosen by the zone policy named here (empty name: no zone).
+  std::string zone_name;
+  Params zone_params;
+  ConfigNode zone_where;
+  int zone_width = 0;
   ConfigNode where;
 };
 
@@ -119,7 +125,8 @@ void resolve_device_ref(const Scenario& s, const std::string& ref, const ConfigN
 // The placement rules of model `m` for a graph whose partitioned stage has `blocks` blocks:
 // the partition policy's rules when it has one, else the scenario's placement. Throws
 // ConfigError at the partition when it does not fit the model.
-std::vector<PlacementRule> placement_rules(const Scenario& s, int m, const OpGraph& g);
+// A cut >= 0 overrides the partition's own (dynamic-zone candidates).
+std::vector<PlacementRule> placement_rules(const Scenario& s, int m, const OpGraph& g, int cut = -1);
 
 // Reads and validates a scenario. Catalog and cards come from the given directories.
 // Throws ConfigError (file, line, key; valid names when a name is unknown) on any problem.

@@ -12,14 +12,14 @@ BlockSplit::BlockSplit(Stage stage, int after_block, std::string first, std::str
       second_(std::move(second)),
       second_stages_(std::move(second_stages)) {}
 
-std::vector<PlacementSpec> BlockSplit::rules(int blocks) const {
-  if (after_ < 0 || after_ > blocks)
-    throw std::invalid_argument("after_block " + std::to_string(after_) + " is outside 0.." +
+std::vector<PlacementSpec> BlockSplit::rules_at(int blocks, int cut) const {
+  if (cut < 0 || cut > blocks)
+    throw std::invalid_argument("after_block " + std::to_string(cut) + " is outside 0.." +
                                 std::to_string(blocks) + " (the stage's blocks)");
   std::vector<PlacementSpec> out;
   for (Stage s : {Stage::Vision, Stage::Prefix, Stage::Action, Stage::Decode, Stage::Head})
     out.push_back({s, -1, -1, first_});
-  if (after_ < blocks) out.push_back({stage_, after_, blocks - 1, second_});
+  if (cut < blocks) out.push_back({stage_, cut, blocks - 1, second_});
   for (Stage s : second_stages_) out.push_back({s, -1, -1, second_});
   return out;
 }

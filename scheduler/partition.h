@@ -22,9 +22,12 @@ struct PlacementSpec {
 class PartitionPolicy {
  public:
   virtual ~PartitionPolicy() = default;
-  // Rules for a model whose partitioned stage has `blocks` blocks; later rules override
-  // earlier ones. Throws std::invalid_argument if the split does not fit the model.
-  virtual std::vector<PlacementSpec> rules(int blocks) const = 0;
+  // Rules for a model whose partitioned stage has `blocks` blocks, cut after block `cut`;
+  // later rules override earlier ones. Throws std::invalid_argument if the cut does not fit.
+  virtual std::vector<PlacementSpec> rules_at(int blocks, int cut) const = 0;
+  // The configured cut, and the rules at it.
+  virtual int cut() const = 0;
+  std::vector<PlacementSpec> rules(int blocks) const { return rules_at(blocks, cut()); }
   // The stage the policy cuts.
   virtual Stage stage() const = 0;
 };
@@ -36,9 +39,9 @@ class BlockSplit : public PartitionPolicy {
  public:
   BlockSplit(Stage stage, int after_block, std::string first, std::string second,
              std::vector<Stage> second_stages);
-  std::vector<PlacementSpec> rules(int blocks) const override;
+  std::vector<PlacementSpec> rules_at(int blocks, int cut) const override;
+  int cut() const override { return after_; }
   Stage stage() const override { return stage_; }
-  int after_block() const { return after_; }
 
  private:
   Stage stage_;

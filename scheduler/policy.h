@@ -19,6 +19,7 @@ namespace vlasim {
 struct WorkItem {
   uint64_t request = 0;   // request id, unique per run, increasing with arrival
   int model = 0;          // model instance index in the scenario
+  int plan = 0;           // execution plan it follows (differs from model under a dynamic zone)
   int stream = 0;         // workload stream index
   int segment = 0;        // position in the model's execution plan
   double arrival = 0;     // when the request arrived (s)

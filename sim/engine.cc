@@ -191,7 +191,7 @@ void Domain::on_wake() {
   finished.swap(done);
   double now = now_s();
   for (const Job& j : finished) {
-    const Segment& seg = plan_->models[j.item.model].segments[j.item.segment];
+    const Segment& seg = plan_->models[j.item.plan].segments[j.item.segment];
     flow_->segment_done(j.unit, j.item, j.start, now, seg.stage_seconds);
   }
   finished.clear();
@@ -282,7 +282,7 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   std::vector<std::unique_ptr<Domain>> domains;
   // A free unit starts its item as a job in its device's sharing domain.
   RequestFlow flow(s, plan, r, options.trace_limit, [&](int unit, const WorkItem& w) {
-    const Segment& seg = plan.models[w.model].segments[w.segment];
+    const Segment& seg = plan.models[w.plan].segments[w.segment];
     const UnitInfo& ui = plan.units[unit];
     Job j;
     j.unit = unit;

@@ -22,6 +22,7 @@ constexpr int kStages = 5;
 struct RequestRecord {
   uint64_t id = 0;
   int model = 0, stream = 0;
+  int plan = 0;  // index into Plan::models of the plan it followed
   double arrival = 0, start = -1, end = -1;
   double deadline = 0;                 // absolute; 0 when the stream has none
   double stage_start[kStages] = {-1, -1, -1, -1, -1};  // a stage's first start, -1 if none
@@ -37,6 +38,7 @@ struct TraceEvent {
   double start = 0, end = 0;
   uint64_t request = 0;
   int model = 0, segment = 0;
+  int plan = 0;  // Plan::models index whose segment `segment` ran
 };
 
 struct UnitStats {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace vlasim {
 
@@ -16,6 +17,13 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
   unit_queue_.resize(p.units.size());
   unit_busy_.assign(p.units.size(), 0);
   out_.units.resize(p.units.size());
+  slowdown_.assign(p.units.size(), 1.0);
+  running_start_.assign(p.units.size(), 0.0);
+  running_estimate_.assign(p.units.size(), 0.0);
+  zone_.resize(s.models.size());
+  for (size_t m = 0; m < s.models.size(); ++m)
+    if (!s.models[m].zone_name.empty())
+      zone_[m] = zone_policies().make(s.models[m].zone_name, s.models[m].zone_params, s.models[m].zone_where);
   double expected = 0;  // requests the streams will issue, to size the record array once
   for (const auto& sd : s.streams) expected += sd.rate_hz * sd.duration_s * 1.05 + 16;
   out_.requests.reserve(static_cast<size_t>(std::min(expected, 5e7)));
@@ -26,6 +34,7 @@ void RequestFlow::arrive(int stream, double t) {
   RequestRecord rec;
   rec.id = out_.requests.size();
   rec.model = sd.model;
+  rec.plan = sd.model;
   rec.stream = stream;
   rec.arrival = t;
   rec.deadline = sd.deadline_s > 0 ? t + sd.deadline_s : 0;
@@ -37,7 +46,9 @@ void RequestFlow::arrive(int stream, double t) {
 void RequestFlow::segment_done(int unit, const WorkItem& item, double start, double end,
                                const double* stage_seconds) {
   RequestRecord& rec = out_.requests[item.request];
-  const ModelPlan& mp = p_.models[rec.model];
+  const ModelPlan& mp = p_.models[rec.plan];
+  const Segment& done = mp.segments[item.segment];
+  if (done.seconds > 0) slowdown_[unit] = 0.8 * slowdown_[unit] + 0.2 * (end - start) / done.seconds;
   // Split the segment's interval among its stages in proportion to their share.
   double total = 0;
   for (int st = 0; st < kStages; ++st) total += stage_seconds[st];
@@ -55,7 +66,7 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
   us.busy_seconds += end - start;
   ++us.segments;
   if (out_.trace.size() < trace_limit_)
-    out_.trace.push_back(TraceEvent{unit, start, end, item.request, rec.model, item.segment});
+    out_.trace.push_back(TraceEvent{unit, start, end, item.request, rec.model, item.segment, rec.plan});
   else
     out_.trace_truncated = true;
   unit_busy_[unit] = 0;
@@ -76,16 +87,51 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
 }
 
 void RequestFlow::admit(uint64_t id, double now) {
-  ++in_flight_[out_.requests[id].model];
+  RequestRecord& rec = out_.requests[id];
+  ++in_flight_[rec.model];
+  if (zone_[rec.model]) rec.plan = choose_plan(rec.model, now);
   enqueue(id, 0, now);
+}
+
+int RequestFlow::choose_plan(int m, double now) {
+  const std::vector<int>& variants = p_.models[m].variants;
+  std::vector<ZoneCandidate> cands;
+  size_t configured = 0;
+  for (int v : variants) {
+    const ModelPlan& mp = p_.models[v];
+    if (v == m) configured = cands.size();
+    ZoneCandidate c;
+    c.cut = mp.cut;
+    std::map<int, double> per_unit;
+    for (const Segment& seg : mp.segments) per_unit[seg.unit] += seg.seconds;
+    c.unit_seconds.assign(per_unit.begin(), per_unit.end());
+    cands.push_back(std::move(c));
+  }
+  // Backlog: predicted work waiting at each unit plus what is left of its running segment,
+  // both scaled by the unit's observed slowdown.
+  std::vector<double> backlog(p_.units.size(), 0.0);
+  for (size_t u = 0; u < p_.units.size(); ++u) {
+    for (const WorkItem& w : unit_queue_[u]) backlog[u] += w.estimate * slowdown_[u];
+    if (unit_busy_[u])
+      backlog[u] += std::max(0.0, running_estimate_[u] * slowdown_[u] - (now - running_start_[u]));
+  }
+  ZoneView v;
+  v.now = now;
+  v.candidates = cands;
+  v.configured = configured;
+  v.backlog_s = backlog;
+  v.slowdown = slowdown_;
+  size_t pick = zone_[m]->choose(v);
+  return variants[std::min(pick, variants.size() - 1)];
 }
 
 void RequestFlow::enqueue(uint64_t id, int segment, double now) {
   const RequestRecord& rec = out_.requests[id];
-  const Segment& seg = p_.models[rec.model].segments[segment];
+  const Segment& seg = p_.models[rec.plan].segments[segment];
   WorkItem w;
   w.request = id;
   w.model = rec.model;
+  w.plan = rec.plan;
   w.stream = rec.stream;
   w.segment = segment;
   w.arrival = rec.arrival;
@@ -108,6 +154,8 @@ void RequestFlow::dispatch(int unit, double now) {
   WorkItem w = q[pick];
   q.erase(q.begin() + static_cast<long>(pick));
   unit_busy_[unit] = 1;
+  running_start_[unit] = now;
+  running_estimate_[unit] = w.estimate;
   RequestRecord& rec = out_.requests[w.request];
   if (rec.start < 0) rec.start = now;
   start_(unit, w);

@@ -12,6 +12,7 @@
 
 #include "scenarios/scenario.h"
 #include "scheduler/policy.h"
+#include "scheduler/zone.h"
 #include "sim/engine.h"
 #include "sim/plan.h"
 
@@ -38,6 +39,8 @@ class RequestFlow {
 
  private:
   void admit(uint64_t id, double now);
+  // The plan a newly admitted request of model m follows (its zone policy's choice).
+  int choose_plan(int m, double now);
   void enqueue(uint64_t id, int segment, double now);
   void dispatch(int unit, double now);
 
@@ -52,6 +55,10 @@ class RequestFlow {
   std::vector<std::vector<WorkItem>> unit_queue_;
   std::vector<char> unit_busy_;
   size_t finished_ = 0;
+  // Dynamic-zone signals per unit: observed / predicted duration (EWMA), and the running
+  // segment's start and prediction.
+  std::vector<std::unique_ptr<ZonePolicy>> zone_;  // per scenario model, null without a zone
+  std::vector<double> slowdown_, running_start_, running_estimate_;
 };
 
 }  // namespace vlasim

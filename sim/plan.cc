@@ -1,5 +1,7 @@
 #include "sim/plan.h"
 
+#include "scheduler/partition.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -136,6 +138,76 @@ void finish_segment(Segment& seg, const ModelPlan& mp) {
   }
 }
 
+// The plan of model m with the given placement: graph, op units and costs, segments.
+ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, int m,
+                     const OpGraph& graph, int cut) {
+  const ModelInstance& mi = s.models[m];
+  ModelPlan mp;
+  mp.model = m;
+  mp.cut = mi.partition ? (cut >= 0 ? cut : mi.partition->cut()) : -1;
+  mp.graph = graph;
+  const OpGraph& g = mp.graph;
+  mp.op_unit = assign_units(g, mi, s, p, placement_rules(s, m, g, cut));
+  mp.op_costs.resize(g.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    const UnitInfo& u = p.units[mp.op_unit[i]];
+    const DeviceInstance& dev = s.devices[u.device];
+    mp.op_costs[i] = cost.op_cost(g.op(static_cast<int>(i)), dev, dev.units[u.unit]);
+  }
+
+  // Segments: maximal runs of ops on one unit, with transfers where data changes device.
+  std::vector<int> op_device(g.size());
+  for (size_t i = 0; i < g.size(); ++i) op_device[i] = p.units[mp.op_unit[i]].device;
+  // Bytes already moved to a device, per source op, so each tensor crosses once.
+  std::set<std::pair<int, int>> moved;  // (source op, destination device)
+  for (size_t i = 0; i < g.size(); ++i) {
+    int unit = mp.op_unit[i];
+    if (mp.segments.empty() || mp.segments.back().transfer || mp.segments.back().unit != unit) {
+      // Inputs this new segment reads from other devices travel first.
+      std::map<int, double> incoming;  // source device -> bytes
+      for (size_t j = i; j < g.size() && mp.op_unit[j] == unit; ++j)
+        for (int pred : g.preds(static_cast<int>(j)))
+          if (op_device[pred] != op_device[j] && moved.insert({pred, op_device[j]}).second)
+            incoming[op_device[pred]] += g.edge_bytes(pred, static_cast<int>(j));
+      for (auto& [src, bytes] : incoming) {
+        const std::string& a = s.devices[src].name;
+        const std::string& b = s.devices[op_device[i]].name;
+        const LinkInstance* link = s.link_between(a, b);
+        if (!link)
+          mi.where.fail("model '" + mi.name + "' moves data from " + a + " to " + b +
+                        " but no link joins them; declare one under hardware.links");
+        int li = static_cast<int>(link - s.links.data());
+        // h2d: towards the GPU side (or from the link's first device to its second).
+        bool h2d = s.devices[src].spec.type == DeviceType::Cpu ||
+                   (s.devices[op_device[i]].spec.type != DeviceType::Cpu && link->a == a);
+        Segment t;
+        t.transfer = true;
+        t.bytes = bytes;
+        for (size_t k = 0; k < p.units.size(); ++k)
+          if (p.units[k].link == li && p.units[k].unit == (h2d ? 0 : 1)) t.unit = static_cast<int>(k);
+        OpCost c = cost.transfer_cost(bytes, *link, h2d);
+        t.seconds = c.seconds;
+        t.memory_frac = c.seconds > 0 ? c.memory_seconds / c.seconds : 0;
+        t.label = std::string(h2d ? "h2d " : "d2h ") + a + "->" + b;
+        mp.segments.push_back(t);
+      }
+      Segment seg;
+      seg.unit = unit;
+      mp.segments.push_back(seg);
+    }
+    mp.segments.back().ops.push_back(static_cast<int>(i));
+  }
+  int stages = 0, prev = -1;
+  for (auto& seg : mp.segments) {
+    if (!seg.transfer) finish_segment(seg, mp);
+    mp.alone_seconds += seg.seconds;
+    if (seg.unit != prev) ++stages;
+    prev = seg.unit;
+  }
+  mp.pipeline_stages = stages;
+  return mp;
+}
+
 }  // namespace
 
 Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>& in_flight) {
@@ -147,91 +219,53 @@ Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>&
     p.memory[d].capacity = s.devices[d].spec.mem_bytes;
     p.memory[d].reserved = s.devices[d].reserved_bytes;
   }
-  std::vector<bool> device_used(s.devices.size(), false);
-
   for (size_t m = 0; m < s.models.size(); ++m) {
     const ModelInstance& mi = s.models[m];
-    ModelPlan mp;
-    mp.model = static_cast<int>(m);
-    mp.graph = build_graph(mi.card, mi.shape);
-    const OpGraph& g = mp.graph;
-    mp.op_unit = assign_units(g, mi, s, p, placement_rules(s, static_cast<int>(m), g));
-    mp.op_costs.resize(g.size());
-    for (size_t i = 0; i < g.size(); ++i) {
-      const UnitInfo& u = p.units[mp.op_unit[i]];
-      const DeviceInstance& dev = s.devices[u.device];
-      mp.op_costs[i] = cost.op_cost(g.op(static_cast<int>(i)), dev, dev.units[u.unit]);
+    p.models.push_back(plan_model(s, p, cost, static_cast<int>(m), build_graph(mi.card, mi.shape), -1));
+  }
+  // Dynamic zones: one more plan per candidate cut around the configured one.
+  for (size_t m = 0; m < s.models.size(); ++m) {
+    const ModelInstance& mi = s.models[m];
+    if (mi.zone_name.empty()) continue;
+    int blocks = p.models[m].graph.blocks(mi.partition->stage());
+    int c = p.models[m].cut;
+    std::vector<std::pair<int, int>> by_cut{{c, static_cast<int>(m)}};
+    for (int k = std::max(0, c - mi.zone_width); k <= std::min(blocks, c + mi.zone_width); ++k) {
+      if (k == c) continue;
+      by_cut.push_back({k, static_cast<int>(p.models.size())});
+      p.models.push_back(plan_model(s, p, cost, static_cast<int>(m), p.models[m].graph, k));
     }
-
-    // Segments: maximal runs of ops on one unit, with transfers where data changes device.
-    std::vector<int> op_device(g.size());
-    for (size_t i = 0; i < g.size(); ++i) op_device[i] = p.units[mp.op_unit[i]].device;
-    // Bytes already moved to a device, per source op, so each tensor crosses once.
-    std::set<std::pair<int, int>> moved;  // (source op, destination device)
-    for (size_t i = 0; i < g.size(); ++i) {
-      int unit = mp.op_unit[i];
-      if (mp.segments.empty() || mp.segments.back().transfer || mp.segments.back().unit != unit) {
-        // Inputs this new segment reads from other devices travel first.
-        std::map<int, double> incoming;  // source device -> bytes
-        for (size_t j = i; j < g.size() && mp.op_unit[j] == unit; ++j)
-          for (int pred : g.preds(static_cast<int>(j)))
-            if (op_device[pred] != op_device[j] && moved.insert({pred, op_device[j]}).second)
-              incoming[op_device[pred]] += g.edge_bytes(pred, static_cast<int>(j));
-        for (auto& [src, bytes] : incoming) {
-          const std::string& a = s.devices[src].name;
-          const std::string& b = s.devices[op_device[i]].name;
-          const LinkInstance* link = s.link_between(a, b);
-          if (!link)
-            mi.where.fail("model '" + mi.name + "' moves data from " + a + " to " + b +
-                          " but no link joins them; declare one under hardware.links");
-          int li = static_cast<int>(link - s.links.data());
-          // h2d: towards the GPU side (or from the link's first device to its second).
-          bool h2d = s.devices[src].spec.type == DeviceType::Cpu ||
-                     (s.devices[op_device[i]].spec.type != DeviceType::Cpu && link->a == a);
-          Segment t;
-          t.transfer = true;
-          t.bytes = bytes;
-          for (size_t k = 0; k < p.units.size(); ++k)
-            if (p.units[k].link == li && p.units[k].unit == (h2d ? 0 : 1)) t.unit = static_cast<int>(k);
-          OpCost c = cost.transfer_cost(bytes, *link, h2d);
-          t.seconds = c.seconds;
-          t.memory_frac = c.seconds > 0 ? c.memory_seconds / c.seconds : 0;
-          t.label = std::string(h2d ? "h2d " : "d2h ") + a + "->" + b;
-          mp.segments.push_back(t);
-        }
-        Segment seg;
-        seg.unit = unit;
-        mp.segments.push_back(seg);
-      }
-      mp.segments.back().ops.push_back(static_cast<int>(i));
-    }
-    int stages = 0, prev = -1;
-    for (auto& seg : mp.segments) {
-      if (!seg.transfer) finish_segment(seg, mp);
-      mp.alone_seconds += seg.seconds;
-      if (seg.unit != prev) ++stages;
-      prev = seg.unit;
-    }
-    mp.pipeline_stages = stages;
-
-    // Memory: unique weights, KV caches and the largest activation working set, per device.
-    int window = in_flight.empty() ? 1 : in_flight[m];
-    std::vector<std::set<std::string>> seen(s.devices.size());
-    std::vector<double> act_peak(s.devices.size(), 0);
-    for (size_t i = 0; i < g.size(); ++i) {
-      const Op& op = g.op(static_cast<int>(i));
-      int d = op_device[i];
-      device_used[d] = true;
-      DeviceMemory& mem = p.memory[d];
-      if (!op.weight_id.empty() && seen[d].insert(op.weight_id).second) mem.weights += op.weight_bytes;
-      if (op.kv_cache) mem.kv_cache += op.kv_bytes * window;
-      double act = std::max(0.0, op.bytes_read + op.bytes_written - op.weight_bytes - op.kv_bytes);
-      act_peak[d] = std::max(act_peak[d], act);
-    }
-    for (size_t d = 0; d < s.devices.size(); ++d) p.memory[d].activations += act_peak[d] * window;
-    p.models.push_back(std::move(mp));
+    std::sort(by_cut.begin(), by_cut.end());
+    for (auto [cut, index] : by_cut) p.models[m].variants.push_back(index);
+    for (int index : p.models[m].variants) p.models[index].variants = p.models[m].variants;
   }
 
+  // Memory per device: unique weights of every op a device may run (any variant), and the
+  // largest KV cache and activation working set of any variant, times the requests in flight.
+  std::vector<bool> device_used(s.devices.size(), false);
+  for (size_t m = 0; m < s.models.size(); ++m) {
+    int window = in_flight.empty() ? 1 : in_flight[m];
+    std::vector<std::set<std::string>> seen(s.devices.size());
+    std::vector<double> kv_peak(s.devices.size(), 0), act_peak(s.devices.size(), 0);
+    for (const ModelPlan& mp : p.models) {
+      if (mp.model != static_cast<int>(m)) continue;
+      std::vector<double> kv(s.devices.size(), 0);
+      const OpGraph& g = mp.graph;
+      for (size_t i = 0; i < g.size(); ++i) {
+        const Op& op = g.op(static_cast<int>(i));
+        int d = p.units[mp.op_unit[i]].device;
+        device_used[d] = true;
+        if (!op.weight_id.empty() && seen[d].insert(op.weight_id).second) p.memory[d].weights += op.weight_bytes;
+        if (op.kv_cache) kv[d] += op.kv_bytes;
+        act_peak[d] = std::max(act_peak[d], std::max(0.0, op.bytes_read + op.bytes_written - op.weight_bytes - op.kv_bytes));
+      }
+      for (size_t d = 0; d < s.devices.size(); ++d) kv_peak[d] = std::max(kv_peak[d], kv[d]);
+    }
+    for (size_t d = 0; d < s.devices.size(); ++d) {
+      p.memory[d].kv_cache += kv_peak[d] * window;
+      p.memory[d].activations += act_peak[d] * window;
+    }
+  }
   for (size_t d = 0; d < s.devices.size(); ++d) {
     DeviceMemory& mem = p.memory[d];
     if (device_used[d] && s.devices[d].spec.type == DeviceType::Gpu)

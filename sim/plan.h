@@ -42,7 +42,11 @@ struct Segment {
 };
 
 struct ModelPlan {
-  int model = 0;
+  int model = 0;                 // index into Scenario::models
+  int cut = -1;                  // the partition cut this plan runs with (-1: no partition)
+  // Plans of the same model at other cuts (dynamic zone), indices into Plan::models in
+  // increasing cut order, this one included; empty without a zone.
+  std::vector<int> variants;
   OpGraph graph;
   std::vector<OpCost> op_costs;  // by op id (transfers excluded)
   std::vector<int> op_unit;      // by op id
@@ -63,6 +67,7 @@ struct Plan {
   int domains = 0;
   std::vector<std::string> domain_names;
   std::vector<int> domain_resources;  // resources per domain
+  // One plan per scenario model (index = model index), then the dynamic-zone variants.
   std::vector<ModelPlan> models;
   std::vector<DeviceMemory> memory;   // one per device
 };
@@ -71,6 +76,8 @@ struct Plan {
 // gives, per model, how many requests may be in flight (their KV caches and activations
 // coexist). Throws ConfigError at the scenario's placement when an op has no placement, two
 // devices exchange data without a link, or a device's memory does not fit (saying by how much).
+// A model with a dynamic zone gets one plan per candidate cut; every device holds the weights
+// of every block it may run.
 Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>& in_flight);
 
 }  // namespace vlasim
