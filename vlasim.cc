@@ -32,6 +32,7 @@ namespace {
 struct Common {
   std::string catalog = default_catalog_dir();
   std::string cards = default_cards_dir();
+  std::string profile;  // when set, replaces every scenario's cost model with "profiled"
 };
 
 // Draws a one-line progress bar on stderr when it is a terminal or when forced.
@@ -53,6 +54,7 @@ Prepared prepare(const Common& c, const std::string& path, long long seed) {
   Prepared pr;
   pr.s = load_scenario(path, c.catalog, c.cards);
   if (seed >= 0) pr.s.seed = static_cast<uint64_t>(seed);
+  if (!c.profile.empty()) use_profiled_cost_model(pr.s, c.profile);
   const Scenario& s = pr.s;
   auto cost = cost_models().make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
   auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
@@ -125,7 +127,7 @@ int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<st
   }
   SweepAxis axis = parse_sweep_axis(sets[0]);
   SweepResult r = run_sweep(path, c.catalog, c.cards, axis, goal, cap_gb * 1e9, mem_device,
-                            quiet ? std::function<void(double)>() : progress_bar);
+                            quiet ? std::function<void(double)>() : progress_bar, c.profile);
   if (!quiet) std::cout << sweep_table(r);
   if (r.best >= 0) std::cout << "best " << axis.key << " for " << r.goal << ": " << r.rows[r.best].value << "\n";
   else std::cout << "no value meets the goal\n";
@@ -188,7 +190,7 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
 int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, const std::string& out_path,
                   const std::string& device, const std::vector<int>& threads,
                   const std::vector<std::string>& dtypes, const std::string& grid, int reps,
-                  const std::string& executor, bool quiet) {
+                  const std::string& executor, bool in_context, bool quiet) {
   CalibrateOptions o;
   o.catalog_dir = c.catalog;
   o.executor = executor;
@@ -206,7 +208,13 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
   if (!parse_grid_level(grid, &o.grid))
     throw ConfigError("<command line>", 0, 0, "--grid", "unknown grid '" + grid + "'; valid names are: none, quick, full");
   o.repetitions = reps;
-  for (const auto& path : scenarios) add_scenario(o, load_scenario(path, c.catalog, c.cards));
+  std::vector<Scenario> loaded;
+  for (const auto& path : scenarios) {
+    loaded.push_back(load_scenario(path, c.catalog, c.cards));
+    add_scenario(o, loaded.back());
+  }
+  if (in_context && loaded.empty())
+    throw ConfigError("<command line>", 0, 0, "--in-context", "in-context calibration needs scenarios to run");
   if (!quiet) {
     o.progress = [](int done, int total, const std::string&) {
       progress_bar(total > 0 ? static_cast<double>(done) / total : 1.0);
@@ -217,6 +225,16 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
                 << " on this machine; calibration measures best on an idle machine\n";
   }
   DeviceProfile profile = calibrate(o);
+  if (in_context) {
+    InContextOptions io;
+    io.executor = executor;
+    if (!quiet) std::cerr << "in context: running " << loaded.size() << " scenario(s) one request at a time...\n";
+    for (const InContextSummary& r : calibrate_in_context(profile, loaded, io))
+      if (!quiet)
+        std::printf("in context %-28s %3d requests: ops %.3f ms, segments %.3f ms, latency %.3f ms\n",
+                    r.scenario.c_str(), r.requests, r.op_seconds * 1e3, r.wall_seconds * 1e3,
+                    r.latency_seconds * 1e3);
+  }
   save_profile(profile, out_path);
   if (!quiet) std::cout << "wrote " << out_path << "\n";
   return 0;
@@ -300,6 +318,8 @@ int main(int argc, char** argv) {
   Common c;
   app.add_option("--catalog", c.catalog, "hardware catalog directory")->capture_default_str();
   app.add_option("--cards", c.cards, "model card directory")->capture_default_str();
+  app.add_option("--profile", c.profile,
+                 "device profile from `vlasim calibrate`: use the profiled cost model for every scenario");
 
   std::string scenario;
   long long seed = -1;
@@ -345,6 +365,10 @@ int main(int argc, char** argv) {
   cal->add_option("--grid", cal_grid, "shape grid: none, quick or full")->capture_default_str();
   cal->add_option("--reps", cal_reps, "timed runs per operator (median)")->capture_default_str()->check(CLI::PositiveNumber);
   cal->add_option("--executor", executor, "executor name")->capture_default_str();
+  bool cal_in_context = false;
+  cal->add_flag("--in-context", cal_in_context,
+                "also run the scenarios' own segments one request at a time through the real runtime "
+                "and keep those op times and the dispatch overhead");
   cal->add_flag("-q,--quiet", out.quiet, "no progress bar");
 
   auto* sweep = app.add_subcommand("sweep", "simulate a scenario over values of one key; table, plot and the best value");
@@ -385,7 +409,7 @@ int main(int argc, char** argv) {
     if (*exec) return run_execute(c, scenario, seed, out, executor, warmup);
     if (*cal)
       return run_calibrate(c, cal_scenarios, cal_out, cal_device, cal_threads, cal_dtypes, cal_grid,
-                           cal_reps, executor, out.quiet);
+                           cal_reps, executor, cal_in_context, out.quiet);
     if (*cmp) return run_compare(c, scenario, seed, out, executor, warmup, margin);
     if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, cap_gb, mem_device, sweep_dir, out.quiet);
     if (*list) return run_list(c, family);

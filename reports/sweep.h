@@ -41,7 +41,8 @@ struct SweepResult {
 SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
                       const std::string& cards_dir, const SweepAxis& axis, SplitGoal goal,
                       double memory_cap_bytes, const std::string& memory_device,
-                      const std::function<void(double)>& progress);
+                      const std::function<void(double)>& progress,
+                      const std::string& profile = "");  // non-empty: use the profiled cost model
 
 // sweep.csv, sweep.md and (when gnuplot is installed) sweep.svg in `dir`; returns the paths.
 std::vector<std::string> write_sweep(const SweepResult& r, const std::string& dir);

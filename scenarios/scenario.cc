@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 #include "scenarios/workload.h"
@@ -422,6 +423,12 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
 Scenario load_scenario(const std::string& path, const std::string& catalog_dir,
                        const std::string& cards_dir) {
   return parse_scenario(ConfigNode::load_file(path), catalog_dir, cards_dir);
+}
+
+void use_profiled_cost_model(Scenario& s, const std::string& profile_path) {
+  std::string abs = std::filesystem::absolute(profile_path).string();
+  ConfigNode n = ConfigNode::load_string("profile: '" + abs + "'", "--profile");
+  s.cost_model = PolicyDecl{"profiled", Params(n), n};
 }
 
 Scenario load_scenario_node(const ConfigNode& root, const std::string& catalog_dir,

@@ -128,6 +128,10 @@ void resolve_device_ref(const Scenario& s, const std::string& ref, const ConfigN
 // A cut >= 0 overrides the partition's own (dynamic-zone candidates).
 std::vector<PlacementRule> placement_rules(const Scenario& s, int m, const OpGraph& g, int cut = -1);
 
+// Replaces the scenario's cost model with the "profiled" one reading `profile_path`
+// (made absolute here, so it does not depend on the scenario's folder).
+void use_profiled_cost_model(Scenario& s, const std::string& profile_path);
+
 // Reads and validates a scenario. Catalog and cards come from the given directories.
 // Throws ConfigError (file, line, key; valid names when a name is unknown) on any problem.
 Scenario load_scenario(const std::string& path, const std::string& catalog_dir,

@@ -124,7 +124,7 @@ TEST(Scenario, DifferentSeedsChangeJitteredArrivals) {
 }
 
 TEST(Scenario, ReportHasEveryMetric) {
-  ScenarioRun r = run_file(kRoot + "/scenarios/default.yaml");
+  ScenarioRun r = run_file(kRoot + "/scenarios/pi0_rtx4090.yaml");
   Report rep = make_report(r.s, r.plan, r.result, "simulate");
   ASSERT_EQ(rep.models.size(), 1u);
   const ModelMetrics& m = rep.models[0];
