@@ -16,6 +16,7 @@
 #include "scenarios/scenario.h"
 #include "scenarios/workload.h"
 #include "scheduler/policy.h"
+#include "scheduler/zone.h"
 #include "sim/cost_model.h"
 #include "sim/engine.h"
 #include "sim/plan.h"
@@ -253,7 +254,7 @@ void list_registry(const R& reg) {
 
 int run_list(const Common& c, const std::string& what) {
   const std::vector<std::string> families = {"cost_models", "queue_policies", "pipeline_policies",
-                                             "partition_policies", "executors", "devices", "cards", "workloads"};
+                                             "partition_policies", "zone_policies", "executors", "devices", "cards", "workloads"};
   bool all = what.empty() || what == "all";
   if (!all && std::find(families.begin(), families.end(), what) == families.end()) {
     std::cerr << "vlasim list: unknown family '" << what << "'; valid names are: " << join_names(families)
@@ -264,6 +265,7 @@ int run_list(const Common& c, const std::string& what) {
   if (all || what == "queue_policies") list_registry(queue_policies());
   if (all || what == "pipeline_policies") list_registry(pipeline_policies());
   if (all || what == "partition_policies") list_registry(partition_policies());
+  if (all || what == "zone_policies") list_registry(zone_policies());
   if (all || what == "executors") list_registry(executor_registry());
   if (all || what == "devices") {
     Catalog cat = Catalog::load_dir(c.catalog);
@@ -388,7 +390,7 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "list the registered parts and their parameters");
   std::string family;
   list->add_option("family", family,
-                   "cost_models, queue_policies, pipeline_policies, partition_policies, executors, devices, cards or workloads (default: all)");
+                   "cost_models, queue_policies, pipeline_policies, partition_policies, zone_policies, executors, devices, cards or workloads (default: all)");
 
   auto* graph = app.add_subcommand("graph", "summarise the operator graph a model card builds");
   std::string card, dtype;
