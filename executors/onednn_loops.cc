@@ -29,6 +29,7 @@ class LoopKernel : public Kernel {
         raw_[r] = c.ptr(p.in[r]);
       }
     const int64_t C = p.out.cols;
+    blocks_ = concat_blocks(p);
     if (o_.kind == OpKind::Norm) {
       scale_ = c.vec(o_, "scale", C).data();
       if (o_.fn == OpFn::LayerNorm) shift_ = c.vec(o_, "shift", C).data();
@@ -84,12 +85,17 @@ class LoopKernel : public Kernel {
         break;
       }
       case OpKind::Elementwise:
-        if (!p_.parts.empty()) {  // concatenation by rows
-          T* dst = out;
-          for (const Slot& s : p_.parts) {
-            const int64_t n = (s.t.rows - s.row) * C;
-            std::memcpy(dst, c_.ptr(s), static_cast<size_t>(n) * sizeof(T));
-            dst += n;
+        if (!p_.parts.empty()) {  // concatenation (by rows or by columns)
+          for (const ConcatBlock& b : blocks_) {
+            const Slot& s = p_.parts[static_cast<size_t>(b.part)];
+            const T* src = reinterpret_cast<const T*>(c_.ptr(s)) + b.src_row * s.t.cols;
+            T* dst = out + b.dst_row * C + b.dst_col;
+            if (s.width == C && s.t.cols == C) {
+              std::memcpy(dst, src, static_cast<size_t>(b.rows * C) * sizeof(T));
+            } else {
+              for (int64_t r = 0; r < b.rows; ++r)
+                std::memcpy(dst + r * C, src + r * s.t.cols, static_cast<size_t>(s.width) * sizeof(T));
+            }
           }
           break;
         }
@@ -198,6 +204,7 @@ class LoopKernel : public Kernel {
   const T* table_ = nullptr;
   int64_t hd_ = 0, span_ = 0, per_ = 1;
   std::vector<float> cos_, sin_;
+  std::vector<ConcatBlock> blocks_;
 };
 
 }  // namespace

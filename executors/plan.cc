@@ -145,17 +145,38 @@ void plan_attention(const OpGraph& g, const Op& o, OpPlan* p) {
   }
 }
 
-// Copy as a concatenation: preds of `width` columns whose rows add up to `rows`.
-std::vector<Slot> concat_parts(const OpGraph& g, const Op& o) {
+// Copy as a concatenation (see the header comment): by rows, else by columns.
+void plan_concat(const OpGraph& g, const Op& o, OpPlan* p) {
+  const std::vector<TensorInfo> preds = pred_outputs(g, o.id, -1);
   std::vector<Slot> parts;
   int64_t rows = 0;
-  for (const TensorInfo& t : pred_outputs(g, o.id, -1))
+  for (const TensorInfo& t : preds)
     if (t.cols == o.width) {
       parts.push_back(slot_of(t, 0, t.cols));
       rows += t.rows;
     }
-  if (parts.size() < 2 || rows != o.rows) parts.clear();
-  return parts;
+  if (parts.size() >= 2 && rows == o.rows) {
+    p->parts = parts;
+    p->concat_cols = false;
+    p->concat_batch = 1;
+    if (o.batch > 1) {
+      bool even = true;
+      for (const Slot& s : parts) even = even && s.t.rows % o.batch == 0;
+      if (even) p->concat_batch = o.batch;
+    }
+    return;
+  }
+  parts.clear();
+  int64_t width = 0;
+  for (const TensorInfo& t : preds)
+    if (t.rows == o.rows) {
+      parts.push_back(slot_of(t, 0, t.cols));
+      width += t.cols;
+    }
+  if (parts.size() >= 2 && width == o.width) {
+    p->parts = parts;
+    p->concat_cols = true;
+  }
 }
 
 }  // namespace
@@ -300,7 +321,7 @@ std::vector<OpPlan> plan_segment(const OpGraph& g, const std::vector<int>& ops) 
           p.dt = g.steps > 0 ? -1.0 / g.steps : -0.1;
         } else if (o.fn == OpFn::Copy && find(preds, true, [&](const TensorInfo& t) {
                      return t.elems() == o.rows * o.width;
-                   }) < 0 && !(p.parts = concat_parts(g, o)).empty()) {
+                   }) < 0 && (plan_concat(g, o, &p), !p.parts.empty())) {
           // concatenation
         } else {
           p.in[kA] = bind_role(preds, id, kA, o.rows, o.width, true);
@@ -325,6 +346,29 @@ std::vector<OpPlan> plan_segment(const OpGraph& g, const std::vector<int>& ops) 
     plan.push_back(p);
   }
   return plan;
+}
+
+std::vector<ConcatBlock> concat_blocks(const OpPlan& p) {
+  std::vector<ConcatBlock> out;
+  if (p.concat_cols) {
+    int64_t col = 0;
+    for (size_t i = 0; i < p.parts.size(); ++i) {
+      const Slot& s = p.parts[i];
+      out.push_back(ConcatBlock{static_cast<int>(i), 0, 0, col, s.t.rows - s.row});
+      col += s.width;
+    }
+    return out;
+  }
+  const int64_t B = std::max<int64_t>(1, p.concat_batch);
+  int64_t dst = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (size_t i = 0; i < p.parts.size(); ++i) {
+      const Slot& s = p.parts[i];
+      const int64_t n = (s.t.rows - s.row) / B;
+      out.push_back(ConcatBlock{static_cast<int>(i), b * n, dst, 0, n});
+      dst += n;
+    }
+  return out;
 }
 
 std::vector<TensorInfo> segment_inputs(const std::vector<OpPlan>& plan) {

@@ -31,8 +31,12 @@
 //   Norm        X [rows, width]; RMSNorm: x / sqrt(mean x^2 + 1e-6) * scale;
 //               LayerNorm: (x - mean) / sqrt(var + 1e-6) * scale + shift.
 //   Elementwise Add/Mul: a, b (id order); Gelu (tanh), Silu, Softmax (per row): a;
-//               Copy: a, or else the preds of `width` columns whose rows add up to `rows`,
-//               stacked in id order (concatenation);
+//               Copy: a, or else a concatenation of its preds in id order: by rows when
+//               preds of `width` columns have rows adding up to `rows` (with batch > 1 and
+//               every part's rows a multiple of batch, sample by sample: sample b holds
+//               part 0's b-th row block, then part 1's, ...), else by columns when preds
+//               of `rows` rows have columns adding up to `width` (side by side, e.g. the
+//               [action | time] input of pi0's time MLP);
 //               EulerUpdate: x (earlier), v (latest): out = x + dt v, dt = -1 / graph steps
 //               (-0.1 when the graph has no steps); RoPE: rotates pairs (i, i + hd/2) of each
 //               head_dim chunk of the first (heads + kv_heads) * head_dim columns (all
@@ -92,10 +96,21 @@ struct OpPlan {
   int op = -1;
   TensorInfo out;
   Slot in[kRoles];
-  // Copy: when non-empty, the output is these [rows_i, width] views stacked by rows.
+  // Copy: when non-empty, the output is a concatenation of these views (concat_blocks).
   std::vector<Slot> parts;
+  bool concat_cols = false;   // parts side by side (else stacked by rows)
+  int64_t concat_batch = 1;   // row concatenation sample by sample over this many samples
   double dt = 0;  // EulerUpdate
 };
+
+// One block of a concatenation: rows [src_row, src_row + rows) of part `part`'s view (all its
+// width columns) land at output rows [dst_row, dst_row + rows), columns from dst_col.
+struct ConcatBlock {
+  int part = 0;
+  int64_t src_row = 0, dst_row = 0, dst_col = 0, rows = 0;
+};
+// The blocks of a Copy concatenation plan (empty when p.parts is empty), in output order.
+std::vector<ConcatBlock> concat_blocks(const OpPlan& p);
 
 // Output shape of op `id` of `g` (see the header comment).
 TensorInfo output_info(const OpGraph& g, int id);

@@ -218,12 +218,13 @@ void ReferenceExecutor::run_op(Segment& s, const OpPlan& p) {
       break;
     }
     case OpKind::Elementwise: {
-      if (!p.parts.empty()) {  // concatenation by rows
-        size_t at = 0;
-        for (const Slot& sl : p.parts) {
+      if (!p.parts.empty()) {  // concatenation (by rows or by columns)
+        for (const ConcatBlock& b : concat_blocks(p)) {
+          const Slot& sl = p.parts[static_cast<size_t>(b.part)];
           View v{s.tensors.at(sl.t.key).data() + sl.offset(), sl.t.cols};
-          for (int64_t r = 0; r < sl.t.rows - sl.row; ++r)
-            for (int64_t c = 0; c < C; ++c) out[at++] = v(r, c);
+          for (int64_t r = 0; r < b.rows; ++r)
+            for (int64_t c = 0; c < sl.width; ++c)
+              out[(b.dst_row + r) * C + b.dst_col + c] = v(b.src_row + r, c);
         }
         break;
       }

@@ -306,9 +306,14 @@ void build_expert(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
   int prev = -1;
   for (int step = 0; step < c.shape.steps; ++step) {
     Site s{stage, step, -1, name, ""};
+    std::vector<Dep> parts;
+    // pi0 embed_suffix: the state token comes first, then the action tokens (the suffix
+    // concatenation stacks its parts in op order, per sample).
+    if (st > 0)
+      parts.push_back(c.gemm(s, "state_proj", OpFn::Linear, B * st, w, state_dim,
+                             Epilogue{.bias = true}, {}));
     const int ain = c.gemm(s, "action_in", OpFn::Linear, B * H, w, action_dim,
                            Epilogue{.bias = true}, {prev});
-    std::vector<Dep> parts;
     int cond = -1;
     if (ada) {
       const int t1 = c.gemm(s, "time_mlp_in", OpFn::Linear, B, w, w,
@@ -317,15 +322,16 @@ void build_expert(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
                     Epilogue{.bias = true, .act = Activation::Silu}, {t1});
       parts.push_back(ain);
     } else {
-      // pi0: MLP over concat[action embedding, sinusoidal time embedding].
+      // pi0: MLP over concat[action embedding, sinusoidal time embedding repeated over the
+      // chunk] (pi0.py embed_suffix): the time embedding is an input tensor (no parameters,
+      // no FLOPs counted), the concatenation a copy into one [B H, 2 w] buffer.
+      const int temb = c.eltwise(s, "time_embed", OpFn::Copy, B * H, w, 0, 0, {});
+      const int cat = c.concat(s, "action_time", B * H, 2 * w, {ain, temb});
       const int t1 = c.gemm(s, "time_mlp_in", OpFn::Linear, B * H, w, 2 * w,
-                            Epilogue{.bias = true, .act = Activation::Silu}, {ain});
+                            Epilogue{.bias = true, .act = Activation::Silu}, {cat});
       parts.push_back(c.gemm(s, "time_mlp_out", OpFn::Linear, B * H, w, w,
                              Epilogue{.bias = true}, {t1}));
     }
-    if (st > 0)
-      parts.push_back(c.gemm(s, "state_proj", OpFn::Linear, B * st, w, state_dim,
-                             Epilogue{.bias = true}, {}));
     int x = c.concat(s, "suffix", B * T, w, parts);
     for (int64_t l = 0; l < depth; ++l) {
       s.block = int(l);
@@ -409,8 +415,12 @@ void build_dit(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage
                             {t1});
     const int a1 = c.gemm(s, "action_enc1", OpFn::Linear, B * H, w, action_dim,
                           Epilogue{.bias = true}, {prev});
+    // GR00T MultiEmbodimentActionEncoder: W2 over concat[W1(actions), sinusoidal encoding
+    // of the timestep repeated over the horizon] (an input tensor, like pi0's).
+    const int tpos = c.eltwise(s, "time_pos", OpFn::Copy, B * H, w, 0, 0, {});
+    const int acat = c.concat(s, "action_time", B * H, 2 * w, {a1, tpos});
     const int a2 = c.gemm(s, "action_enc2", OpFn::Linear, B * H, w, 2 * w,
-                          Epilogue{.bias = true, .act = Activation::Silu}, {a1, temb});
+                          Epilogue{.bias = true, .act = Activation::Silu}, {acat});
     const int a3 = c.gemm(s, "action_enc3", OpFn::Linear, B * H, w, w, Epilogue{.bias = true},
                           {a2});
     int x = c.concat(s, "tokens", B * T, w, {se2, fut, a3});

@@ -150,7 +150,9 @@ int Ctx::concat(const Site& s, const std::string& leaf, int64_t rows, int64_t wi
   for (const Dep& d : deps)
     if (d.op >= 0) live.push_back(d);
   if (live.size() == 1) return live[0].op;
-  return eltwise(s, leaf, OpFn::Copy, rows, width, 0, 1, live);
+  const int id = eltwise(s, leaf, OpFn::Copy, rows, width, 0, 1, live);
+  g.op(id).batch = B();  // parts are joined sample by sample (executors/plan.h)
+  return id;
 }
 
 AttnResult attn_part(Ctx& c, const Site& s, const AttnSpec& a, int x) {
@@ -185,9 +187,16 @@ AttnResult attn_part(Ctx& c, const Site& s, const AttnSpec& a, int x) {
     qk = c.norm(s, t + "_qk_norm", OpFn::RMSNorm, a.rows * heads, a.head_dim, true, false,
                 {{proj, double(a.rows) * roped * eb}}, 4);
   }
-  if (a.rope)
+  if (a.rope) {
     qk = c.eltwise(s, t + "_rope", OpFn::RoPE, a.rows, roped, 3, 1,
                    {{qk, double(a.rows) * roped * eb}});
+    // Rotated per head of head_dim, positions counted per attention batch (executors/plan.h).
+    Op& r = c.g.op(qk);
+    r.head_dim = a.head_dim;
+    r.heads = a.kv_only ? 0 : a.heads;  // heads 0: every column is a K head
+    r.kv_heads = a.kv_only || local ? a.kv_heads : 0;
+    r.batch = a.batch;
+  }
   const double v_bytes = double(a.rows) * kv_dim * eb;
   if (local || a.kv_only) {
     r.kv = qk;

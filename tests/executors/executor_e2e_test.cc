@@ -57,6 +57,34 @@ void end_to_end(DType dtype, double tol) {
   }
 }
 
+// The pi0 graph's action stage runs on data it produces: the only synthetic tensors are the
+// inputs of a real inference (step 0's noise actions, state, time embeddings), never a
+// GEMM's activations. The time MLP reads [action embedding | time embedding].
+TEST(ExecutorEndToEnd, Pi0SmallActionStageReadsItsOwnActivations) {
+  OpGraph g = build_graph(load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_small.yaml"),
+                          RunShape{});
+  std::vector<OpPlan> plan = plan_segment(g, all_ops(g));
+  for (const TensorInfo& t : segment_inputs(plan)) {
+    const Op& o = g.op(t.key.op);
+    if (o.stage != Stage::Action) continue;
+    const bool ok = o.name.ends_with(".time_embed") || o.name.ends_with(".state_proj") ||
+                    o.name == "expert.s0.action_in" || o.name == "expert.s0.euler";
+    EXPECT_TRUE(ok) << "synthetic input " << input_key(t.key) << " of '" << o.name << "'";
+  }
+  for (const OpPlan& p : plan) {
+    const Op& o = g.op(p.op);
+    if (o.name.ends_with(".time_mlp_in")) {
+      const Op& x = g.op(p.in[kX].t.key.op);
+      EXPECT_EQ(p.in[kX].t.key.role, -1) << o.name;
+      EXPECT_TRUE(x.name.ends_with(".action_time")) << o.name << " reads " << x.name;
+    }
+    if (o.name.ends_with(".action_time")) {
+      ASSERT_EQ(p.parts.size(), 2u) << o.name;
+      EXPECT_TRUE(p.concat_cols) << o.name;
+    }
+  }
+}
+
 TEST(ExecutorEndToEnd, TinyPi0Fp32) { end_to_end(DType::F32, 1e-4); }
 TEST(ExecutorEndToEnd, TinyPi0Bf16) { end_to_end(DType::BF16, 3e-2); }
 

@@ -201,6 +201,87 @@ TEST_P(OpsTest, RoPE) {
   EXPECT_LT(error(one(whole)), tol());
 }
 
+// RoPE rotates each head_dim chunk of the Q and K heads on its own (pairs (i, i + hd/2) of
+// the chunk, position = row within the sample) and leaves V untouched: checked against the
+// formula written out here, not only against the reference executor.
+TEST_P(OpsTest, RoPERotatesEachHeadAtItsPosition) {
+  const int64_t B = 2, T = 5, H = 2, KV = 1, hd = 8, C = (H + 2 * KV) * hd;
+  Op r = rowwise("rope", OpKind::Elementwise, OpFn::RoPE, B * T, C);
+  r.batch = B;
+  r.heads = H;
+  r.kv_heads = KV;
+  r.head_dim = hd;
+  OpGraph g = one(r);
+  ExecOptions opt;
+  opt.dtype = GetParam().dtype;
+  OneDnnExecutor ex(opt);
+  int a = ex.prepare(g, {0});
+  std::vector<TensorInfo> in = ex.inputs(a);
+  ASSERT_EQ(in.size(), 1u);
+  std::vector<float> x(static_cast<size_t>(B * T * C));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = round_to(opt.dtype, std::sin(0.37f * float(i) + 0.1f));
+  ex.set_input(a, in[0].key, x);
+  ex.run(a);
+  std::vector<float> y = ex.get_output(a, 0);
+  double err = 0;
+  for (int64_t row = 0; row < B * T; ++row) {
+    const double pos = double(row % T);
+    for (int64_t h = 0; h < H + 2 * KV; ++h)
+      for (int64_t i = 0; i < hd; ++i) {
+        const int64_t c = h * hd + i;
+        double want = x[size_t(row * C + c)];
+        if (h < H + KV) {  // Q and K heads rotate; V passes through
+          const int64_t j = i % (hd / 2);
+          const double th = pos * std::pow(10000.0, -2.0 * double(j) / double(hd));
+          const double x0 = x[size_t(row * C + h * hd + j)], x1 = x[size_t(row * C + h * hd + hd / 2 + j)];
+          want = i < hd / 2 ? x0 * std::cos(th) - x1 * std::sin(th) : x1 * std::cos(th) + x0 * std::sin(th);
+        }
+        err = std::max(err, std::fabs(want - y[size_t(row * C + c)]));
+      }
+  }
+  EXPECT_LT(err, 2 * tol());
+  EXPECT_LT(error(g), tol());
+}
+
+// Copy joins its preds: by rows sample by sample when batch > 1, by columns when the preds
+// share the rows (pi0's [action | time] input of the time MLP).
+TEST_P(OpsTest, ConcatByRowsPerSampleAndByColumns) {
+  const int64_t B = 2;
+  for (bool by_cols : {false, true}) {
+    OpGraph g;
+    int p0 = g.add(rowwise("p0", OpKind::Elementwise, OpFn::Copy, by_cols ? 6 : B * 1, by_cols ? 8 : 16));
+    int p1 = g.add(rowwise("p1", OpKind::Elementwise, OpFn::Copy, by_cols ? 6 : B * 3, by_cols ? 24 : 16));
+    Op c = rowwise("cat", OpKind::Elementwise, OpFn::Copy, by_cols ? 6 : B * 4, by_cols ? 32 : 16);
+    c.batch = by_cols ? 1 : B;
+    int cat = g.add(c);
+    g.depend(p0, cat, 0);
+    g.depend(p1, cat, 0);
+    std::vector<OpPlan> plan = plan_segment(g, all_ops(g));
+    ASSERT_EQ(plan[2].parts.size(), 2u);
+    EXPECT_EQ(plan[2].concat_cols, by_cols);
+    EXPECT_LT(error(g), tol()) << (by_cols ? "by columns" : "by rows");
+    ExecOptions opt;
+    opt.dtype = GetParam().dtype;
+    OneDnnExecutor ex(opt);
+    int a = ex.prepare(g, all_ops(g));
+    ex.run(a);
+    std::vector<float> x0 = ex.get_output(a, p0), x1 = ex.get_output(a, p1), y = ex.get_output(a, cat);
+    if (by_cols) {
+      for (int64_t r = 0; r < 6; ++r) {
+        EXPECT_EQ(y[size_t(r * 32)], x0[size_t(r * 8)]);
+        EXPECT_EQ(y[size_t(r * 32 + 8)], x1[size_t(r * 24)]);
+        EXPECT_EQ(y[size_t(r * 32 + 31)], x1[size_t(r * 24 + 23)]);
+      }
+    } else {  // sample 1 starts at row 4 with p0's row 1, then p1's rows 3..5
+      EXPECT_EQ(y[size_t(0 * 16)], x0[0]);
+      EXPECT_EQ(y[size_t(1 * 16)], x1[0]);
+      EXPECT_EQ(y[size_t(4 * 16)], x0[size_t(1 * 16)]);
+      EXPECT_EQ(y[size_t(5 * 16 + 3)], x1[size_t(3 * 16 + 3)]);
+      EXPECT_EQ(y[size_t(7 * 16 + 15)], x1[size_t(5 * 16 + 15)]);
+    }
+  }
+}
+
 TEST_P(OpsTest, Elementwise) {
   for (OpFn f : {OpFn::Add, OpFn::Mul, OpFn::Gelu, OpFn::Silu, OpFn::Copy, OpFn::Softmax}) {
     OpGraph g;

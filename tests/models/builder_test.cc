@@ -377,7 +377,75 @@ TEST(Driving, OrionWindowsAllButTheGlobalBlocksAndPlansInTheHead) {
   EXPECT_EQ(windowed, 16);
   EXPECT_GT(g.flops(Stage::Head), 0);
   EXPECT_EQ(g.blocks(Stage::Prefix), 32);
-  EXPECT_EQ(g.prefix_tokens, 256 + 40);
+  EXPECT_EQ(g.prefix_tokens, 257 + 256 + 75);  // det (scene + ego) + map tokens + prompt (card)
+}
+
+// Where a GEMM's k is a concatenation, an explicit Copy joins the parts so that data flows
+// (pi0's time MLP over [action embedding | time embedding]), and the suffix puts the state
+// token before the action tokens (pi0.py embed_suffix).
+TEST(DataFlow, Pi0TimeMlpReadsTheConcatOfActionAndTimeEmbeddings) {
+  RunShape s = pi0_reference_shape();
+  s.batch = 2;
+  OpGraph g = build_graph(card("pi0"), s);
+  std::map<std::string, int> id;
+  for (size_t i = 0; i < g.size(); ++i) id[g.op(int(i)).name] = int(i);
+  const int ain = id.at("expert.s3.action_in"), temb = id.at("expert.s3.time_embed");
+  const int cat = id.at("expert.s3.action_time"), t1 = id.at("expert.s3.time_mlp_in");
+  const Op& c = g.op(cat);
+  EXPECT_EQ(c.fn, OpFn::Copy);
+  EXPECT_EQ(c.rows, 2 * 63);
+  EXPECT_EQ(c.width, 2 * int64_t(kEw));
+  EXPECT_EQ(c.flops, 0);
+  EXPECT_EQ(g.preds(cat), (std::vector<int>{ain, temb}));
+  EXPECT_EQ(g.preds(t1), (std::vector<int>{cat}));
+  EXPECT_EQ(g.op(t1).k, c.width);
+  EXPECT_EQ(g.op(temb).flops, 0);
+  EXPECT_EQ(g.op(temb).weight_bytes, 0);
+  EXPECT_TRUE(g.preds(temb).empty());
+  // action_in's output feeds the concatenation, not a GEMM of another k.
+  EXPECT_EQ(g.succs(ain), (std::vector<int>{cat}));
+  // Suffix: state token first, then the actions; joined per sample.
+  const int suffix = id.at("expert.s3.suffix");
+  const std::vector<int> parts = g.preds(suffix);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(g.op(parts[0]).name, "expert.s3.state_proj");
+  EXPECT_EQ(g.op(parts[1]).name, "expert.s3.time_mlp_out");
+  EXPECT_EQ(g.op(suffix).batch, 2);
+}
+
+TEST(DataFlow, Gr00tActionEncoderReadsTheConcatOfActionAndTimeEncodings) {
+  OpGraph g = build_graph(card("gr00t_n15"), RunShape{});
+  std::map<std::string, int> id;
+  for (size_t i = 0; i < g.size(); ++i) id[g.op(int(i)).name] = int(i);
+  const int cat = id.at("action_head.s0.action_time");
+  const int a2 = id.at("action_head.s0.action_enc2");
+  EXPECT_EQ(g.preds(cat),
+            (std::vector<int>{id.at("action_head.s0.action_enc1"), id.at("action_head.s0.time_pos")}));
+  EXPECT_EQ(g.preds(a2), (std::vector<int>{cat}));
+  EXPECT_EQ(g.op(cat).width, g.op(a2).k);
+}
+
+TEST(DataFlow, RopeOpsRotatePerHead) {
+  RunShape s = pi0_reference_shape();
+  s.batch = 3;
+  OpGraph g = build_graph(card("pi0"), s);
+  int n = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.fn != OpFn::RoPE) continue;
+    ++n;
+    EXPECT_EQ(o.head_dim, int64_t(kHd)) << o.name;
+    EXPECT_EQ(o.batch, 3) << o.name;
+    if (o.stage == Stage::Prefix && o.block == int(kDepth) - 1) {  // K only
+      EXPECT_EQ(o.heads, 0) << o.name;
+      EXPECT_EQ(o.width, int64_t(kKvHeads * kHd)) << o.name;
+    } else {
+      EXPECT_EQ(o.heads, int64_t(kHeads)) << o.name;
+      EXPECT_EQ(o.kv_heads, int64_t(kKvHeads)) << o.name;
+      EXPECT_EQ((o.heads + o.kv_heads) * o.head_dim, o.width) << o.name;
+    }
+  }
+  EXPECT_EQ(n, int(kDepth) * 11);  // prefix layers + 10 steps of expert layers
 }
 
 TEST(Shape, ImpossibleShapesThrowConfigErrorNamingTheField) {
