@@ -191,7 +191,7 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
 int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, const std::string& out_path,
                   const std::string& device, const std::vector<int>& threads,
                   const std::vector<std::string>& dtypes, const std::string& grid, int reps,
-                  const std::string& executor, bool in_context, bool quiet) {
+                  const std::string& executor, bool in_context, const std::string& base, bool quiet) {
   CalibrateOptions o;
   o.catalog_dir = c.catalog;
   o.executor = executor;
@@ -216,6 +216,8 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
   }
   if (in_context && loaded.empty())
     throw ConfigError("<command line>", 0, 0, "--in-context", "in-context calibration needs scenarios to run");
+  if (!base.empty() && !in_context)
+    throw ConfigError("<command line>", 0, 0, "--base", "--base only makes sense with --in-context");
   if (!quiet) {
     o.progress = [](int done, int total, const std::string&) {
       progress_bar(total > 0 ? static_cast<double>(done) / total : 1.0);
@@ -225,14 +227,13 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
       std::cerr << "warning: load average " << load[0]
                 << " on this machine; calibration measures best on an idle machine\n";
   }
-  DeviceProfile profile = calibrate(o);
+  DeviceProfile profile = base.empty() ? calibrate(o) : load_profile(base);
   if (in_context) {
     InContextOptions io;
     io.executor = executor;
     if (!quiet) std::cerr << "in context: running " << loaded.size() << " scenario(s) one request at a time...\n";
     for (const InContextSummary& r : calibrate_in_context(profile, loaded, io))
-      if (!quiet)
-        std::printf("in context %-28s %3d requests: ops %.3f ms, segments %.3f ms, latency %.3f ms\n",
+      std::printf("in context %-28s %3d requests: ops %.3f ms, segments %.3f ms, latency %.3f ms\n",
                     r.scenario.c_str(), r.requests, r.op_seconds * 1e3, r.wall_seconds * 1e3,
                     r.latency_seconds * 1e3);
   }
@@ -371,6 +372,9 @@ int main(int argc, char** argv) {
   cal->add_flag("--in-context", cal_in_context,
                 "also run the scenarios' own segments one request at a time through the real runtime "
                 "and keep those op times and the dispatch overhead");
+  std::string cal_base;
+  cal->add_option("--base", cal_base,
+                  "with --in-context: start from this profile instead of measuring the grid and graphs");
   cal->add_flag("-q,--quiet", out.quiet, "no progress bar");
 
   auto* sweep = app.add_subcommand("sweep", "simulate a scenario over values of one key; table, plot and the best value");
@@ -411,7 +415,7 @@ int main(int argc, char** argv) {
     if (*exec) return run_execute(c, scenario, seed, out, executor, warmup);
     if (*cal)
       return run_calibrate(c, cal_scenarios, cal_out, cal_device, cal_threads, cal_dtypes, cal_grid,
-                           cal_reps, executor, cal_in_context, out.quiet);
+                           cal_reps, executor, cal_in_context, cal_base, out.quiet);
     if (*cmp) return run_compare(c, scenario, seed, out, executor, warmup, margin);
     if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, cap_gb, mem_device, sweep_dir, out.quiet);
     if (*list) return run_list(c, family);

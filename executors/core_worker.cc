@@ -20,6 +20,20 @@ CoreWorker::CoreWorker(std::vector<int> cpus) : cpus_(std::move(cpus)) {
     if (sched_setaffinity(0, sizeof(set), &set) != 0)
       throw std::runtime_error(std::string("sched_setaffinity failed: ") + std::strerror(errno));
     omp_set_num_threads(static_cast<int>(cpus_.size()));
+    // Pin each thread of this worker's OpenMP team to one CPU of the group, so a thread woken
+    // after an idle gap cannot land on the CPU its teammate is running on and wait for the
+    // kernel's load balancing (seen as ~10 ms stalls on 2-core groups).
+    if (cpus_.size() > 1) {
+      int failed = 0;
+#pragma omp parallel num_threads(static_cast<int>(cpus_.size())) reduction(+ : failed)
+      {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus_[static_cast<size_t>(omp_get_thread_num())], &one);
+        failed += sched_setaffinity(0, sizeof(one), &one) != 0;
+      }
+      if (failed) throw std::runtime_error("sched_setaffinity failed for an OpenMP thread");
+    }
   };
   try {
     call(pin);

@@ -500,6 +500,7 @@ std::string profile_to_json(const DeviceProfile& p) {
     for (const auto& [key, f] : s.fits) fits[key] = fit_json(f);
     js["fits"] = fits;
     js["skipped"] = s.skipped;
+    if (s.op_overhead_s > 0) js["op_overhead_s"] = s.op_overhead_s;
     secs.push_back(js);
   }
   j["sections"] = secs;
@@ -564,7 +565,7 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
   }
 
   for (const At& sa : root.key("sections").items()) {
-    sa.check_keys({"threads", "dtype", "executor_device", "table", "fits", "skipped"});
+    sa.check_keys({"threads", "dtype", "executor_device", "table", "fits", "skipped", "op_overhead_s"});
     ProfileSection s;
     s.threads = sa.key("threads").integer(1, 1 << 16);
     s.dtype = sa.key("dtype").dtype();
@@ -592,12 +593,13 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
       m.spread = ma.key("spread").nonneg();
       m.reps = ma.key("reps").integer(1, 1 << 30);
       m.source = ma.key("source").str();
-      if (m.source != "grid" && m.source != "graph")
-        ma.key("source").fail("must be 'grid' or 'graph'");
+      if (m.source != "grid" && m.source != "graph" && m.source != "in-context")
+        ma.key("source").fail("must be 'grid', 'graph' or 'in-context'");
       s.table[sig] = m;
     }
     for (const auto& [key, fa] : sa.key("fits").entries()) s.fits[key] = parse_fit(fa);
     for (const auto& [sig, why] : sa.key("skipped").entries()) s.skipped[sig] = why.str();
+    if (sa.has("op_overhead_s")) s.op_overhead_s = sa.key("op_overhead_s").nonneg();
     p.sections.push_back(std::move(s));
   }
   if (p.sections.empty()) root.key("sections").fail("a profile needs at least one section");

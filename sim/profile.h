@@ -66,7 +66,9 @@ struct Measurement {
   double median_s = 0;  // median over the timed runs, > 0
   double spread = 0;    // (75th - 25th percentile) / median over the timed runs
   int reps = 0;         // timed runs
-  std::string source;   // "grid" or "graph" (an op of a graph calibration was given)
+  // "grid", "graph" (an op of a graph calibration was given, timed alone) or "in-context"
+  // (timed inside its scenario's segments by calibrate_in_context, executors/calibration)
+  std::string source;
   bool operator==(const Measurement&) const = default;
 };
 
@@ -98,6 +100,11 @@ struct ProfileSection {
   std::map<std::string, Measurement> table;    // by op_signature
   std::map<std::string, FitModel> fits;        // "kind/fn" and "kind/*"
   std::map<std::string, std::string> skipped;  // signature -> why it was not measured
+  // Seconds of dispatch the real runtime spends per op outside the op timers (hand-offs of
+  // segments between the request flow, unit threads and the executor's worker), measured in
+  // context and spread evenly over ops; added to every op's time. 0 when not measured
+  // (written to JSON only when > 0).
+  double op_overhead_s = 0;
   bool operator==(const ProfileSection&) const = default;
 
   // Recomputes `fits` from `table`: a fit per kind/fn present and one pooled per kind.
@@ -167,7 +174,8 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name);
 // devices: 1) and the op's dtype, or (fallback "fit") without a fit for an unseen op's kind.
 // Times are the table's median for a profiled signature, else the fit (or the roofline with
 // fallback "roofline"); they are split into compute/memory/overhead in the roofline's
-// proportions for the same op and unit. Transfers over the link named in the profile's memcpy
+// proportions for the same op and unit. The section's op_overhead_s is added to every op (as
+// overhead) whatever its source, except with fallback "roofline" for unprofiled shapes. Transfers over the link named in the profile's memcpy
 // figure use that figure; other links use the roofline's transfer_cost.
 void register_profiled_cost_model(CostModelRegistry& r);
 

@@ -52,7 +52,7 @@ class Profiled : public CostModel {
                   ", op " + op.name + "); calibrate with a grid, or use fallback: roofline");
     }
     OpCost c;
-    c.seconds = t;
+    c.seconds = t + s->op_overhead_s;
     if (r.seconds > 0 && std::isfinite(r.seconds)) {
       c.compute_seconds = t * r.compute_seconds / r.seconds;
       c.memory_seconds = t * r.memory_seconds / r.seconds;
@@ -60,6 +60,7 @@ class Profiled : public CostModel {
     } else {
       c.compute_seconds = t;
     }
+    c.overhead_seconds += s->op_overhead_s;
     return c;
   }
 

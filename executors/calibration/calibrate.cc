@@ -10,6 +10,9 @@
 #include <set>
 #include <stdexcept>
 
+#include "executors/runtime.h"
+#include "scheduler/policy.h"
+
 namespace vlasim {
 
 const char* to_string(GridLevel g) {
@@ -405,6 +408,218 @@ DeviceProfile calibrate(const CalibrateOptions& o) {
     p.memcpy.bytes_per_s = dt > 0 ? (pts[n - 1].first - pts[n - 2].first) / dt : pts.back().first / pts.back().second;
   }
   return p;
+}
+
+
+namespace {
+
+// One (cores, dtype) section's in-context samples over every scenario.
+struct SectionSamples {
+  std::map<std::string, std::vector<double>> op;  // signature -> per-op-instance medians
+  std::map<std::string, Op> example;              // signature -> an op with it
+  double overhead_s = 0;                          // dispatch time attributed to the section
+  double ops = 0;                                 // op runs it is spread over
+};
+
+// One model of one scenario run alone: its median latency and its ops by section.
+struct ModelRun {
+  double latency_s = 0;
+  std::vector<std::pair<std::pair<int, DType>, std::string>> ops;  // (section, signature)
+};
+
+// `s` made to run one request at a time: serial pipeline, no background load, one periodic
+// stream per model with no jitter, model m's first arrival at offset[m], a new request of
+// every model each `period` seconds, `count` of them.
+Scenario alone_runs(const Scenario& s, const std::vector<double>& offset, double period, int count) {
+  Scenario c = s;
+  c.pipeline = PolicyDecl{"serial", Params(), ConfigNode()};
+  c.queue = PolicyDecl{"fifo", Params(), ConfigNode()};
+  c.background.clear();
+  c.streams.clear();
+  for (size_t m = 0; m < s.models.size(); ++m) {
+    StreamDecl sd;
+    sd.name = "calib." + s.models[m].name;
+    sd.model = static_cast<int>(m);
+    sd.rate_hz = 1 / period;
+    sd.start_s = offset[m];
+    sd.duration_s = period * (count - 0.5);
+    c.streams.push_back(sd);
+  }
+  c.drain_s = 2 + 4 * period;
+  return c;
+}
+
+}  // namespace
+
+std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const std::vector<Scenario>& scenarios,
+                                                   const InContextOptions& o) {
+  auto roofline = cost_models().make("roofline", Params(), ConfigNode());
+  std::map<std::pair<int, DType>, SectionSamples> samples;
+  std::vector<ModelRun> runs;
+  std::vector<InContextSummary> out;
+  int done = 0;
+  for (const Scenario& s : scenarios) {
+    for (const DeviceInstance& d : s.devices)
+      if (d.spec.name != prof.catalog_device)
+        throw ConfigError(s.file, d.line, 0, "hardware.devices",
+                          "device '" + d.name + "' is catalog device '" + d.spec.name +
+                              "' but the profile stands for '" + prof.catalog_device + "'");
+    Scenario base = s;
+    base.pipeline = PolicyDecl{"serial", Params(), ConfigNode()};
+    const Plan plan = make_plan(base, *roofline, std::vector<int>(s.models.size(), 1));
+    const size_t nm = plan.models.size();
+    ExecuteOptions eo;
+    eo.executor = o.executor;
+    eo.warmup = 2;
+    eo.trace_limit = 1 << 20;
+
+    // Probe: one request per model, far apart, for their alone latencies.
+    std::vector<double> offset(nm), alone(nm, 0.05);
+    for (size_t m = 0; m < nm; ++m) offset[m] = 0.25 * static_cast<double>(m);
+    {
+      ExecResult r = execute(alone_runs(base, offset, 0.25 * static_cast<double>(nm), 2), plan, eo);
+      for (size_t m = 0; m < nm; ++m) {
+        std::vector<double> lat;
+        for (const auto& q : r.result.requests)
+          if (q.model == static_cast<int>(m) && q.finished()) lat.push_back(q.latency());
+        if (!lat.empty()) alone[m] = *std::min_element(lat.begin(), lat.end());
+      }
+    }
+    // Timed: models in turn, each with room for 1.5x its alone latency (+2 ms), and no
+    // faster than the scenario's own arrivals: the idle time before a request decides how
+    // cold its first ops start (caches, sleeping OpenMP threads), so it should be alike.
+    double period = 0, rate = 0;
+    for (size_t m = 0; m < nm; ++m) {
+      offset[m] = period;
+      period += 1.5 * alone[m] + 0.002;
+    }
+    for (const StreamDecl& sd : s.streams) rate += sd.rate_hz;
+    if (rate > 0) period = std::max(period, static_cast<double>(nm) / rate);
+    int count = o.repetitions;
+    if (period * count > o.max_seconds)
+      count = std::max(o.min_repetitions, static_cast<int>(o.max_seconds / period));
+    ExecResult r = execute(alone_runs(base, offset, period, count + o.warmup), plan, eo);
+    // The first o.warmup requests of each model are left out of the latency figures; the
+    // runtime's op medians include them (it ran every segment eo.warmup times before its
+    // clock started, and medians shrug off a few slow first runs).
+    InContextSummary sum;
+    sum.scenario = s.name;
+    for (size_t m = 0; m < nm; ++m) {
+      const ModelPlan& mp = plan.models[m];
+      const DType dtype = s.models[m].shape.dtype;
+      // Sum of op medians per section, and the request's op total.
+      double op_total = 0;
+      ModelRun run;
+      for (const Segment& seg : mp.segments) {
+        if (seg.transfer) continue;
+        const UnitInfo& ui = plan.units[seg.unit];
+        const int cores = s.devices[ui.device].units[ui.unit].cores;
+        SectionSamples& ss = samples[{cores, dtype}];
+        for (int id : seg.ops) {
+          const double t = r.op_seconds[m][id];
+          if (!std::isfinite(t)) continue;
+          Op op = mp.graph.op(id);
+          op.dtype = dtype;
+          const std::string sig = op_signature(op);
+          ss.op[sig].push_back(t);
+          ss.example.emplace(sig, op);
+          op_total += t;
+          run.ops.push_back({{cores, dtype}, sig});
+        }
+      }
+      // A request's latency counts only when nothing of another request ran between its
+      // arrival and its end (no queueing behind a slow neighbour when the machine is busy).
+      std::vector<double> lat, wall;
+      std::map<uint64_t, double> seg_wall;
+      for (const auto& e : r.result.trace)
+        if (e.model == static_cast<int>(m)) seg_wall[e.request] += e.end - e.start;
+      int k = 0;
+      for (const auto& q : r.result.requests) {
+        if (q.model != static_cast<int>(m) || !q.finished()) continue;
+        if (k++ < o.warmup) continue;
+        bool alone_run = true;
+        for (const auto& e : r.result.trace)
+          if (e.request != q.id && e.start < q.end && e.end > q.arrival) alone_run = false;
+        if (!alone_run) continue;
+        lat.push_back(q.latency());
+        wall.push_back(seg_wall[q.id]);
+      }
+      if (lat.empty()) continue;
+      std::sort(lat.begin(), lat.end());
+      std::sort(wall.begin(), wall.end());
+      const double med_lat = quantile(lat, 0.5);
+      run.latency_s = med_lat;
+      runs.push_back(std::move(run));
+      sum.requests += static_cast<int>(lat.size());
+      sum.segments += static_cast<int>(lat.size() * mp.segments.size());
+      sum.op_seconds += op_total;
+      sum.wall_seconds += quantile(wall, 0.5);
+      sum.latency_seconds += med_lat;
+    }
+    out.push_back(sum);
+    if (o.progress) o.progress(++done, static_cast<int>(scenarios.size()), s.name);
+  }
+
+  // Per signature: the mean over its occurrences (and scenarios) of the runtime's per-op
+  // medians, so that a request's predicted op total is the sum of its ops' medians even when
+  // occurrences differ (the first block after another stage runs colder than the rest).
+  std::map<std::pair<int, DType>, std::map<std::string, double>> pooled;
+  for (auto& [key, ss] : samples)
+    for (auto& [sig, v] : ss.op) {
+      double sum = 0;
+      for (double x : v) sum += x;
+      pooled[key][sig] = std::max(sum / static_cast<double>(v.size()), 1e-9);
+    }
+  // Dispatch overhead: what a median alone request takes beyond its ops' predicted times,
+  // split among its sections by op count.
+  for (const ModelRun& run : runs) {
+    double predicted = 0;
+    std::map<std::pair<int, DType>, double> n_by_section;
+    for (const auto& [key, sig] : run.ops) {
+      predicted += pooled[key][sig];
+      n_by_section[key] += 1;
+    }
+    const double gap = run.latency_s - predicted;
+    for (const auto& [key, n] : n_by_section) {
+      samples[key].overhead_s += gap * n / static_cast<double>(run.ops.size());
+      samples[key].ops += n;
+    }
+  }
+  for (auto& [key, ss] : samples) {
+    const auto [cores, dtype] = key;
+    ProfileSection* sec = nullptr;
+    for (ProfileSection& x : prof.sections)
+      if (x.threads == cores && x.dtype == dtype) sec = &x;
+    if (!sec) {
+      ProfileSection x;
+      x.threads = cores;
+      x.dtype = dtype;
+      x.executor_device = make_calibration_executor(o.executor, cores, dtype)->device();
+      prof.sections.push_back(std::move(x));
+      sec = &prof.sections.back();
+      if (std::find(prof.threads.begin(), prof.threads.end(), cores) == prof.threads.end())
+        prof.threads.push_back(cores);
+      if (std::find(prof.dtypes.begin(), prof.dtypes.end(), dtype) == prof.dtypes.end())
+        prof.dtypes.push_back(dtype);
+    }
+    for (auto& [sig, v] : ss.op) {
+      std::sort(v.begin(), v.end());
+      const Op& op = ss.example.at(sig);
+      Measurement m;
+      m.kind = op.kind;
+      m.fn = op.fn;
+      m.work = op_work(op);
+      m.median_s = pooled[key][sig];
+      m.spread = (quantile(v, 0.75) - quantile(v, 0.25)) / m.median_s;
+      m.reps = static_cast<int>(v.size());
+      m.source = "in-context";
+      sec->table[sig] = m;
+      sec->skipped.erase(sig);
+    }
+    sec->op_overhead_s = ss.ops > 0 ? std::max(0.0, ss.overhead_s / ss.ops) : 0;
+    sec->refit();
+  }
+  return out;
 }
 
 }  // namespace vlasim

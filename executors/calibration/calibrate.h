@@ -12,6 +12,7 @@
 #include "executors/executor.h"
 #include "models/graph.h"
 #include "scenarios/scenario.h"
+#include "sim/plan.h"
 #include "sim/profile.h"
 
 namespace vlasim {
@@ -81,5 +82,54 @@ OpTiming time_op(Executor& ex, const OpGraph& g, int id, int warmup, int reps, i
 // figures are the machine's. Throws ConfigError for an unknown executor or catalog device,
 // a catalog device that is not a CPU, or a thread count outside the allowed CPUs.
 DeviceProfile calibrate(const CalibrateOptions& o);
+
+// In-context calibration. The grid and graph measurements above time every op alone, in a
+// one-op graph run over and over: its weights and inputs stay in cache and nothing runs
+// before it. In a real run ops follow one another (the previous op's output is this op's
+// input, other weights have evicted this op's), and each segment is handed from the request
+// flow to a unit thread and on to the executor's pinned worker and back, which no op timer
+// sees. In-context calibration therefore runs each scenario through the real runtime
+// (execute(), executors/runtime.h: one executor per unit and dtype on the unit's CPUs, the
+// scenario's seed, every segment of every model prepared on it, the same thread hand-offs)
+// with its workload replaced by one request at a time (serial pipeline, models in turn, no
+// background load, idle time between requests: at least half the alone latency, and at least
+// the scenario's mean gap between arrivals, since the idle time decides how cold a request's
+// first ops start), and records
+//   - per op signature, the mean over its occurrences of the runtime's per-op medians (so a
+//     request's ops sum to what they took even where occurrences differ), into the (unit
+//     cores, dtype) section's table with source "in-context", replacing a grid or graph
+//     figure of the same signature; pooled over all scenarios given;
+//   - per section, the dispatch overhead: median alone latency minus the sum of its ops'
+//     figures above (thread hand-offs, the arrival's wake-up, the skew between a median of
+//     sums and a sum of medians), over all models and scenarios, divided by the op runs it
+//     covers, as ProfileSection::op_overhead_s, which the profiled cost model adds to every op.
+// Alone-time only: interference between core groups running at once is left to the
+// simulator's sharing of the device (compute and memory fractions).
+struct InContextOptions {
+  std::string executor = "onednn";
+  int warmup = 3;               // untimed requests per scenario
+  int repetitions = 15;         // timed requests per scenario (fewer when slow)
+  int min_repetitions = 5;
+  double max_seconds = 4;       // timed requests are cut to about this much time per scenario
+  std::function<void(int, int, const std::string&)> progress;  // (done, total, scenario name)
+};
+
+struct InContextSummary {
+  std::string scenario;
+  int requests = 0;             // timed requests run
+  int segments = 0;             // segment runs timed
+  double op_seconds = 0;        // mean per request: sum of op timers
+  double wall_seconds = 0;      // per request: median sum of segment wall times (unit threads)
+  double latency_seconds = 0;   // per request: median latency (summed over models)
+};
+
+// Measures each scenario in context as above (about 0.5 s of probing plus up to
+// o.max_seconds per scenario, in wall-clock time) and folds the samples of all of them into
+// `prof` (signatures shared by several scenarios get the median over all). Every
+// unit the scenarios' plans use must be a CPU core group of catalog device
+// prof.catalog_device whose CPUs exist here; sections missing for a (cores, dtype) are added
+// (with no fits when nothing else is measured for them). Throws ConfigError as execute() does.
+std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const std::vector<Scenario>& scenarios,
+                                                   const InContextOptions& o = {});
 
 }  // namespace vlasim

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# The full predicted-vs-measured validation suite (a benchmark; the short version is the
+# test gate tests/validation/). Builds nothing: it expects build/vlasim (or $VLASIM).
+#
+#   1. calibrates this machine: the full shape grid plus every suite scenario in context
+#      (vlasim calibrate --grid full --in-context), into out/validation/profile.json, and
+#      installs it as scenarios/validation/profile.json (the default the suite's scenarios
+#      name, for users; made by this script, never edited by hand);
+#   2. for every scenario of scenarios/validation/: calibrates it in context once more on top of
+#      that profile (--base), right before measuring it, into out/validation/<name>/profile.json
+#      (this machine's speed drifts by 10-15% over minutes with the load of the host, so the
+#      calibration must be as close in time to the measurement as it can be), then runs
+#      `vlasim compare` with it into out/validation/<name>/, and calibrates once more after it
+#      to see how far the machine's speed drifted meanwhile (the report's "drift" column);
+#   3. writes reports/validation.md: the machine, its load before and after, the oneDNN
+#      version, the date, and per scenario the errors against the targets.
+#
+# It runs in wall-clock time on this machine's cores (about 6 minutes on 2 cores): run it on a
+# machine as quiet as you can get; the report states the load. Needs python3 for the report.
+# REPORT_ONLY=1 only rewrites the report from the last run (e.g. after editing
+# reports/validation_notes.md, whose text the report includes).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+vlasim=${VLASIM:-$here/build/vlasim}
+out=${OUT_DIR:-$here/out/validation}
+report=${REPORT:-$here/reports/validation.md}
+grid=${GRID:-full}
+install_profile=${INSTALL_PROFILE:-1}   # 0: leave scenarios/validation/profile.json alone
+if [[ ! -x $vlasim ]]; then
+  echo "validation_suite: $vlasim not found; build first (cmake -S . -B build && cmake --build build)" >&2
+  exit 1
+fi
+command -v python3 >/dev/null || { echo "validation_suite: python3 is needed for the report" >&2; exit 1; }
+
+scenarios=(scenarios/validation/*.yaml)
+mkdir -p "$out"
+if [[ ${REPORT_ONLY:-0} != 1 ]]; then
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+date_start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+t0=$(date +%s)
+
+echo "== calibrating ($grid grid + ${#scenarios[@]} scenarios in context); load $load_start"
+"$vlasim" calibrate "${scenarios[@]}" --grid "$grid" --in-context -q -o "$out/profile.json" | tee "$out/calibrate.log"
+if [[ $install_profile == 1 ]]; then cp "$out/profile.json" scenarios/validation/profile.json; fi
+
+for s in "${scenarios[@]}"; do
+  name=$(basename "$s" .yaml)
+  echo "== $name (load $(cut -d' ' -f1 /proc/loadavg))"
+  mkdir -p "$out/$name"
+  cut -d' ' -f1-3 /proc/loadavg > "$out/$name/load_before"
+  "$vlasim" calibrate "$s" --base "$out/profile.json" --in-context -q -o "$out/$name/profile.json" \
+    | tee "$out/$name/calibrate.log"
+  "$vlasim" --profile "$out/$name/profile.json" compare "$s" -q -o "$out/$name"
+  # The same in-context measurement once more, after: how far the machine's speed drifted
+  # while the scenario was measured (not used for the prediction).
+  "$vlasim" calibrate "$s" --base "$out/profile.json" --in-context -q -o "$out/$name/profile_after.json" \
+    > "$out/$name/calibrate_after.log"
+  cut -d' ' -f1-3 /proc/loadavg > "$out/$name/load_after"
+done
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+elapsed=$(( $(date +%s) - t0 ))
+
+printf 'load_start="%s"\nload_end="%s"\ndate_start="%s"\nelapsed="%s"\ngrid="%s"\n' \
+  "$load_start" "$load_end" "$date_start" "$elapsed" "$grid" > "$out/run.env"
+fi
+# REPORT_ONLY=1 rewrites the report from the last run's files in $out.
+source "$out/run.env"
+
+cpu=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
+ncpu=$(nproc)
+onednn=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["made_with"]["libraries"].get("onednn","?"))' "$out/profile.json")
+
+python3 - "$out" "$report" "$cpu" "$ncpu" "$onednn" "$date_start" "$load_start" "$load_end" "$elapsed" "$grid" "${scenarios[@]}" <<'EOF'
+import json, math, os, sys, statistics
+out, report, cpu, ncpu, onednn, date, load_start, load_end, elapsed, grid = sys.argv[1:11]
+scenarios = sys.argv[11:]
+T_STAGE, T_P50, T_P99 = 0.03, 0.05, 0.10
+
+def pct(x, signed=True):
+    if x is None or (isinstance(x, float) and math.isnan(x)): return "n/a"
+    return f"{100*x:+.1f}%" if signed else f"{100*x:.1f}%"
+
+def ok(x, bound):
+    return x is not None and abs(x) <= bound
+
+prof = json.load(open(os.path.join(out, "profile.json")))
+rows, misses = [], []
+all_stage, all_p50, all_p99 = [], [], []
+for path in scenarios:
+    name = os.path.splitext(os.path.basename(path))[0]
+    c = json.load(open(os.path.join(out, name, "compare.json")))
+    lb = open(os.path.join(out, name, "load_before")).read().split()[0]
+    def alone_latency(log):
+        txt = open(os.path.join(out, name, log)).read().split()
+        return sum(float(txt[i - 1]) for i, w in enumerate(txt) if w == "ms" and txt[i - 2] == "latency")
+    drift = alone_latency("calibrate_after.log") / alone_latency("calibrate.log") - 1
+    la = open(os.path.join(out, name, "load_after")).read().split()[0]
+    o = c["overall"]
+    stage_errs = [st["mean_s"]["error"] for m in c["models"] for st in m["stages"]
+                  if st["mean_s"]["error"] is not None]
+    med_stage = statistics.median([abs(e) for e in stage_errs]) if stage_errs else None
+    p50, p99 = o["latency_s"]["p50"]["error"], o["latency_s"]["p99"]["error"]
+    thr = o["throughput_hz"]["error"]
+    tost = all(m.get("tested") and m["tost"]["equivalent"] for m in c["models"])
+    ratios = ", ".join(f'{m["tost"]["ratio"]:.3f}' for m in c["models"] if m.get("tested"))
+    ks = ", ".join(f'{m["ks"]["p"]:.2g}' for m in c["models"] if m.get("tested"))
+    meas_p50 = o["latency_s"]["p50"]["measured"]
+    missed = [n for n, good in (("stage", ok(med_stage, T_STAGE)), ("p50", ok(p50, T_P50)),
+                                ("p99", ok(p99, T_P99)), ("TOST", tost)) if not good]
+    met = not missed
+    if med_stage is not None: all_stage.append(med_stage)
+    if p50 is not None: all_p50.append(abs(p50))
+    if p99 is not None: all_p99.append(abs(p99))
+    rows.append(f"| {name} | {1e3*meas_p50:.1f} | {pct(med_stage, False)} | {pct(p50)} | {pct(p99)} | {pct(thr)} | "
+                f"{'equivalent' if tost else 'not shown'} ({ratios}) | {ks} | {lb} / {la} | {100*drift:+.1f}% | {'yes' if met else '**no**: ' + ', '.join(missed)} |")
+    if not met: misses.append(name)
+
+lines = []
+lines.append("# Validation suite: predicted against measured\n")
+lines.append("Made by `scripts/validation_suite.sh` (do not edit by hand): the profiled cost model, "
+             f"calibrated on this machine ({grid} shape grid plus every suite scenario in context, then "
+             "each scenario in context again right before it is measured), "
+             "predicts each scenario of `scenarios/validation/`; the real oneDNN runtime measures it "
+             "in wall-clock time (`vlasim compare`). Per-scenario reports: `out/validation/<name>/compare.md`.\n")
+lines.append("| | |\n|---|---|")
+lines.append(f"| machine | {cpu}, {ncpu} logical CPUs |")
+lines.append(f"| oneDNN | {onednn} |")
+lines.append(f"| date | {date} |")
+lines.append(f"| load average (1, 5, 15 min) | start {load_start}; end {load_end} |")
+lines.append(f"| calibration load average | {prof['made_with']['load_average']} |")
+lines.append(f"| wall time | {elapsed} s |\n")
+lines.append(f"Targets: median |per-stage error| <= {100*T_STAGE:.0f}%, |end-to-end p50 error| <= {100*T_P50:.0f}%, "
+             f"|p99 error| <= {100*T_P99:.0f}%, TOST equivalence (mean latency ratio within 1 +- 0.1, alpha 0.05) "
+             "on every scenario. Errors are (predicted - measured) / measured. KS p: two-sample "
+             "Kolmogorov-Smirnov on the latency distributions (not a target; the simulator has no "
+             "run-to-run noise, so at low load it separates any two distributions of enough samples). "
+             "Drift: the scenario's alone latency measured in context right after the run against right "
+             "before it (the prediction uses only the one before); beyond a few percent the machine itself "
+             "changed speed while the scenario was measured.\n")
+lines.append("| scenario | measured p50 (ms) | median stage error | p50 error | p99 error | throughput error | TOST (mean ratio) | KS p | load before / after | drift | targets met |")
+lines.append("|---|---:|---:|---:|---:|---:|---|---:|---|---:|---|")
+lines += rows
+lines.append("")
+lines.append(f"Over the suite: median of the scenarios' median stage errors {pct(statistics.median(all_stage), False)}, "
+             f"median |p50 error| {pct(statistics.median(all_p50), False)}, median |p99 error| {pct(statistics.median(all_p99), False)}; "
+             f"targets met on {len(rows) - len(misses)} of {len(rows)} scenarios"
+             + (f" (not: {', '.join(misses)})." if misses else "."))
+lines.append("")
+
+# Interference between the two 1-core groups: segments of one unit that ran while the other
+# unit was busy (> 70% of their time) against the same segment alone (the plan's alone time:
+# the simulated run's shortest), measured and simulated.
+def overlap_table(name):
+    res = {}
+    for mode in ("simulate", "execute"):
+        ev = [e for e in json.load(open(os.path.join(out, name, mode, "trace.json")))["traceEvents"] if e.get("ph") == "X"]
+        by = {}
+        for e in ev: by.setdefault(e["tid"], []).append(e)
+        for tid, lst in by.items():
+            other = [e for t2, l2 in by.items() if t2 != tid for e in l2]
+            hi = []
+            for e in lst:
+                s0, d = e["ts"], e["dur"]
+                if d <= 0: continue
+                ov = sum(max(0, min(s0 + d, o["ts"] + o["dur"]) - max(s0, o["ts"])) for o in other) / d
+                if ov > 0.7: hi.append(d)
+            res[(mode, tid)] = (lst[0]["name"], hi, min(e["dur"] for e in lst))
+    rows = []
+    for tid in sorted({t for (_, t) in res}):
+        label, sim_hi, sim_min = res[("simulate", tid)]
+        _, exe_hi, _ = res[("execute", tid)]
+        if not exe_hi: continue
+        meas = statistics.median(exe_hi) / sim_min
+        pred = statistics.median(sim_hi) / sim_min if sim_hi else 1.0
+        rows.append(f"| {name} | {label} (unit {tid}) | {len(exe_hi)} | {sim_min/1e3:.2f} | {statistics.median(exe_hi)/1e3:.2f} | "
+                    f"x{meas:.3f} | x{pred:.3f} |")
+    return rows
+irows = []
+for path in scenarios:
+    name = os.path.splitext(os.path.basename(path))[0]
+    if name.endswith("_async"): irows += overlap_table(name)
+if irows:
+    lines.append("### Interference between the two core groups\n")
+    lines.append("Async split scenarios: segments that ran while the other core group was busy for more than 70% of "
+                 "their time, against the same segment's predicted alone time (calibrated in context, one request "
+                 "at a time). Measured slowdown: median overlapped measured time / alone time; predicted: the "
+                 "simulator's, from the device's compute and memory sharing.\n")
+    lines.append("| scenario | segment | overlapped runs | alone, predicted (ms) | overlapped, measured median (ms) | measured slowdown | predicted slowdown |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|")
+    lines += irows
+    lines.append("")
+notes = os.path.join(os.path.dirname(report), "validation_notes.md")
+if os.path.exists(notes):
+    lines.append("## Why targets are missed, and what the figures rest on\n")
+    lines.append("(From `reports/validation_notes.md`, written by hand from the runs; the table above is this run's.)\n")
+    lines.append(open(notes).read().rstrip() + "\n")
+open(report, "w").write("\n".join(lines) + "\n")
+print(f"wrote {report}")
+EOF
