@@ -97,19 +97,26 @@ int run_simulate(const Common& c, const std::string& path, long long seed, const
   return 0;
 }
 
-int run_execute(const Common& c, const std::string& path, long long seed, const OutputOptions& out,
-                const std::string& executor, int warmup) {
-  Prepared pr = prepare(c, path, seed);
+// Runs the prepared scenario on the real executors, telling the user what it does.
+ExecResult run_for_real(const Prepared& pr, const OutputOptions& out, const std::string& executor,
+                        int warmup) {
   ExecuteOptions opt;
   opt.executor = executor;
   opt.warmup = warmup;
   opt.trace_limit = out.trace_limit;
   if (out.progress) opt.progress = progress_bar;
   if (!out.quiet)
-    std::cerr << "running " << pr.s.arrivals_end() << " s of arrivals in wall-clock time...\n";
+    std::cerr << "measuring: " << pr.s.arrivals_end() << " s of arrivals in wall-clock time...\n";
   ExecResult r = execute(pr.s, pr.plan, opt);
   if (!out.quiet)
-    for (auto& d : r.devices) std::cout << "executor " << d << "\n";
+    for (auto& d : r.devices) std::cerr << "executor " << d << "\n";
+  return r;
+}
+
+int run_execute(const Common& c, const std::string& path, long long seed, const OutputOptions& out,
+                const std::string& executor, int warmup) {
+  Prepared pr = prepare(c, path, seed);
+  ExecResult r = run_for_real(pr, out, executor, warmup);
   write_outputs(pr, r.result, "execute", out);
   return 0;
 }
@@ -144,16 +151,9 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
   SimOptions sopt;
   sopt.trace_limit = out.trace_limit;
   SimResult predicted = simulate(pr.s, pr.plan, sopt);
-  ExecuteOptions eopt;
-  eopt.executor = executor;
-  eopt.warmup = warmup;
-  eopt.trace_limit = out.trace_limit;
-  if (out.progress) eopt.progress = progress_bar;
-  if (!out.quiet)
-    std::cerr << "measuring: " << pr.s.arrivals_end() << " s of arrivals in wall-clock time...\n";
-  ExecResult measured = execute(pr.s, pr.plan, eopt);
+  ExecResult measured = run_for_real(pr, out, executor, warmup);
   std::vector<OpTime> ops;
-  for (size_t m = 0; m < pr.plan.models.size(); ++m) {
+  for (size_t m = 0; m < pr.s.models.size(); ++m) {  // each model's own plan (not zone variants)
     const ModelPlan& mp = pr.plan.models[m];
     for (size_t i = 0; i < mp.graph.size(); ++i) {
       const Op& op = mp.graph.op(static_cast<int>(i));

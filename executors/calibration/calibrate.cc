@@ -467,7 +467,7 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
     Scenario base = s;
     base.pipeline = PolicyDecl{"serial", Params(), ConfigNode()};
     const Plan plan = make_plan(base, *roofline, std::vector<int>(s.models.size(), 1));
-    const size_t nm = plan.models.size();
+    const size_t nm = s.models.size();  // each model's own plan (not dynamic-zone variants)
     ExecuteOptions eo;
     eo.executor = o.executor;
     eo.warmup = 2;

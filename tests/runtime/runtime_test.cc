@@ -69,6 +69,36 @@ TEST(Runtime, SerialPipelineNeverOverlapsRequestsOfOneModel) {
     if (q[i].finished() && q[i - 1].finished()) EXPECT_GE(q[i].start, q[i - 1].end - 1e-9);
 }
 
+TEST(Runtime, RunsDynamicZoneVariants) {
+  Scenario s = scenario(R"(
+name: zone
+hardware:
+  devices:
+    - {name: cpu0, catalog: epyc-2vcpu, core_groups: [{name: a, cores: 1}, {name: b, cores: 1}]}
+models:
+  - name: tiny
+    card: pi0_tiny
+    dtype: fp32
+    partition: {name: block_split, params: {stage: prefix, after_block: 2, first: cpu0.a, second: cpu0.b, second_stages: [action]}}
+    dynamic_zone: {name: balance, params: {width: 2, hysteresis: 0}}
+workload:
+  - {name: cam, model: tiny, rate_hz: 200, duration_s: 0.3}
+background:
+  - {device: cpu0.a, compute: 0.5}
+policies: {pipeline: async}
+drain_s: 5
+)");
+  Plan p = plan_of(s);
+  ASSERT_GT(p.models.size(), 1u);  // the zone's variants
+  ExecResult r = execute(s, p, ExecuteOptions{});
+  ASSERT_EQ(r.result.requests.size(), 60u);
+  for (const auto& q : r.result.requests) {
+    EXPECT_TRUE(q.finished());
+    EXPECT_EQ(p.models[q.plan].model, 0);
+  }
+  ASSERT_EQ(r.op_seconds.size(), 1u);  // per scenario model, variants merged
+}
+
 TEST(Runtime, RefusesAGpuWithAClearError) {
   Scenario s = scenario(R"(
 name: gpu
