@@ -5,6 +5,7 @@ pkg_check_modules(SYSTEMC REQUIRED IMPORTED_TARGET systemc)
 add_library(vlasim::systemc INTERFACE IMPORTED)
 target_link_libraries(vlasim::systemc INTERFACE PkgConfig::SYSTEMC)
 target_compile_definitions(vlasim::systemc INTERFACE SC_CPLUSPLUS=201703L)
+target_sources(vlasim::systemc INTERFACE ${PROJECT_SOURCE_DIR}/sim/sc_main.cc)
 
 find_package(Boost 1.74 REQUIRED)            # Boost.Graph is header-only for our use
 find_package(yaml-cpp REQUIRED)

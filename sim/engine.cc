@@ -367,7 +367,3 @@ double bare_systemc_event_rate(uint64_t events, uint64_t* handled, int processes
 }
 
 }  // namespace vlasim
-
-// libsystemc refers to sc_main; vlasim owns main() and drives SystemC itself, so this is
-// never called.
-int sc_main(int, char*[]) { return 1; }

@@ -75,7 +75,8 @@ struct Variant {
   const char* name;
   int batch, chunk;
 };
-const Variant kVariants[] = {{"b1_c10", 1, 0}, {"b4_c10", 4, 0}, {"b8_c10", 8, 0}, {"b1_c50", 1, 50}};
+const Variant kVariants[] = {{"b1_c10", 1, 0},  {"b4_c10", 4, 0}, {"b8_c10", 8, 0},
+                             {"b1_c50", 1, 50}, {"b16_c10", 16, 0}};
 
 OpGraph pi0_small(DType dt, const Variant& v, std::string* source) {
   std::string card = default_cards_dir() + "/pi0_small.yaml";
@@ -426,7 +427,7 @@ BENCHMARK(BM_GemmShape)
 BENCHMARK(BM_Ceiling)->Arg(0)->Arg(1)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 // dtype, gate_up mode, variant, rounds.
 BENCHMARK(BM_Pi0SmallGemmMix)
-    ->ArgsProduct({{0, 1}, {0, 1}, {0, 1, 2, 3}, {25}})
+    ->ArgsProduct({{0, 1}, {0, 1}, {0, 1, 2, 3, 4}, {25}})
     ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
