@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, the main job: installs what is missing, builds, fits the simulator to this
-# machine (vlasim calibrate on the default scenario's operators; about a minute), then runs
+# machine (vlasim calibrate: a quick shape grid plus the default scenario run one request at
+# a time; under a minute), then runs
 # scenarios/default.yaml simulated and measured side by side (vlasim compare) into
 # out/default/. With arguments, runs `vlasim ARGS...` after the build instead.
 set -euo pipefail
@@ -10,5 +11,5 @@ cd "$here"
 vlasim=${BUILD_DIR:-$here/build}/vlasim
 if [ $# -gt 0 ]; then exec "$vlasim" "$@"; fi
 mkdir -p out
-"$vlasim" calibrate scenarios/default.yaml --grid quick -o out/profile.json
+"$vlasim" calibrate scenarios/default.yaml --grid quick --in-context -o out/profile.json
 exec "$vlasim" --profile out/profile.json compare scenarios/default.yaml -o out/default
