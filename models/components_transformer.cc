@@ -9,6 +9,24 @@ namespace vlasim::detail {
 
 namespace {
 
+// Attention over `rows` tokens of `batch` samples with a decoder's dimensions and options
+// (q_len and kv_len are the caller's).
+AttnSpec decoder_attn(const KvCache& k, int64_t rows, int64_t batch) {
+  AttnSpec a;
+  a.rows = rows;
+  a.width = k.width;
+  a.heads = k.heads;
+  a.kv_heads = k.kv_heads;
+  a.head_dim = k.head_dim;
+  a.norm = k.norm;
+  a.norm_bias = k.norm == OpFn::LayerNorm;
+  a.qkv_bias = k.qkv_bias;
+  a.qk_norm = k.qk_norm;
+  a.rope = k.rope;
+  a.batch = batch;
+  return a;
+}
+
 std::string str(int64_t v) { return std::to_string(v); }
 
 // The single input of a component (several inputs are concatenated along tokens and must
@@ -220,18 +238,7 @@ void build_decoder(Ctx& c, const ConfigNode& n, const std::string& name, Stage s
   int x = c.concat(s, "concat", rows, w, parts);
   for (int64_t b = 0; b < depth; ++b) {
     s.block = int(b);
-    AttnSpec a;
-    a.rows = rows;
-    a.width = w;
-    a.heads = k.heads;
-    a.kv_heads = k.kv_heads;
-    a.head_dim = k.head_dim;
-    a.norm = k.norm;
-    a.norm_bias = k.norm == OpFn::LayerNorm;
-    a.qkv_bias = k.qkv_bias;
-    a.qk_norm = k.qk_norm;
-    a.rope = k.rope;
-    a.batch = B;
+    AttnSpec a = decoder_attn(k, rows, B);
     a.q_len = a.kv_len = S;
     a.causal = causal;
     a.cache_kv = true;
@@ -490,18 +497,7 @@ void build_ar_decode(Ctx& c, const ConfigNode& n, const std::string& name, Stage
       x = c.lookup(s, "embed", B, w, kc.vocab, {x});
       for (int l = 0; l < int(kc.kv_ops.size()); ++l) {
         s.block = l;
-        AttnSpec a;
-        a.rows = B;
-        a.width = w;
-        a.heads = kc.heads;
-        a.kv_heads = kc.kv_heads;
-        a.head_dim = kc.head_dim;
-        a.norm = kc.norm;
-        a.norm_bias = kc.norm == OpFn::LayerNorm;
-        a.qkv_bias = kc.qkv_bias;
-        a.qk_norm = kc.qk_norm;
-        a.rope = kc.rope;
-        a.batch = B;
+        AttnSpec a = decoder_attn(kc, B, B);
         a.q_len = 1;
         a.kv_len = S + t;
         a.kv = AttnSpec::Kv::Joint;
