@@ -56,13 +56,7 @@ Prepared prepare(const Common& c, const std::string& path, long long seed) {
   pr.s = load_scenario(path, c.catalog, c.cards);
   if (seed >= 0) pr.s.seed = static_cast<uint64_t>(seed);
   if (!c.profile.empty()) use_profiled_cost_model(pr.s, c.profile);
-  const Scenario& s = pr.s;
-  auto cost = cost_models().make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
-  auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
-  std::vector<int> window;
-  Plan probe = make_plan(s, *cost, std::vector<int>(s.models.size(), 1));
-  for (const auto& mp : probe.models) window.push_back(pipe->window(mp.pipeline_stages));
-  pr.plan = make_plan(s, *cost, window);
+  pr.plan = plan_scenario(pr.s);
   return pr;
 }
 

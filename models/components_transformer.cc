@@ -9,6 +9,23 @@ namespace vlasim::detail {
 
 namespace {
 
+// Multi-head self-attention of an encoder block: `batch` samples of `tokens` tokens
+// (rows = batch * tokens), bias on the projections when `bias`.
+AttnSpec encoder_attn(int64_t rows, int64_t width, int64_t heads, int64_t head_dim, OpFn norm,
+                      bool bias, int64_t batch, int64_t tokens) {
+  AttnSpec a;
+  a.rows = rows;
+  a.width = width;
+  a.heads = a.kv_heads = heads;
+  a.head_dim = head_dim;
+  a.norm = norm;
+  a.norm_bias = norm == OpFn::LayerNorm;
+  a.qkv_bias = a.o_bias = bias;
+  a.batch = batch;
+  a.q_len = a.kv_len = tokens;
+  return a;
+}
+
 // Attention over `rows` tokens of `batch` samples with a decoder's dimensions and options
 // (q_len and kv_len are the caller's).
 AttnSpec decoder_attn(const KvCache& k, int64_t rows, int64_t batch) {
@@ -101,17 +118,8 @@ void build_vit(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage
   if (n.get_bool("pos_embed", true)) x = c.eltwise(s, "pos_embed", OpFn::Add, rows, w, 1, 1, {x}, P * w);
   for (int64_t b = 0; b < depth; ++b) {
     s.block = int(b);
-    AttnSpec a;
-    a.rows = rows;
-    a.width = w;
-    a.heads = a.kv_heads = heads;
-    a.head_dim = hd;
-    a.norm = nf;
-    a.norm_bias = ln;
-    a.qkv_bias = a.o_bias = bias;
+    AttnSpec a = encoder_attn(rows, w, heads, hd, nf, bias, c.B() * V, P);
     a.rope = rope;
-    a.batch = c.B() * V;
-    a.q_len = a.kv_len = P;
     a.window = window > 0 && !global.count(b) ? window : 0;
     x = attn_part(c, s, a, x).out;
     FfnSpec f{.rows = rows, .width = w, .mlp = mlp, .gated = gated, .act = act, .norm = nf,
@@ -140,18 +148,9 @@ void build_encoder(Ctx& c, const ConfigNode& n, const std::string& name, Stage s
   if (n.get_bool("input_norm", false)) x = c.norm(s, "input_norm", nf, rows, w, true, ln, {x});
   for (int64_t b = 0; b < depth; ++b) {
     s.block = int(b);
-    AttnSpec a;
-    a.rows = rows;
-    a.width = w;
-    a.heads = a.kv_heads = heads;
-    a.head_dim = hd;
-    a.norm = nf;
-    a.norm_bias = ln;
-    a.qkv_bias = a.o_bias = bias;
+    AttnSpec a = encoder_attn(rows, w, heads, hd, nf, bias, c.B(), in.tokens);
     a.rope = n.get_bool("rope", false);
     a.causal = n.get_bool("causal", false);
-    a.batch = c.B();
-    a.q_len = a.kv_len = in.tokens;
     x = attn_part(c, s, a, x).out;
     FfnSpec f{.rows = rows, .width = w, .mlp = mlp, .gated = gated, .act = act, .norm = nf,
               .norm_bias = ln, .bias = bias};

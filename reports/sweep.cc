@@ -104,12 +104,7 @@ SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
       Scenario s = load_scenario_node(root, catalog_dir, cards_dir);
       if (!profile.empty()) use_profiled_cost_model(s, profile);
       if (out.scenario.empty()) out.scenario = s.name;
-      auto cost = cost_models().make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
-      auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
-      Plan probe = make_plan(s, *cost, std::vector<int>(s.models.size(), 1));
-      std::vector<int> window;
-      for (const auto& mp : probe.models) window.push_back(pipe->window(mp.pipeline_stages));
-      Plan plan = make_plan(s, *cost, window);
+      Plan plan = plan_scenario(s);
       SimResult r = simulate(s, plan);
       row.report = make_report(s, plan, r, "simulate");
       row.ok = true;

@@ -1,8 +1,10 @@
 #include "sim/plan.h"
 
 #include "scheduler/partition.h"
+#include "scheduler/policy.h"
 
 #include <algorithm>
+#include <functional>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -210,7 +212,11 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
 
 }  // namespace
 
-Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>& in_flight) {
+namespace {
+// Requests in flight of model m, given the pipeline stages of its plan.
+using WindowFn = std::function<int(int model, int stages)>;
+
+Plan make_plan_with(const Scenario& s, const CostModel& cost, const WindowFn& in_flight) {
   Plan p;
   add_units(s, p);
   p.memory.resize(s.devices.size());
@@ -244,7 +250,7 @@ Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>&
   // largest KV cache and activation working set of any variant, times the requests in flight.
   std::vector<bool> device_used(s.devices.size(), false);
   for (size_t m = 0; m < s.models.size(); ++m) {
-    int window = in_flight.empty() ? 1 : in_flight[m];
+    int window = in_flight(static_cast<int>(m), p.models[m].pipeline_stages);
     std::vector<std::set<std::string>> seen(s.devices.size());
     std::vector<double> kv_peak(s.devices.size(), 0), act_peak(s.devices.size(), 0);
     for (const ModelPlan& mp : p.models) {
@@ -288,6 +294,18 @@ Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>&
     }
   }
   return p;
+}
+
+}  // namespace
+
+Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>& in_flight) {
+  return make_plan_with(s, cost, [&](int m, int) { return in_flight.empty() ? 1 : in_flight[m]; });
+}
+
+Plan plan_scenario(const Scenario& s) {
+  auto cost = cost_models().make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
+  auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
+  return make_plan_with(s, *cost, [&](int, int stages) { return pipe->window(stages); });
 }
 
 }  // namespace vlasim

@@ -80,4 +80,9 @@ struct Plan {
 // of every block it may run.
 Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>& in_flight);
 
+// make_plan with the scenario's own cost model, and each model's requests in flight set by the
+// scenario's pipeline policy from the pipeline stages its plan visits. Throws as make_plan,
+// and ConfigError for an unknown cost model or pipeline policy.
+Plan plan_scenario(const Scenario& s);
+
 }  // namespace vlasim

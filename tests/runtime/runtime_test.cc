@@ -66,7 +66,9 @@ TEST(Runtime, SerialPipelineNeverOverlapsRequestsOfOneModel) {
   ExecResult r = execute(s, plan_of(s), ExecuteOptions{});
   const auto& q = r.result.requests;
   for (size_t i = 1; i < q.size(); ++i)
-    if (q[i].finished() && q[i - 1].finished()) EXPECT_GE(q[i].start, q[i - 1].end - 1e-9);
+    if (q[i].finished() && q[i - 1].finished()) {
+      EXPECT_GE(q[i].start, q[i - 1].end - 1e-9);
+    }
 }
 
 TEST(Runtime, RunsDynamicZoneVariants) {

@@ -64,10 +64,18 @@ TEST(Scenario, EveryBrokenFileFailsWithFileLineAndKey) {
     } catch (const ConfigError& err) {
       std::string what = err.what();
       EXPECT_EQ(err.file(), path) << what;
-      if (want.count("key")) EXPECT_EQ(err.key(), want["key"]) << what;
-      if (want.count("line")) EXPECT_EQ(err.line(), std::stoi(want["line"])) << what;
-      if (want.count("text")) EXPECT_NE(what.find(want["text"]), std::string::npos) << what;
-      if (want.count("key")) EXPECT_GT(err.line(), 0) << what;
+      if (want.count("key")) {
+        EXPECT_EQ(err.key(), want["key"]) << what;
+      }
+      if (want.count("line")) {
+        EXPECT_EQ(err.line(), std::stoi(want["line"])) << what;
+      }
+      if (want.count("text")) {
+        EXPECT_NE(what.find(want["text"]), std::string::npos) << what;
+      }
+      if (want.count("key")) {
+        EXPECT_GT(err.line(), 0) << what;
+      }
     }
     ++checked;
   }
