@@ -17,7 +17,8 @@
 // It prints the mix's GEMM classes (per stage: count, rows, GFLOP, weights read, FLOP per
 // byte) to stderr.
 // Variants (third argument): pi0_small at its card shape (batch 1, chunk 10), batch 4,
-// batch 8 and chunk 50 (RunShape batch / chunk).
+// batch 8, chunk 50, batch 16 (RunShape batch / chunk); the GEMM mix also has pi0 at its
+// real widths with every 9th block (exec_<stage>_ceiling_ratio: per stage, fastest run).
 #include <benchmark/benchmark.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -70,16 +71,22 @@ double ceiling_gflops(DType dt) {
   return cache[dt] = best;
 }
 
-// Run-time shapes of pi0_small measured (0 = the card's default).
+// Run-time shapes measured (0 = the card's default). `card` pi0_small, or pi0 at its real
+// widths with only every `stride`-th block of each component kept in the GEMM mix (pi0's 27
+// vision and 18 decoder/expert blocks: stride 9 keeps 3 and 2, the same block shapes in the
+// same proportions, with a ninth of the weights and FLOPs; the GEMMs outside blocks stay).
 struct Variant {
   const char* name;
   int batch, chunk;
+  const char* card = "pi0_small";
+  int stride = 1;
 };
 const Variant kVariants[] = {{"b1_c10", 1, 0},  {"b4_c10", 4, 0}, {"b8_c10", 8, 0},
-                             {"b1_c50", 1, 50}, {"b16_c10", 16, 0}};
+                             {"b1_c50", 1, 50}, {"b16_c10", 16, 0},
+                             {"pi0_blocks_div9", 1, 0, "pi0", 9}};
 
-OpGraph pi0_small(DType dt, const Variant& v, std::string* source) {
-  std::string card = default_cards_dir() + "/pi0_small.yaml";
+OpGraph variant_graph(DType dt, const Variant& v, std::string* source) {
+  std::string card = default_cards_dir() + "/" + v.card + ".yaml";
   try {
     RunShape shape;
     shape.dtype = dt;
@@ -97,9 +104,14 @@ OpGraph pi0_small(DType dt, const Variant& v, std::string* source) {
   }
 }
 
-// Prints, once per label, the GEMM classes of a graph: per stage the count, rows (batch*m),
+// Whether op `o` is in the GEMM mix that keeps every `stride`-th block.
+bool in_mix(const Op& o, int stride) {
+  return o.kind == OpKind::Gemm && (o.block < 0 || o.block % stride == 0);
+}
+
+// Prints, once per label, the GEMM classes of `ops` (GEMMs of g): per stage the count, rows (batch*m),
 // GFLOP, weight bytes read and arithmetic intensity (FLOP per byte read or written).
-void print_gemm_classes(const OpGraph& g, const std::string& label) {
+void print_gemm_classes(const OpGraph& g, const std::vector<int>& ops, const std::string& label) {
   static std::set<std::string> done;
   if (!done.insert(label).second) return;
   struct Class {
@@ -108,7 +120,7 @@ void print_gemm_classes(const OpGraph& g, const std::string& label) {
     double flops = 0, wbytes = 0, bytes = 0;
   };
   std::map<std::string, Class> cls;
-  for (int id : all_ops(g)) {
+  for (int id : ops) {
     const Op& o = g.op(id);
     if (o.kind != OpKind::Gemm) continue;
     Class& c = cls[to_string(o.stage)];
@@ -129,7 +141,7 @@ void print_gemm_classes(const OpGraph& g, const std::string& label) {
                  c.flops / c.bytes);
 }
 
-// The GEMM ops of a graph as bare oneDNN matmuls: one primitive per op (batch*m x n x k),
+// The GEMM ops of a graph in the mix (in_mix) as bare oneDNN matmuls: one primitive per op (batch*m x n x k),
 // created once, weights reordered once into the primitive's packed layout and shared per
 // weight_id (as the executor's weight cache shares them), arguments bound once, run back to
 // back on a pinned worker whose OpenMP team has one thread per CPU (as the executor runs).
@@ -137,8 +149,9 @@ void print_gemm_classes(const OpGraph& g, const std::string& label) {
 // post-ops (gate_up as one n-wide matmul).
 class BareMix {
  public:
-  BareMix(const OpGraph& g, DType dt, bool epilogue) : worker_(allowed_cpus()) {
-    auto f = [&] { build(g, dt, epilogue); };
+  BareMix(const OpGraph& g, DType dt, bool epilogue, int stride)
+      : worker_(allowed_cpus()) {
+    auto f = [&] { build(g, dt, epilogue, stride); };
     worker_.call(f);
   }
   ~BareMix() {
@@ -168,7 +181,7 @@ class BareMix {
  private:
   using md = dnnl::memory::desc;
 
-  void build(const OpGraph& g, DType dt, bool epilogue) {
+  void build(const OpGraph& g, DType dt, bool epilogue, int stride) {
     eng_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
     strm_ = dnnl::stream(eng_);
     const auto t = dt == DType::BF16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
@@ -177,7 +190,7 @@ class BareMix {
     std::vector<md> scratch_mds;
     for (int id : all_ops(g)) {
       const Op& o = g.op(id);
-      if (o.kind != OpKind::Gemm) continue;
+      if (!in_mix(o, stride)) continue;
       const int64_t M = o.batch * o.m, N = o.n, K = o.k;
       md src({M, K}, t, tag::ab), dst({M, N}, t, tag::ab);
       md wany({K, N}, t, tag::any), bias({1, N}, t, tag::ab);
@@ -297,7 +310,7 @@ void BM_Pi0SmallInference(benchmark::State& state) {
   const DType dt = kDtypes[state.range(0)];
   const GateUpMode mode = static_cast<GateUpMode>(state.range(1));
   std::string source;
-  OpGraph g = pi0_small(dt, kVariants[state.range(2)], &source);
+  OpGraph g = variant_graph(dt, kVariants[state.range(2)], &source);
   std::vector<int> ops = all_ops(g);
   const double flops = g.flops();
   ExecOptions o;
@@ -340,21 +353,22 @@ void BM_Pi0SmallGemmMix(benchmark::State& state) {
   const DType dt = kDtypes[state.range(0)];
   const GateUpMode mode = static_cast<GateUpMode>(state.range(1));
   std::string source;
-  OpGraph g = pi0_small(dt, kVariants[state.range(2)], &source);
-  print_gemm_classes(g, source);
+  OpGraph g = variant_graph(dt, kVariants[state.range(2)], &source);
   std::vector<int> ops;
   double flops = 0;
+  const Variant& variant = kVariants[state.range(2)];
   for (int id : all_ops(g))
-    if (g.op(id).kind == OpKind::Gemm) {
+    if (in_mix(g.op(id), variant.stride)) {
       ops.push_back(id);
       flops += g.op(id).flops;
     }
+  print_gemm_classes(g, ops, source);
   const double ceiling = ceiling_gflops(dt);
   ExecOptions o;
   o.dtype = dt;
   OneDnnExecutor ex(o, mode);
   int seg = ex.prepare(g, ops);
-  BareMix bare(g, dt, false), bare_epi(g, dt, true);
+  BareMix bare(g, dt, false, variant.stride), bare_epi(g, dt, true, variant.stride);
   const int rounds = static_cast<int>(state.range(3));
   std::vector<double> te, tb, tp;
   // Each of the three has its own pinned worker and OpenMP team. They alternate in blocks:
@@ -367,9 +381,16 @@ void BM_Pi0SmallGemmMix(benchmark::State& state) {
     run();
     for (int i = 0; i < kPerBlock; ++i) out.push_back(run());
   };
+  SegmentTiming best_exec;  // the executor's fastest run, per op
+  best_exec.total = 1e30;
+  auto exec_run = [&] {
+    const SegmentTiming& t = ex.run(seg);
+    if (t.total < best_exec.total) best_exec = t;
+    return t.total;
+  };
   for (auto _ : state)
     for (int r = 0; r < rounds; r += kPerBlock) {
-      block(te, [&] { return ex.run(seg).total; });
+      block(te, exec_run);
       block(tb, [&] { return bare.run(); });
       block(tp, [&] { return bare_epi.run(); });
     }
@@ -395,6 +416,12 @@ void BM_Pi0SmallGemmMix(benchmark::State& state) {
   state.counters["exec_over_bare_epi_med"] = pm / em;
   state.counters["exec_best_ms"] = eb * 1e3;
   state.counters["bare_best_ms"] = bb * 1e3;
+  // Per stage in the executor's fastest run: GFLOP/s over the stage's summed op times.
+  std::map<std::string, double> stage_flops;
+  for (int id : ops) stage_flops[to_string(g.op(id).stage)] += g.op(id).flops;
+  for (auto& [stage, sec] : time_by_stage(g, best_exec))
+    if (stage_flops.count(stage) && sec > 0)
+      state.counters["exec_" + stage + "_ceiling_ratio"] = stage_flops[stage] / sec / 1e9 / ceiling;
   state.counters["us_per_gemm_overhead_med"] = (em - pm) / static_cast<double>(ops.size()) * 1e6;
   state.SetLabel(std::string(to_string(dt)) + " " + source +
                  (mode == GateUpMode::OneMatmul ? " gate_up=one_matmul" : " gate_up=two_matmuls"));
@@ -427,7 +454,7 @@ BENCHMARK(BM_GemmShape)
 BENCHMARK(BM_Ceiling)->Arg(0)->Arg(1)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 // dtype, gate_up mode, variant, rounds.
 BENCHMARK(BM_Pi0SmallGemmMix)
-    ->ArgsProduct({{0, 1}, {0, 1}, {0, 1, 2, 3, 4}, {25}})
+    ->ArgsProduct({{0, 1}, {0, 1}, {0, 1, 2, 3, 4, 5}, {25}})
     ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
