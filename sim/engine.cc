@@ -41,17 +41,78 @@ struct Job {
   double start = 0;
 };
 
-// A device (or link direction): its units' running jobs share its resources, max-min fair.
-class Domain : public sc_core::sc_module {
+class Domain;
+class Workload;
+class Background;
+
+// The model's timed events, served by one SystemC method (as TLM's payload event queues do):
+// each source (the background changes, each domain's next completion, each stream's next
+// arrival) has one slot holding its next time, and SystemC holds a single pending timed
+// notification, the earliest slot's, instead of one per busy device. The earliest slot is
+// kept by a tournament tree (every inner node holds the earlier of its two children), so a
+// change costs one leaf-to-root pass without data-dependent branches. Slots due at the
+// same time run in slot order (background, domains by index, streams by index), so runs are
+// repeatable.
+class Calendar : public sc_core::sc_module {
  public:
-  SC_HAS_PROCESS(Domain);
-  Domain(sc_core::sc_module_name name, int index, int resources, RequestFlow* flow,
-         const Plan* plan)
-      : sc_module(name), index_(index), resources_(resources), flow_(flow), plan_(plan) {
+  SC_HAS_PROCESS(Calendar);
+  Calendar(sc_core::sc_module_name name, int domains, int streams)
+      : sc_module(name), domains_(domains), streams_(streams) {
+    const int slots = 1 + domains + streams;
+    leaves_ = 1;
+    while (leaves_ < slots) leaves_ *= 2;
+    time_.assign(leaves_, INFINITY);
+    tree_.assign(2 * leaves_, 0);
+    for (int k = 0; k < leaves_; ++k) tree_[leaves_ + k] = k;
+    for (int i = leaves_ - 1; i >= 1; --i) tree_[i] = tree_[2 * i];
+    SC_METHOD(run);  // first run at time 0
+  }
+  void bind(std::vector<std::unique_ptr<Domain>>* d, Workload* w, Background* b) {
+    domain_ = d;
+    workload_ = w;
+    background_ = b;
+  }
+  static constexpr int kBackgroundSlot = 0;
+  int domain_slot(int d) const { return 1 + d; }
+  int stream_slot(int s) const { return 1 + domains_ + s; }
+  // Source `slot` runs next at absolute time t (seconds; INFINITY: never), replacing its
+  // previous time.
+  void schedule(int slot, double t) {
+    time_[slot] = t;
+    if (slot != running_) fix(slot);
+  }
+  void cancel(int slot) { schedule(slot, INFINITY); }
+  // The current simulated time in seconds (valid while a source runs).
+  double now() const { return now_; }
+
+  uint64_t events = 0;  // slot runs
+
+ private:
+  // Recomputes the winners on the path from `slot`'s leaf to the root.
+  void fix(int slot) {
+    for (int i = (leaves_ + slot) / 2; i >= 1; i /= 2) {
+      const int l = tree_[2 * i], r = tree_[2 * i + 1];
+      tree_[i] = time_[r] < time_[l] ? r : l;  // ties: the left (lower) slot
+    }
+  }
+  void run();
+
+  int domains_, streams_, leaves_ = 1;
+  std::vector<double> time_;  // per slot
+  std::vector<int> tree_;     // [1, leaves): inner winners; [leaves, 2*leaves): slot k at leaves+k
+  int running_ = -1;          // the slot whose source runs now (fixed once after it returns)
+  double now_ = 0;
+  std::vector<std::unique_ptr<Domain>>* domain_ = nullptr;
+  Workload* workload_ = nullptr;
+  Background* background_ = nullptr;
+};
+
+// A device (or link direction): its units' running jobs share its resources, max-min fair.
+class Domain {
+ public:
+  Domain(int index, int resources, RequestFlow* flow, const Plan* plan, Calendar* calendar)
+      : index_(index), resources_(resources), flow_(flow), plan_(plan), calendar_(calendar) {
     stats.resource_usage.assign(resources, 0.0);
-    SC_METHOD(on_wake);
-    sensitive << wake_;
-    dont_initialize();
   }
 
   // Sets the share of resource k taken by load from outside the scenario, from now on.
@@ -68,18 +129,19 @@ class Domain : public sc_core::sc_module {
   void start(const Job& j) {
     advance();
     jobs_.push_back(j);
-    jobs_.back().start = now_s();
+    jobs_.back().start = calendar_->now();
     resolve();
   }
 
+  // Completes the jobs due now (called by the calendar at this domain's entry).
+  void on_wake();
+
   DomainStats stats;
-  uint64_t activations = 0;
 
  private:
-  void on_wake();
   // Moves every job forward to now at its current rate, accumulating statistics.
   void advance() {
-    double t = now_s(), dt = t - last_;
+    double t = calendar_->now(), dt = t - last_;
     if (dt > 0) {
       if (!jobs_.empty()) stats.busy_seconds += dt;
       for (auto& j : jobs_) {
@@ -134,16 +196,19 @@ class Domain : public sc_core::sc_module {
     } else if (!jobs_.empty()) {
       share();
     }
-    wake_.cancel();
-    if (jobs_.empty()) return;
+    if (jobs_.empty()) {
+      calendar_->cancel(calendar_->domain_slot(index_));
+      return;
+    }
     double next = INFINITY;
     for (auto& j : jobs_) next = std::min(next, std::max(0.0, j.remaining) / j.rate);
-    wake_.notify(sc_time(next, SC_SEC));
+    calendar_->schedule(calendar_->domain_slot(index_), last_ + next);
   }
 
   int index_, resources_;
   RequestFlow* flow_;
   const Plan* plan_;
+  Calendar* calendar_;
   std::vector<Job> jobs_;
   std::vector<double> cap_, load_;  // scratch for share()
   std::vector<char> frozen_;
@@ -151,27 +216,22 @@ class Domain : public sc_core::sc_module {
   bool any_background_ = false;
   std::vector<Job> done_;
   double last_ = 0;
-  sc_core::sc_event wake_;
 };
 
-// The workload: issues every stream's requests at their arrival times. One process for all
-// streams (its own heap, ordered by time then stream index) keeps SystemC's event queue short.
-class Workload : public sc_core::sc_module {
+// The workload: every stream's arrival clock, each on its own calendar slot.
+class Workload {
  public:
-  SC_HAS_PROCESS(Workload);
-  Workload(sc_core::sc_module_name name, const Scenario& s, RequestFlow* flow);
-  uint64_t activations = 0;
+  Workload(const Scenario& s, RequestFlow* flow, Calendar* calendar);
+  // Issues stream `stream`'s arrival due at t (now) and schedules its next.
+  void fire(int stream, double t);
 
  private:
-  void fire();
-  using Next = std::pair<double, int>;  // (time, stream)
   std::vector<std::unique_ptr<ArrivalProcess>> clocks_;
-  std::priority_queue<Next, std::vector<Next>, std::greater<Next>> heap_;
   RequestFlow* flow_;
+  Calendar* calendar_;
 };
 
 void Domain::on_wake() {
-  ++activations;
   advance();
   // Complete every job whose remaining time is within the clock's resolution.
   std::vector<Job>& done = done_;
@@ -189,7 +249,7 @@ void Domain::on_wake() {
   // job_done may start new jobs here (re-entering start()), so iterate over a copy.
   std::vector<Job> finished;
   finished.swap(done);
-  double now = now_s();
+  double now = calendar_->now();
   for (const Job& j : finished) {
     const Segment& seg = plan_->models[j.item.plan].segments[j.item.segment];
     flow_->segment_done(j.unit, j.item, j.start, now, seg.stage_seconds);
@@ -198,37 +258,27 @@ void Domain::on_wake() {
   done_.swap(finished);
 }
 
-void Workload::fire() {
-  ++activations;
-  double now = now_s();
-  // Issue every arrival due now (their times may differ below the clock's resolution).
-  while (!heap_.empty() && heap_.top().first <= now + 1e-12) {
-    auto [t, stream] = heap_.top();
-    heap_.pop();
-    flow_->arrive(stream, t);
-    double n = clocks_[stream]->next();
-    if (n >= 0) heap_.push({n, stream});
-  }
-  if (!heap_.empty()) next_trigger(sc_time(heap_.top().first - now, SC_SEC));
+void Workload::fire(int stream, double t) {
+  flow_->arrive(stream, t);
+  const double next = clocks_[stream]->next();  // negative once the stream has ended
+  calendar_->schedule(calendar_->stream_slot(stream), next >= 0 ? next : INFINITY);
 }
 
-Workload::Workload(sc_core::sc_module_name name, const Scenario& s, RequestFlow* flow)
-    : sc_module(name), flow_(flow) {
+Workload::Workload(const Scenario& s, RequestFlow* flow, Calendar* calendar)
+    : flow_(flow), calendar_(calendar) {
   for (size_t i = 0; i < s.streams.size(); ++i) {
     clocks_.push_back(make_arrivals(s, i));
     double t = clocks_.back()->next();
-    if (t >= 0) heap_.push({t, static_cast<int>(i)});
+    if (t >= 0) calendar_->schedule(calendar_->stream_slot(static_cast<int>(i)), t);
   }
-  SC_METHOD(fire);  // first run at time 0
 }
 
 // Applies the scenario's background loads to the domains at their start and end times.
-class Background : public sc_core::sc_module {
+class Background {
  public:
-  SC_HAS_PROCESS(Background);
-  Background(sc_core::sc_module_name name, const Scenario& s, const Plan& p,
-             std::vector<std::unique_ptr<Domain>>& domains)
-      : sc_module(name), domains_(domains) {
+  Background(const Scenario& s, const Plan& p, std::vector<std::unique_ptr<Domain>>& domains,
+             Calendar* calendar)
+      : domains_(domains), calendar_(calendar) {
     for (const auto& l : s.background) {
       // The (domain, resource) pairs the load takes compute or memory from.
       for (const auto& u : p.units) {
@@ -243,16 +293,12 @@ class Background : public sc_core::sc_module {
     }
     std::sort(times_.begin(), times_.end());
     times_.erase(std::unique(times_.begin(), times_.end()), times_.end());
-    SC_METHOD(apply);
+    calendar_->schedule(Calendar::kBackgroundSlot, 0.0);
   }
 
- private:
-  struct Load {
-    int domain, compute, memory;
-    double c, m, start, end;
-  };
+  // Sets every touched resource to the loads active now and schedules the next change.
   void apply() {
-    double t = now_s();
+    double t = calendar_->now();
     // Sum the loads active now per (domain, resource) and set every touched resource.
     std::map<std::pair<int, int>, double> share;
     for (const auto& l : loads_) {
@@ -265,13 +311,39 @@ class Background : public sc_core::sc_module {
     }
     for (auto& [key, v] : share) domains_[key.first]->set_background(key.second, std::min(v, 0.95));
     while (next_ < times_.size() && times_[next_] <= t + 1e-12) ++next_;
-    if (next_ < times_.size()) next_trigger(sc_time(times_[next_] - t, SC_SEC));
+    if (next_ < times_.size()) calendar_->schedule(Calendar::kBackgroundSlot, times_[next_]);
   }
+
+ private:
+  struct Load {
+    int domain, compute, memory;
+    double c, m, start, end;
+  };
   std::vector<std::unique_ptr<Domain>>& domains_;
+  Calendar* calendar_;
   std::vector<Load> loads_;
   std::vector<double> times_;
   size_t next_ = 0;
 };
+
+void Calendar::run() {
+  now_ = now_s();
+  // Run every slot due now (times may differ below the clock's resolution); a source run
+  // here may schedule more slots due now, which run in this loop too.
+  for (int slot = tree_[1]; time_[slot] <= now_ + 1e-12; slot = tree_[1]) {
+    const double t = time_[slot];
+    time_[slot] = INFINITY;  // consumed: the source schedules its next time itself
+    running_ = slot;
+    ++events;
+    if (slot == kBackgroundSlot) background_->apply();
+    else if (slot <= domains_) (*domain_)[slot - 1]->on_wake();
+    else workload_->fire(slot - 1 - domains_, t);
+    running_ = -1;
+    fix(slot);
+  }
+  const double next = time_[tree_[1]];
+  if (next < INFINITY) next_trigger(sc_time(next - now_, SC_SEC));
+}
 
 }  // namespace
 
@@ -298,12 +370,13 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     }
     domains[ui.domain]->start(j);
   });
+  Calendar calendar("calendar", plan.domains, static_cast<int>(s.streams.size()));
   for (int d = 0; d < plan.domains; ++d)
-    domains.push_back(std::make_unique<Domain>(("domain_" + std::to_string(d)).c_str(), d,
-                                               plan.domain_resources[d], &flow, &plan));
-  Workload workload("workload", s, &flow);
+    domains.push_back(std::make_unique<Domain>(d, plan.domain_resources[d], &flow, &plan, &calendar));
+  Workload workload(s, &flow, &calendar);
   std::unique_ptr<Background> background;
-  if (!s.background.empty()) background = std::make_unique<Background>("background", s, plan, domains);
+  if (!s.background.empty()) background = std::make_unique<Background>(s, plan, domains, &calendar);
+  calendar.bind(&domains, &workload, background.get());
   double limit = r.horizon + s.drain_s;
   if (options.progress) {
     // Run in slices so a long simulation can report progress.
@@ -318,11 +391,8 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     sc_core::sc_start(sc_time(limit, SC_SEC), sc_core::SC_EXIT_ON_STARVATION);
   }
   r.end_time = now_s();
-  for (auto& d : domains) {
-    r.domains.push_back(d->stats);
-    r.activations += d->activations;
-  }
-  r.activations += workload.activations;
+  for (auto& d : domains) r.domains.push_back(d->stats);
+  r.activations = calendar.events;
   return r;
 }
 

@@ -59,7 +59,8 @@ struct SimResult {
   std::vector<DomainStats> domains;     // by Plan domain
   double end_time = 0;                  // simulated time when the last event happened
   double horizon = 0;                   // arrivals end (throughput is measured over it)
-  uint64_t activations = 0;             // process activations (timed events handled)
+  uint64_t activations = 0;             // timed events handled (a domain completion check, a
+                                        // batch of simultaneous arrivals, a background change)
 };
 
 struct SimOptions {
