@@ -185,7 +185,8 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
 int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, const std::string& out_path,
                   const std::string& device, const std::vector<int>& threads,
                   const std::vector<std::string>& dtypes, const std::string& grid, int reps,
-                  const std::string& executor, bool in_context, const std::string& base, bool quiet) {
+                  const std::string& executor, bool in_context, InContextOptions io,
+                  const std::string& base, bool quiet) {
   CalibrateOptions o;
   o.catalog_dir = c.catalog;
   o.executor = executor;
@@ -223,7 +224,6 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
   }
   DeviceProfile profile = base.empty() ? calibrate(o) : load_profile(base);
   if (in_context) {
-    InContextOptions io;
     io.executor = executor;
     if (!quiet) std::cerr << "in context: running " << loaded.size() << " scenario(s) one request at a time...\n";
     for (const InContextSummary& r : calibrate_in_context(profile, loaded, io))
@@ -366,6 +366,16 @@ int main(int argc, char** argv) {
   cal->add_flag("--in-context", cal_in_context,
                 "also run the scenarios' own segments one request at a time through the real runtime "
                 "and keep those op times and the dispatch overhead");
+  InContextOptions cal_io;
+  cal->add_option("--context-requests", cal_io.repetitions,
+                  "with --in-context: timed requests per scenario (more give the run-to-run "
+                  "variation's tail; fewer when slow)")
+      ->capture_default_str()
+      ->check(CLI::Range(5, 100000));
+  cal->add_option("--context-seconds", cal_io.max_seconds,
+                  "with --in-context: about how long each scenario's timed requests may take")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   std::string cal_base;
   cal->add_option("--base", cal_base,
                   "with --in-context: start from this profile instead of measuring the grid and graphs");
@@ -409,7 +419,7 @@ int main(int argc, char** argv) {
     if (*exec) return run_execute(c, scenario, seed, out, executor, warmup);
     if (*cal)
       return run_calibrate(c, cal_scenarios, cal_out, cal_device, cal_threads, cal_dtypes, cal_grid,
-                           cal_reps, executor, cal_in_context, cal_base, out.quiet);
+                           cal_reps, executor, cal_in_context, cal_io, cal_base, out.quiet);
     if (*cmp) return run_compare(c, scenario, seed, out, executor, warmup, margin);
     if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, cap_gb, mem_device, sweep_dir, out.quiet);
     if (*list) return run_list(c, family);

@@ -7,7 +7,8 @@
 #      installs it as scenarios/validation/profile.json (the default the suite's scenarios
 #      name, for users; made by this script, never edited by hand);
 #   2. for every scenario of scenarios/validation/: calibrates it in context once more on top of
-#      that profile (--base), right before measuring it, into out/validation/<name>/profile.json
+#      that profile (--base; up to 300 requests / 12 s, for the run-to-run variation's tail),
+#      right before measuring it, into out/validation/<name>/profile.json
 #      (this machine's speed drifts by 10-15% over minutes with the load of the host, so the
 #      calibration must be as close in time to the measurement as it can be), then runs
 #      `vlasim compare` with it into out/validation/<name>/, and calibrates once more after it
@@ -15,7 +16,7 @@
 #   3. writes reports/validation.md: the machine, its load before and after, the oneDNN
 #      version, the date, and per scenario the errors against the targets.
 #
-# It runs in wall-clock time on this machine's cores (about 6 minutes on 2 cores): run it on a
+# It runs in wall-clock time on this machine's cores (about 12 minutes on 2 cores): run it on a
 # machine as quiet as you can get; the report states the load. Needs python3 for the report.
 # REPORT_ONLY=1 only rewrites the report from the last run (e.g. after editing
 # reports/validation_notes.md, whose text the report includes).
@@ -27,6 +28,10 @@ out=${OUT_DIR:-$here/out/validation}
 report=${REPORT:-$here/reports/validation.md}
 grid=${GRID:-full}
 install_profile=${INSTALL_PROFILE:-1}   # 0: leave scenarios/validation/profile.json alone
+# In-context requests right before each scenario: enough for the tail of the run-to-run
+# variation the profiled model draws segment times from (its p99 needs a few hundred).
+context_requests=${CONTEXT_REQUESTS:-300}
+context_seconds=${CONTEXT_SECONDS:-12}
 if [[ ! -x $vlasim ]]; then
   echo "validation_suite: $vlasim not found; build first (cmake -S . -B build && cmake --build build)" >&2
   exit 1
@@ -49,8 +54,8 @@ for s in "${scenarios[@]}"; do
   echo "== $name (load $(cut -d' ' -f1 /proc/loadavg))"
   mkdir -p "$out/$name"
   cut -d' ' -f1-3 /proc/loadavg > "$out/$name/load_before"
-  "$vlasim" calibrate "$s" --base "$out/profile.json" --in-context -q -o "$out/$name/profile.json" \
-    | tee "$out/$name/calibrate.log"
+  "$vlasim" calibrate "$s" --base "$out/profile.json" --in-context --context-requests "$context_requests" \
+    --context-seconds "$context_seconds" -q -o "$out/$name/profile.json" | tee "$out/$name/calibrate.log"
   "$vlasim" --profile "$out/$name/profile.json" compare "$s" -q -o "$out/$name"
   # The same in-context measurement once more, after: how far the machine's speed drifted
   # while the scenario was measured (not used for the prediction).

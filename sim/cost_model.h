@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/graph.h"
 #include "scenarios/registry.h"
@@ -26,6 +27,14 @@ class CostModel {
   virtual OpCost op_cost(const Op& op, const DeviceInstance& dev, const UnitDecl& unit) const = 0;
   // Cost of moving `bytes` over `link`, host-to-device when h2d.
   virtual OpCost transfer_cost(double bytes, const LinkInstance& link, bool h2d) const = 0;
+  // Run-to-run variation of a segment's time on unit `unit` of `dev` at `dtype`: quantiles,
+  // at probabilities 0, 1/(n-1), ..., 1, of (a run's time / the segment's median time),
+  // non-decreasing and > 0. Empty (the default): every run takes the predicted time.
+  virtual std::vector<double> service_variability(const DeviceInstance& dev,
+                                                  const UnitDecl& unit, DType dtype) const {
+    (void)dev, (void)unit, (void)dtype;
+    return {};
+  }
 };
 
 using CostModelRegistry = Registry<CostModel>;

@@ -23,6 +23,15 @@ using sc_core::SC_SEC;
 
 double now_s() { return sc_core::sc_time_stamp().to_seconds(); }
 
+// A factor drawn from the distribution with quantiles q (at probabilities 0, 1/(n-1), ..., 1;
+// linear between them) by inverse transform of a uniform draw from rng.
+double draw_factor(const std::vector<double>& q, std::mt19937_64& rng) {
+  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
+  const double x = u * static_cast<double>(q.size() - 1);
+  const size_t i = static_cast<size_t>(x);
+  return q[i] + (x - static_cast<double>(i)) * (q[std::min(i + 1, q.size() - 1)] - q[i]);
+}
+
 // Gives this thread a fresh SystemC simulation context.
 void fresh_context() {
   sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
@@ -352,6 +361,8 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   r.horizon = s.arrivals_end();
   fresh_context();
   std::vector<std::unique_ptr<Domain>> domains;
+  // Draws of run-to-run variation, in the (deterministic) order segments start.
+  std::mt19937_64 rng(s.seed * 0x9E3779B97F4A7C15ull + 0x5EC7);
   // A free unit starts its item as a job in its device's sharing domain.
   RequestFlow flow(s, plan, r, options.trace_limit, [&](int unit, const WorkItem& w) {
     const Segment& seg = plan.models[w.plan].segments[w.segment];
@@ -360,6 +371,7 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     j.unit = unit;
     j.item = w;
     j.remaining = seg.seconds;
+    if (!seg.variability.empty()) j.remaining *= draw_factor(seg.variability, rng);
     j.compute_resource = ui.compute_resource;
     j.memory_resource = ui.memory_resource;
     if (ui.type == DeviceType::Link) {

@@ -201,7 +201,12 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
   }
   int stages = 0, prev = -1;
   for (auto& seg : mp.segments) {
-    if (!seg.transfer) finish_segment(seg, mp);
+    if (!seg.transfer) {
+      finish_segment(seg, mp);
+      const UnitInfo& u = p.units[seg.unit];
+      const DeviceInstance& dev = s.devices[u.device];
+      seg.variability = cost.service_variability(dev, dev.units[u.unit], g.op(seg.ops.front()).dtype);
+    }
     mp.alone_seconds += seg.seconds;
     if (seg.unit != prev) ++stages;
     prev = seg.unit;

@@ -39,6 +39,9 @@ struct Segment {
   double compute_frac = 0;    // share of the unit's compute resource used while alone
   double memory_frac = 0;     // share of the unit's memory resource used while alone
   double stage_seconds[5] = {0, 0, 0, 0, 0};  // alone-time split by Stage
+  // The cost model's run-to-run variation for this segment (CostModel::service_variability):
+  // the simulator scales each run's time by a factor drawn from these quantiles; empty: none.
+  std::vector<double> variability;
 };
 
 struct ModelPlan {

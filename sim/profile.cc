@@ -501,6 +501,7 @@ std::string profile_to_json(const DeviceProfile& p) {
     js["fits"] = fits;
     js["skipped"] = s.skipped;
     if (s.op_overhead_s > 0) js["op_overhead_s"] = s.op_overhead_s;
+    if (!s.service_quantiles.empty()) js["service_quantiles"] = s.service_quantiles;
     secs.push_back(js);
   }
   j["sections"] = secs;
@@ -565,7 +566,8 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
   }
 
   for (const At& sa : root.key("sections").items()) {
-    sa.check_keys({"threads", "dtype", "executor_device", "table", "fits", "skipped", "op_overhead_s"});
+    sa.check_keys({"threads", "dtype", "executor_device", "table", "fits", "skipped", "op_overhead_s",
+                   "service_quantiles"});
     ProfileSection s;
     s.threads = sa.key("threads").integer(1, 1 << 16);
     s.dtype = sa.key("dtype").dtype();
@@ -600,6 +602,16 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
     for (const auto& [key, fa] : sa.key("fits").entries()) s.fits[key] = parse_fit(fa);
     for (const auto& [sig, why] : sa.key("skipped").entries()) s.skipped[sig] = why.str();
     if (sa.has("op_overhead_s")) s.op_overhead_s = sa.key("op_overhead_s").nonneg();
+    if (sa.has("service_quantiles")) {
+      for (const At& q : sa.key("service_quantiles").items()) {
+        const double v = q.positive();
+        if (!s.service_quantiles.empty() && v < s.service_quantiles.back())
+          q.fail("service quantiles must not decrease");
+        s.service_quantiles.push_back(v);
+      }
+      if (s.service_quantiles.size() < 2)
+        sa.key("service_quantiles").fail("needs at least 2 quantiles (the minimum and the maximum)");
+    }
     p.sections.push_back(std::move(s));
   }
   if (p.sections.empty()) root.key("sections").fail("a profile needs at least one section");

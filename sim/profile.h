@@ -105,6 +105,12 @@ struct ProfileSection {
   // context and spread evenly over ops; added to every op's time. 0 when not measured
   // (written to JSON only when > 0).
   double op_overhead_s = 0;
+  // Run-to-run variation of a segment's time: quantiles, at probabilities 0, 1/(n-1), ...,
+  // 1, of (a segment run's time / the median time of that segment) over the segments run
+  // in context one request at a time; non-decreasing, > 0. Empty when not measured
+  // (written to JSON only when present). The profiled cost model hands it to the simulator,
+  // which draws each segment run's time factor from it.
+  std::vector<double> service_quantiles;
   bool operator==(const ProfileSection&) const = default;
 
   // Recomputes `fits` from `table`: a fit per kind/fn present and one pooled per kind.

@@ -20,10 +20,12 @@ std::string describe_sections(const DeviceProfile& p) {
 
 class Profiled : public CostModel {
  public:
-  Profiled(DeviceProfile prof, std::string path, bool roofline_fallback, ConfigNode where)
+  Profiled(DeviceProfile prof, std::string path, bool roofline_fallback, bool variability,
+           ConfigNode where)
       : prof_(std::move(prof)),
         path_(std::move(path)),
         roofline_fallback_(roofline_fallback),
+        variability_(variability),
         where_(std::move(where)),
         roofline_(cost_models().make("roofline", Params(), ConfigNode())) {}
 
@@ -31,11 +33,10 @@ class Profiled : public CostModel {
     if (dev.spec.name != prof_.catalog_device)
       where_.fail("profile " + path_ + " was measured for catalog device '" + prof_.catalog_device +
                   "' but device '" + dev.name + "' is catalog device '" + dev.spec.name + "'");
-    const int threads = dev.spec.type == DeviceType::Cpu ? unit.cores : 1;
-    const ProfileSection* s = prof_.section(threads, op.dtype);
+    const ProfileSection* s = section(dev, unit, op.dtype);
     if (!s)
-      where_.fail("profile " + path_ + " has no data for " + std::to_string(threads) +
-                  (threads == 1 ? " thread" : " threads") + " at dtype " + to_string(op.dtype) +
+      where_.fail("profile " + path_ + " has no data for " + std::to_string(threads(dev, unit)) +
+                  (threads(dev, unit) == 1 ? " thread" : " threads") + " at dtype " + to_string(op.dtype) +
                   " (unit '" + dev.name + "." + unit.name + "', op " + op.name +
                   "); it holds: " + describe_sections(prof_) + "; calibrate with those settings");
     const OpCost r = roofline_->op_cost(op, dev, unit);
@@ -48,7 +49,7 @@ class Profiled : public CostModel {
       t = f->predict(op_work(op));
     } else {
       where_.fail("profile " + path_ + " has no measurement or fit for " + to_string(op.kind) +
-                  " ops (" + std::to_string(threads) + " threads, " + to_string(op.dtype) +
+                  " ops (" + std::to_string(threads(dev, unit)) + " threads, " + to_string(op.dtype) +
                   ", op " + op.name + "); calibrate with a grid, or use fallback: roofline");
     }
     OpCost c;
@@ -64,6 +65,12 @@ class Profiled : public CostModel {
     return c;
   }
 
+  std::vector<double> service_variability(const DeviceInstance& dev, const UnitDecl& unit,
+                                          DType dtype) const override {
+    const ProfileSection* s = variability_ ? section(dev, unit, dtype) : nullptr;
+    return s ? s->service_quantiles : std::vector<double>();
+  }
+
   OpCost transfer_cost(double bytes, const LinkInstance& link, bool h2d) const override {
     if (prof_.memcpy.link.empty() || link.spec.name != prof_.memcpy.link)
       return roofline_->transfer_cost(bytes, link, h2d);
@@ -75,9 +82,17 @@ class Profiled : public CostModel {
   }
 
  private:
+  static int threads(const DeviceInstance& dev, const UnitDecl& unit) {
+    return dev.spec.type == DeviceType::Cpu ? unit.cores : 1;
+  }
+  const ProfileSection* section(const DeviceInstance& dev, const UnitDecl& unit, DType dtype) const {
+    return prof_.section(threads(dev, unit), dtype);
+  }
+
   DeviceProfile prof_;
   std::string path_;
   bool roofline_fallback_;
+  bool variability_;
   ConfigNode where_;
   std::unique_ptr<CostModel> roofline_;
 };
@@ -100,7 +115,11 @@ void register_profiled_cost_model(CostModelRegistry& r) {
   r.add({"profiled",
          "times measured on this machine by vlasim calibrate (exact shapes, else a fitted model)",
          {{"profile", "device profile JSON written by vlasim calibrate", ""},
-          {"fallback", "shapes not in the profile: fit (the profile's fitted model) or roofline", "fit"}},
+          {"fallback", "shapes not in the profile: fit (the profile's fitted model) or roofline", "fit"},
+          {"variability",
+           "segment run-to-run variation: measured (drawn from the profile's in-context "
+           "quantiles, when it has them) or none (every run takes its predicted time)",
+           "measured"}},
          [](const Params& p) -> std::unique_ptr<CostModel> {
            if (!p.node().defined())
              throw ConfigError(p.node().file(), 0, 0, "policies.cost_model.params.profile",
@@ -111,7 +130,11 @@ void register_profiled_cost_model(CostModelRegistry& r) {
            const std::string fb = p.get_string("fallback", "fit");
            if (fb != "fit" && fb != "roofline")
              p.node().required("fallback").fail("unknown fallback '" + fb + "'; valid: fit, roofline");
-           return std::make_unique<Profiled>(load_profile(path), path, fb == "roofline", p.node());
+           const std::string var = p.get_string("variability", "measured");
+           if (var != "measured" && var != "none")
+             p.node().required("variability").fail("unknown variability '" + var + "'; valid: measured, none");
+           return std::make_unique<Profiled>(load_profile(path), path, fb == "roofline",
+                                             var == "measured", p.node());
          }});
 }
 

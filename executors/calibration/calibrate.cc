@@ -413,12 +413,18 @@ DeviceProfile calibrate(const CalibrateOptions& o) {
 
 namespace {
 
+// Quantiles kept of the run-to-run variation (every percentile), and the segment runs a
+// section needs before they are kept.
+constexpr int kServiceQuantiles = 101;
+constexpr size_t kMinVariabilitySamples = 20;
+
 // One (cores, dtype) section's in-context samples over every scenario.
 struct SectionSamples {
   std::map<std::string, std::vector<double>> op;  // signature -> per-op-instance medians
   std::map<std::string, Op> example;              // signature -> an op with it
   double overhead_s = 0;                          // dispatch time attributed to the section
   double ops = 0;                                 // op runs it is spread over
+  std::vector<double> ratios;  // segment run time / that segment's median (alone requests)
 };
 
 // One model of one scenario run alone: its median latency and its ops by section.
@@ -534,6 +540,7 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
       for (const auto& e : r.result.trace)
         if (e.model == static_cast<int>(m)) seg_wall[e.request] += e.end - e.start;
       int k = 0;
+      std::set<uint64_t> alone_ids;
       for (const auto& q : r.result.requests) {
         if (q.model != static_cast<int>(m) || !q.finished()) continue;
         if (k++ < o.warmup) continue;
@@ -543,8 +550,27 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
         if (!alone_run) continue;
         lat.push_back(q.latency());
         wall.push_back(seg_wall[q.id]);
+        alone_ids.insert(q.id);
       }
       if (lat.empty()) continue;
+      // Run-to-run variation: each compute segment's runs over its median run.
+      for (size_t k2 = 0; k2 < mp.segments.size(); ++k2) {
+        const Segment& seg = mp.segments[k2];
+        if (seg.transfer) continue;
+        std::vector<double> d;
+        for (const auto& e : r.result.trace)
+          if (e.plan == static_cast<int>(m) && e.segment == static_cast<int>(k2) &&
+              alone_ids.count(e.request))
+            d.push_back(e.end - e.start);
+        if (d.empty()) continue;
+        std::vector<double> sorted = d;
+        std::sort(sorted.begin(), sorted.end());
+        const double med = quantile(sorted, 0.5);
+        if (!(med > 0)) continue;
+        const UnitInfo& ui = plan.units[seg.unit];
+        SectionSamples& ss = samples[{s.devices[ui.device].units[ui.unit].cores, dtype}];
+        for (double x : d) ss.ratios.push_back(std::max(x, 1e-12) / med);
+      }
       std::sort(lat.begin(), lat.end());
       std::sort(wall.begin(), wall.end());
       const double med_lat = quantile(lat, 0.5);
@@ -617,6 +643,12 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
       sec->skipped.erase(sig);
     }
     sec->op_overhead_s = ss.ops > 0 ? std::max(0.0, ss.overhead_s / ss.ops) : 0;
+    if (ss.ratios.size() >= kMinVariabilitySamples) {
+      std::sort(ss.ratios.begin(), ss.ratios.end());
+      sec->service_quantiles.clear();
+      for (int i = 0; i < kServiceQuantiles; ++i)
+        sec->service_quantiles.push_back(quantile(ss.ratios, i / double(kServiceQuantiles - 1)));
+    }
     sec->refit();
   }
   return out;

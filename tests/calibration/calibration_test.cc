@@ -204,6 +204,43 @@ TEST(Profile, BadFilesNameTheKey) {
   EXPECT_THROW(load_profile("/nonexistent/profile.json"), ConfigError);
 }
 
+TEST(Profile, ServiceQuantilesRoundTripAndBadOnesNameTheKey) {
+  DeviceProfile p = synthetic_profile("epyc-2vcpu", 1, DType::F32);
+  p.sections[0].service_quantiles = {0.9, 1.0, 1.0, 1.4};
+  const std::string text = profile_to_json(p);
+  EXPECT_EQ(parse_profile(text, "p.json"), p);
+  auto key_of = [&](std::vector<double> q) {
+    DeviceProfile bad = p;
+    bad.sections[0].service_quantiles = q;
+    try {
+      parse_profile(profile_to_json(bad), "p.json");
+    } catch (const ConfigError& e) {
+      return e.key();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(key_of({1.0, 0.9}), "sections[0].service_quantiles[1]");   // decreasing
+  EXPECT_EQ(key_of({-1.0, 1.0}), "sections[0].service_quantiles[0]");  // not > 0
+  EXPECT_EQ(key_of({1.0}), "sections[0].service_quantiles");           // too few
+}
+
+TEST(ProfiledCostModel, VariabilityReachesThePlanUnlessTurnedOff) {
+  fs::path dir = temp_dir("variability");
+  DeviceProfile p = synthetic_profile("epyc-2vcpu", 2, DType::F32);
+  p.sections[0].service_quantiles = {0.95, 1.0, 1.3};
+  save_profile(p, (dir / "profile.json").string());
+  for (const std::string mode : {"", ", variability: measured", ", variability: none"}) {
+    Scenario s = tiny_scenario(dir, 2, "fp32", mode);
+    Plan plan = make_plan(s, *make_cost(s), {1});
+    for (const Segment& seg : plan.models[0].segments)
+      EXPECT_EQ(seg.variability, mode == ", variability: none" ? std::vector<double>()
+                                                                : p.sections[0].service_quantiles)
+          << mode;
+  }
+  Scenario s = tiny_scenario(dir, 2, "fp32", ", variability: sometimes");
+  EXPECT_THROW(make_cost(s), ConfigError);
+}
+
 TEST(ProfiledCostModel, RefusesMismatchedDeviceThreadsAndDtype) {
   struct Case {
     DeviceProfile prof;
@@ -421,6 +458,33 @@ TEST_F(QuickCalibration, PlanUsesTheMeasuredTimes) {
     EXPECT_LE(seg.compute_frac, 1 + 1e-9);
     EXPECT_LE(seg.memory_frac, 1 + 1e-9);
   }
+}
+
+TEST_F(QuickCalibration, InContextRunsGiveTheRunToRunVariation) {
+  DeviceProfile p = *profile_;
+  InContextOptions io;
+  io.repetitions = 30;
+  io.max_seconds = 3;
+  Scenario fast = *scenario_;
+  fast.streams.at(0).rate_hz = 50;  // requests as often as they fit, not 1 a second
+  auto sums = calibrate_in_context(p, {fast}, io);
+  ASSERT_EQ(sums.size(), 1u);
+  const std::vector<double>& q = p.sections.at(0).service_quantiles;
+  ASSERT_EQ(q.size(), 101u) << sums[0].requests << " requests";
+  for (size_t i = 1; i < q.size(); ++i) EXPECT_GE(q[i], q[i - 1]);
+  EXPECT_GT(q.front(), 0);
+  EXPECT_LE(q.front(), 1.0);         // each segment's median run has factor 1,
+  EXPECT_GE(q.back(), 1.0);          // so the pooled ratios straddle it
+  EXPECT_NEAR(q[50], 1.0, 0.1);
+  std::printf("run-to-run variation: p1 %.3f p50 %.3f p99 %.3f (%d requests)\n", q[1], q[50],
+              q[99], sums[0].requests);
+  // The profiled model hands it to the plan.
+  fs::path d = temp_dir("in_context_plan");
+  save_profile(p, (d / "profile.json").string());
+  Scenario s = tiny_scenario(d, 1, "fp32");
+  auto cost = make_cost(s);
+  Plan plan = make_plan(s, *cost, {1});
+  EXPECT_EQ(plan.models.at(0).segments.at(0).variability, q);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Engine behaviour on hand-built plans: processor sharing, pipelines, policies, determinism.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/engine.h"
 
 namespace vlasim {
@@ -224,6 +226,32 @@ TEST(Engine, UnfinishedRequestsAreReportedNotDropped) {
   for (auto& q : r.requests) done += q.finished();
   EXPECT_GT(done, 5u);
   EXPECT_LT(done, 15u);
+}
+
+TEST(Engine, SegmentTimesFollowTheirVariabilityQuantiles) {
+  // Quantiles of a factor uniform on [0.5, 1.5]: unloaded requests (one segment of 10 ms,
+  // arrivals 50 ms apart) take 10 ms times a uniform draw, repeatably for one seed.
+  auto run = [](uint64_t seed, bool variable) {
+    Fixture f;
+    f.s.seed = seed;
+    int m = f.add_model({{0, 0.010, 1.0, 0.1}});
+    if (variable) f.p.models[m].segments[0].variability = {0.5, 1.0, 1.5};
+    f.add_stream(m, 20.0, 20.0);  // 400 requests
+    std::vector<double> lat;
+    for (const auto& q : simulate(f.s, f.p).requests) lat.push_back(q.latency());
+    return lat;
+  };
+  std::vector<double> lat = run(3, true);
+  ASSERT_EQ(lat.size(), 400u);
+  EXPECT_EQ(lat, run(3, true));
+  EXPECT_NE(lat, run(4, true));
+  std::sort(lat.begin(), lat.end());
+  EXPECT_GE(lat.front(), 0.005 - 1e-9);
+  EXPECT_LE(lat.back(), 0.015 + 1e-9);
+  EXPECT_NEAR(lat[200], 0.010, 0.0008);  // median of the uniform
+  EXPECT_NEAR(lat[40], 0.006, 0.0008);   // 10th percentile
+  EXPECT_NEAR(lat[360], 0.014, 0.0008);  // 90th percentile
+  for (double x : run(3, false)) EXPECT_NEAR(x, 0.010, 1e-9);  // none: every run alike
 }
 
 TEST(Engine, BareLoopCountsEveryEvent) {
