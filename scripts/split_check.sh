@@ -13,7 +13,7 @@ out=out/split_check
 mkdir -p "$out"
 rows=""
 for p in 0 1 2 3 4 5 6; do
-  sed -e "s/after_block: 3/after_block: $p/" -e "s/rate_hz: 65/rate_hz: 100/" -e "s/name: split3_async/name: split${p}_saturated/" \
+  sed -e "s/after_block: 3/after_block: $p/" -e "s/rate_hz: 65/rate_hz: 100/" -e "s/name: split3_async/name: split${p}_saturated/" -e "s/duration_s: 20/duration_s: 4/" \
       scenarios/validation/split3_async.yaml > "$out/split$p.yaml"
   "$vlasim" --profile "$profile" compare "$out/split$p.yaml" -q -o "$out/split$p"
   rows+=$(python3 - "$out/split$p" "$p" <<'PY'
