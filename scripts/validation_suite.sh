@@ -138,8 +138,9 @@ lines.append(f"| wall time | {elapsed} s |\n")
 lines.append(f"Targets: median |per-stage error| <= {100*T_STAGE:.0f}%, |end-to-end p50 error| <= {100*T_P50:.0f}%, "
              f"|p99 error| <= {100*T_P99:.0f}%, TOST equivalence (mean latency ratio within 1 +- 0.1, alpha 0.05) "
              "on every scenario. Errors are (predicted - measured) / measured. KS p: two-sample "
-             "Kolmogorov-Smirnov on the latency distributions (not a target; the simulator has no "
-             "run-to-run noise, so at low load it separates any two distributions of enough samples). "
+             "Kolmogorov-Smirnov on the latency distributions (not a target; the simulator's only "
+             "noise is the calibrated run-to-run variation, so a few percent of drift in the machine's "
+             "speed separates distributions of a few hundred samples). "
              "Drift: the scenario's alone latency measured in context right after the run against right "
              "before it (the prediction uses only the one before); beyond a few percent the machine itself "
              "changed speed while the scenario was measured.\n")
