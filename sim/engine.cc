@@ -70,10 +70,9 @@ class Calendar : public sc_core::sc_module {
     const int slots = 1 + domains + streams;
     leaves_ = 1;
     while (leaves_ < slots) leaves_ *= 2;
-    time_.assign(leaves_, INFINITY);
-    tree_.assign(2 * leaves_, 0);
-    for (int k = 0; k < leaves_; ++k) tree_[leaves_ + k] = k;
-    for (int i = leaves_ - 1; i >= 1; --i) tree_[i] = tree_[2 * i];
+    node_.assign(2 * leaves_, Node{INFINITY, 0});
+    for (int k = 0; k < leaves_; ++k) node_[leaves_ + k].slot = k;
+    for (int i = leaves_ - 1; i >= 1; --i) node_[i] = node_[2 * i];
     SC_METHOD(run);  // first run at time 0
   }
   void bind(std::vector<std::unique_ptr<Domain>>* d, Workload* w, Background* b) {
@@ -87,7 +86,7 @@ class Calendar : public sc_core::sc_module {
   // Source `slot` runs next at absolute time t (seconds; INFINITY: never), replacing its
   // previous time.
   void schedule(int slot, double t) {
-    time_[slot] = t;
+    node_[leaves_ + slot].t = t;
     if (slot != running_) fix(slot);
   }
   void cancel(int slot) { schedule(slot, INFINITY); }
@@ -97,18 +96,23 @@ class Calendar : public sc_core::sc_module {
   uint64_t events = 0;  // slot runs
 
  private:
+  struct Node {
+    double t;  // the winner's time
+    int slot;  // the winner
+  };
   // Recomputes the winners on the path from `slot`'s leaf to the root.
   void fix(int slot) {
     for (int i = (leaves_ + slot) / 2; i >= 1; i /= 2) {
-      const int l = tree_[2 * i], r = tree_[2 * i + 1];
-      tree_[i] = time_[r] < time_[l] ? r : l;  // ties: the left (lower) slot
+      const int right_wins = node_[2 * i + 1].t < node_[2 * i].t;  // ties: the left (lower) slot
+      node_[i] = node_[2 * i + right_wins];
     }
   }
   void run();
 
   int domains_, streams_, leaves_ = 1;
-  std::vector<double> time_;  // per slot
-  std::vector<int> tree_;     // [1, leaves): inner winners; [leaves, 2*leaves): slot k at leaves+k
+  // [1, leaves): inner nodes, each the earlier of its children 2i and 2i+1; [leaves,
+  // 2*leaves): slot k's next time at leaves+k (INFINITY: none).
+  std::vector<Node> node_;
   int running_ = -1;          // the slot whose source runs now (fixed once after it returns)
   double now_ = 0;
   std::vector<std::unique_ptr<Domain>>* domain_ = nullptr;
@@ -339,9 +343,9 @@ void Calendar::run() {
   now_ = now_s();
   // Run every slot due now (times may differ below the clock's resolution); a source run
   // here may schedule more slots due now, which run in this loop too.
-  for (int slot = tree_[1]; time_[slot] <= now_ + 1e-12; slot = tree_[1]) {
-    const double t = time_[slot];
-    time_[slot] = INFINITY;  // consumed: the source schedules its next time itself
+  for (int slot = node_[1].slot; node_[1].t <= now_ + 1e-12; slot = node_[1].slot) {
+    const double t = node_[1].t;
+    node_[leaves_ + slot].t = INFINITY;  // consumed: the source schedules its next time itself
     running_ = slot;
     ++events;
     if (slot == kBackgroundSlot) background_->apply();
@@ -350,7 +354,7 @@ void Calendar::run() {
     running_ = -1;
     fix(slot);
   }
-  const double next = time_[tree_[1]];
+  const double next = node_[1].t;
   if (next < INFINITY) next_trigger(sc_time(next - now_, SC_SEC));
 }
 
