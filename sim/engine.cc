@@ -100,11 +100,20 @@ class Calendar : public sc_core::sc_module {
     double t;  // the winner's time
     int slot;  // the winner
   };
-  // Recomputes the winners on the path from `slot`'s leaf to the root.
+  // Recomputes the winners on the path from `slot`'s leaf to the root. The climbing winner
+  // stays in registers and meets one sibling a level (loads that do not wait on each other),
+  // and the choice is made without branches: a slot's time is random to the branch predictor.
   void fix(int slot) {
-    for (int i = (leaves_ + slot) / 2; i >= 1; i /= 2) {
-      const int right_wins = node_[2 * i + 1].t < node_[2 * i].t;  // ties: the left (lower) slot
-      node_[i] = node_[2 * i + right_wins];
+    int i = leaves_ + slot;
+    double t = node_[i].t;
+    int w = slot;
+    for (; i > 1; i /= 2) {
+      const Node& sib = node_[i ^ 1];
+      // Ties go to the left (lower) slot: the sibling wins when earlier, or equal and left.
+      const int sib_wins = (sib.t < t) | ((sib.t == t) & (i & 1));
+      w ^= (w ^ sib.slot) & -sib_wins;
+      t = std::min(t, sib.t);
+      node_[i / 2] = Node{t, w};
     }
   }
   void run();
