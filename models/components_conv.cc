@@ -7,17 +7,7 @@ namespace vlasim::detail {
 namespace {
 
 std::vector<int64_t> positive_list(const ConfigNode& n, const std::string& key, size_t min_size) {
-  ConfigNode d = n.required(key);
-  std::vector<ConfigNode> items = d.items();
-  if (items.size() < min_size)
-    d.fail("needs at least " + std::to_string(min_size) + " entries");
-  std::vector<int64_t> out;
-  for (const ConfigNode& i : items) {
-    long long v = i.as_int();
-    if (v <= 0) i.fail("must be a positive integer, got " + i.as_string());
-    out.push_back(v);
-  }
-  return out;
+  return positive_ints(n, key, min_size, "needs at least " + std::to_string(min_size) + " entries");
 }
 
 // GroupNorm followed by the block's activation (ReLU / Mish), costed as one op: the graph

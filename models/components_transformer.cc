@@ -74,16 +74,7 @@ void require_width(const ConfigNode& n, const std::string& key, int64_t want,
 }
 
 std::vector<int64_t> dims_list(const ConfigNode& n, const std::string& key) {
-  ConfigNode d = n.required(key);
-  std::vector<ConfigNode> items = d.items();
-  if (items.size() < 2) d.fail("needs at least two sizes (input and output)");
-  std::vector<int64_t> out;
-  for (const ConfigNode& i : items) {
-    long long v = i.as_int();
-    if (v <= 0) i.fail("must be a positive integer, got " + i.as_string());
-    out.push_back(v);
-  }
-  return out;
+  return positive_ints(n, key, 2, "needs at least two sizes (input and output)");
 }
 
 }  // namespace

@@ -278,6 +278,20 @@ int64_t dim(const ConfigNode& c, const std::string& key, int64_t fallback) {
   return c.optional(key).defined() ? dim(c, key) : fallback;
 }
 
+std::vector<int64_t> positive_ints(const ConfigNode& c, const std::string& key, size_t min_size,
+                                   const std::string& too_few) {
+  ConfigNode d = c.required(key);
+  std::vector<ConfigNode> items = d.items();
+  if (items.size() < min_size) d.fail(too_few);
+  std::vector<int64_t> out;
+  for (const ConfigNode& i : items) {
+    long long v = i.as_int();
+    if (v <= 0) i.fail("must be a positive integer, got " + i.as_string());
+    out.push_back(v);
+  }
+  return out;
+}
+
 Activation activation(const ConfigNode& c, const std::string& key, Activation fallback) {
   ConfigNode n = c.optional(key);
   if (!n.defined()) return fallback;

@@ -152,6 +152,10 @@ int ffn_part(Ctx& c, const Site& s, const FfnSpec& f, int x);
 // Card reading helpers: each throws ConfigError located at the offending key.
 int64_t dim(const ConfigNode& c, const std::string& key);                    // required, > 0
 int64_t dim(const ConfigNode& c, const std::string& key, int64_t fallback);  // optional, > 0
+// A required list of positive integers with at least min_size entries; `too_few` is the
+// error when it has fewer.
+std::vector<int64_t> positive_ints(const ConfigNode& c, const std::string& key, size_t min_size,
+                                   const std::string& too_few);
 Activation activation(const ConfigNode& c, const std::string& key, Activation fallback);
 OpFn norm_fn(const ConfigNode& c, const std::string& key, OpFn fallback);
 // head_dim (default width / heads) checked so that heads * head_dim == width.

@@ -30,9 +30,8 @@ class CostModel {
   // Run-to-run variation of a segment's time on unit `unit` of `dev` at `dtype`: quantiles,
   // at probabilities 0, 1/(n-1), ..., 1, of (a run's time / the segment's median time),
   // non-decreasing and > 0. Empty (the default): every run takes the predicted time.
-  virtual std::vector<double> service_variability(const DeviceInstance& dev,
-                                                  const UnitDecl& unit, DType dtype) const {
-    (void)dev, (void)unit, (void)dtype;
+  virtual std::vector<double> service_variability(const DeviceInstance&, const UnitDecl&,
+                                                  DType) const {
     return {};
   }
 };

@@ -66,7 +66,7 @@ class Calendar : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Calendar);
   Calendar(sc_core::sc_module_name name, int domains, int streams)
-      : sc_module(name), domains_(domains), streams_(streams) {
+      : sc_module(name), domains_(domains) {
     const int slots = 1 + domains + streams;
     leaves_ = 1;
     while (leaves_ < slots) leaves_ *= 2;
@@ -118,7 +118,7 @@ class Calendar : public sc_core::sc_module {
   }
   void run();
 
-  int domains_, streams_, leaves_ = 1;
+  int domains_, leaves_ = 1;
   // [1, leaves): inner nodes, each the earlier of its children 2i and 2i+1; [leaves,
   // 2*leaves): slot k's next time at leaves+k (INFINITY: none).
   std::vector<Node> node_;

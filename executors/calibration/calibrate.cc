@@ -554,18 +554,15 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
       }
       if (lat.empty()) continue;
       // Run-to-run variation: each compute segment's runs over its median run.
-      for (size_t k2 = 0; k2 < mp.segments.size(); ++k2) {
-        const Segment& seg = mp.segments[k2];
+      std::map<int, std::vector<double>> runs_of;  // segment index -> run seconds
+      for (const auto& e : r.result.trace)
+        if (e.plan == static_cast<int>(m) && alone_ids.count(e.request))
+          runs_of[e.segment].push_back(e.end - e.start);
+      for (auto& [si, d] : runs_of) {
+        const Segment& seg = mp.segments[si];
         if (seg.transfer) continue;
-        std::vector<double> d;
-        for (const auto& e : r.result.trace)
-          if (e.plan == static_cast<int>(m) && e.segment == static_cast<int>(k2) &&
-              alone_ids.count(e.request))
-            d.push_back(e.end - e.start);
-        if (d.empty()) continue;
-        std::vector<double> sorted = d;
-        std::sort(sorted.begin(), sorted.end());
-        const double med = quantile(sorted, 0.5);
+        std::sort(d.begin(), d.end());
+        const double med = quantile(d, 0.5);
         if (!(med > 0)) continue;
         const UnitInfo& ui = plan.units[seg.unit];
         SectionSamples& ss = samples[{s.devices[ui.device].units[ui.unit].cores, dtype}];

@@ -16,14 +16,7 @@ using testing::attention;
 using testing::gemm;
 using testing::rowwise;
 
-double rel_err(const std::vector<float>& a, const std::vector<float>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    num = std::max(num, std::fabs(static_cast<double>(a[i]) - ref[i]));
-    den = std::max(den, std::fabs(static_cast<double>(ref[i])));
-  }
-  return den > 0 ? num / den : num;
-}
+using testing::rel_err;
 
 struct Case {
   DType dtype;

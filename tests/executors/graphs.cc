@@ -1,5 +1,8 @@
 #include "tests/executors/graphs.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace vlasim::testing {
 
 Op gemm(const std::string& name, int64_t m, int64_t n, int64_t k, Epilogue e, int64_t batch) {
@@ -190,6 +193,15 @@ Pi0Dims pi0_small_dims() {
   d.action_dim = 32;
   d.steps = 10;
   return d;
+}
+
+double rel_err(const std::vector<float>& a, const std::vector<float>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num = std::max(num, std::fabs(static_cast<double>(a[i]) - ref[i]));
+    den = std::max(den, std::fabs(static_cast<double>(ref[i])));
+  }
+  return den > 0 ? num / den : num;
 }
 
 }  // namespace vlasim::testing

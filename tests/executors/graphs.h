@@ -32,4 +32,7 @@ OpGraph pi0_graph(const Pi0Dims& d);
 // pi0_small-like dims (used when models/cards/pi0_small.yaml is not available).
 Pi0Dims pi0_small_dims();
 
+// max |a - ref| / max |ref| (max |a - ref| when ref is all zero). REQUIRES: a.size() >= ref.size().
+double rel_err(const std::vector<float>& a, const std::vector<float>& ref);
+
 }  // namespace vlasim::testing
