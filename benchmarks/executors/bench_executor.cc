@@ -7,6 +7,7 @@
 //   ms, <kind>_ms  mean wall milliseconds per run, and per op kind (gemm, attention, ...)
 //   <stage>_stage_ms  mean milliseconds per stage (vision, prefix, action)
 //   best_*, med_*  the same from the fastest / median run (the machine is shared and noisy)
+// BM_GemmEpilogue: one GEMM with each fused epilogue kind (none, bias, gelu_tanh, residual).
 // BM_Pi0SmallGemmMix alternates, in one benchmark, `rounds` runs of: the executor's GEMM-only
 // segment (exec_*); the same shapes as bare matmuls (bare_*: one primitive per GEMM op,
 // batch*m x n x k, created once, weights pre-packed and shared per weight_id as the executor
@@ -297,6 +298,33 @@ void BM_GemmShape(benchmark::State& state) {
                  std::to_string(s.n) + "x" + std::to_string(s.k));
 }
 
+// One GEMM through the executor with each kind of fused epilogue, to show what the epilogue
+// costs against the GEMM's own work (small K: pi0_small's MLP up-projection; large K: a
+// square 2048 GEMM). Args: dtype, shape, epilogue (none, bias, gelu_tanh, residual add).
+void BM_GemmEpilogue(benchmark::State& state) {
+  const DType dt = kDtypes[state.range(0)];
+  const Shape s = state.range(1) == 0 ? Shape{2048, 1536, 384} : Shape{2048, 2048, 2048};
+  const char* names[] = {"none", "bias", "gelu_tanh", "residual"};
+  Epilogue e;
+  e.bias = state.range(2) == 1;
+  e.act = state.range(2) == 2 ? Activation::GeluTanh : Activation::None;
+  e.residual = state.range(2) == 3;
+  OpGraph g;
+  const int res = e.residual ? g.add(testing::gemm("res", s.m, s.n, 16)) : -1;  // an input
+  const int o = g.add(testing::gemm("g", s.m, s.n, s.k, e));
+  if (res >= 0) g.depend(res, o, 0);
+  ExecOptions opts;
+  opts.dtype = dt;
+  OneDnnExecutor ex(opts);
+  const int seg = ex.prepare(g, {o});
+  ex.run(seg);
+  for (auto _ : state) ex.run(seg);
+  state.counters["GFLOP/s"] = benchmark::Counter(g.op(o).flops * static_cast<double>(state.iterations()) / 1e9,
+                                                 benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(to_string(dt)) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) +
+                 "x" + std::to_string(s.k) + " epilogue " + names[state.range(2)]);
+}
+
 void BM_Ceiling(benchmark::State& state) {
   const DType dt = kDtypes[state.range(0)];
   double c = 0;
@@ -448,6 +476,12 @@ void BM_ReadBandwidth(benchmark::State& state) {
 
 BENCHMARK(BM_GemmShape)
     ->ArgsProduct({{0, 1}, {0, 1, 2, 3, 4, 5}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.3);
+// dtype, shape (0: 2048x1536x384, 1: 2048^3), epilogue.
+BENCHMARK(BM_GemmEpilogue)
+    ->ArgsProduct({{0, 1}, {0, 1}, {0, 1, 2, 3}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.3);
