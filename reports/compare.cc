@@ -46,7 +46,7 @@ std::vector<Side> sides_by_model(const Scenario& s, const SimResult& r, const ch
       if (!q.finished()) continue;
       side->latencies.push_back(q.latency());
       for (int st = 0; st < kStages; ++st)
-        if (q.stage_start[st] >= 0) side->stage[st].push_back(q.stage_latency[st]);
+        if (q.stage_done(st)) side->stage[st].push_back(q.stage_latency[st]);
     }
   }
   for (auto& side : sides) std::sort(side.latencies.begin(), side.latencies.end());

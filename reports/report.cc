@@ -55,7 +55,7 @@ Report make_report(const Scenario& s, const Plan& p, const SimResult& r, const s
     all.push_back(q.latency());
     lat[q.model].push_back(q.latency());
     for (int st = 0; st < kStages; ++st)
-      if (q.stage_start[st] >= 0) stage[q.model][st].push_back(q.stage_latency[st]);
+      if (q.stage_done(st)) stage[q.model][st].push_back(q.stage_latency[st]);
   }
   rep.requests = r.requests.size();
   rep.finished = all.size();
@@ -207,7 +207,7 @@ void write_requests_csv(const Scenario& s, const Plan& p, const SimResult& r, co
         << (q.finished() ? num(q.end) : "") << ',' << (q.finished() ? num(q.latency()) : "") << ','
         << (q.deadline > 0 ? num(q.deadline) : "") << ',' << (q.met() ? 1 : 0);
     for (int k = 0; k < kStages; ++k)
-      out << ',' << (q.stage_start[k] >= 0 ? num(q.stage_latency[k]) : "");
+      out << ',' << (q.stage_done(k) ? num(q.stage_latency[k]) : "");
     out << '\n';
   }
 }

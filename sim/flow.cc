@@ -20,6 +20,21 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
   slowdown_.assign(p.units.size(), 1.0);
   running_start_.assign(p.units.size(), 0.0);
   running_estimate_.assign(p.units.size(), 0.0);
+  for (const auto& mp : p.models) {
+    std::vector<StageSpan> spans(mp.segments.size());
+    for (int st = 0; st < kStages; ++st) {
+      int first = -1, last = -1;
+      for (size_t k = 0; k < mp.segments.size(); ++k)
+        if (mp.segments[k].stage_seconds[st] > 0) {
+          if (first < 0) first = static_cast<int>(k);
+          last = static_cast<int>(k);
+        }
+      if (first < 0) continue;
+      spans[first].first |= static_cast<uint8_t>(1u << st);
+      spans[last].last |= static_cast<uint8_t>(1u << st);
+    }
+    stage_span_.push_back(std::move(spans));
+  }
   zone_.resize(s.models.size());
   for (size_t m = 0; m < s.models.size(); ++m)
     if (!s.models[m].zone_name.empty())
@@ -53,12 +68,18 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
   double total = 0;
   for (int st = 0; st < kStages; ++st) total += stage_seconds[st];
   if (total > 0) {
+    const StageSpan span = stage_span_[rec.plan][item.segment];
     double at = start;
     for (int st = 0; st < kStages; ++st) {
       if (stage_seconds[st] <= 0) continue;
       double len = (end - start) * stage_seconds[st] / total;
-      if (rec.stage_start[st] < 0) rec.stage_start[st] = at;
-      rec.stage_latency[st] = at + len - rec.stage_start[st];
+      const double first_start = (span.first >> st) & 1 ? at : rec.stage_latency[st];
+      if ((span.last >> st) & 1) {
+        rec.stage_latency[st] = at + len - first_start;
+        rec.stages_done |= static_cast<uint8_t>(1u << st);
+      } else {
+        rec.stage_latency[st] = first_start;  // kept until the stage's last segment ends
+      }
       at += len;
     }
   }

@@ -54,6 +54,11 @@ class RequestFlow {
   std::vector<std::deque<uint64_t>> waiting_;
   std::vector<std::vector<WorkItem>> unit_queue_;
   std::vector<char> unit_busy_;
+  // Per plan and segment: the stages (bit k: Stage k) whose first / last segment it is.
+  struct StageSpan {
+    uint8_t first = 0, last = 0;
+  };
+  std::vector<std::vector<StageSpan>> stage_span_;
   size_t finished_ = 0;
   // Dynamic-zone signals per unit: observed / predicted duration (EWMA), and the running
   // segment's start and prediction.

@@ -32,11 +32,9 @@ RequestRecord request(int model, double arrival, double latency, double deadline
   q.start = arrival;
   q.end = latency >= 0 ? arrival + latency : -1;
   q.deadline = deadline > 0 ? arrival + deadline : 0;
-  double t = arrival;
   for (auto [st, sec] : stages) {
-    q.stage_start[st] = t;
+    q.stages_done |= static_cast<uint8_t>(1u << st);
     q.stage_latency[st] = sec;
-    t += sec;
   }
   return q;
 }
