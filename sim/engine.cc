@@ -32,6 +32,32 @@ double draw_factor(const std::vector<double>& q, std::mt19937_64& rng) {
   return q[i] + (x - static_cast<double>(i)) * (q[std::min(i + 1, q.size() - 1)] - q[i]);
 }
 
+// SystemC's conversions between seconds and its integer time, with the same arithmetic as
+// sc_time(double, SC_SEC) and sc_time::to_seconds(), so the calendar can step time exactly
+// as SystemC would between two of its activations. Made after a fresh context's resolution
+// is fixed; throws if its results would differ from SystemC's own.
+class TimeScale {
+ public:
+  using Ticks = sc_time::value_type;
+  TimeScale() {
+    ticks_per_s_ = static_cast<double>(sc_time(1, SC_SEC).value());
+    resolution_fs_ = 1e15 / ticks_per_s_;
+    for (double x : {1e-12, 0.0123456789, 1.5e-7, 0.5, 600.000000001, 3600.0})
+      if (ticks(x) != sc_time(x, SC_SEC).value() ||
+          seconds(ticks(x)) != sc_time(x, SC_SEC).to_seconds())
+        throw std::logic_error("simulate: SystemC's time resolution is not a power of ten");
+  }
+  // sc_time(s, SC_SEC).value() for s >= 0.
+  Ticks ticks(double s) const {
+    return s == 0 ? 0 : static_cast<Ticks>(static_cast<int64_t>(s * ticks_per_s_ + 0.5));
+  }
+  // sc_time::from_value(t).to_seconds().
+  double seconds(Ticks t) const { return static_cast<double>(t) * resolution_fs_ * 1e-15; }
+
+ private:
+  double ticks_per_s_ = 0, resolution_fs_ = 0;
+};
+
 // Gives this thread a fresh SystemC simulation context.
 void fresh_context() {
   sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
@@ -62,11 +88,19 @@ class Background;
 // change costs one leaf-to-root pass without data-dependent branches. Slots due at the
 // same time run in slot order (background, domains by index, streams by index), so runs are
 // repeatable.
+// Temporal decoupling (as TLM-2.0's quantum keeper): one activation runs every event up to
+// `quantum` seconds past SystemC's time, stepping its own time exactly as SystemC would (the
+// same tick rounding), then hands SystemC the next event time. The results are the same as
+// with one activation per event time (quantum 0); only other SystemC processes would see
+// time lag by up to a quantum, and the model has none.
 class Calendar : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Calendar);
-  Calendar(sc_core::sc_module_name name, int domains, int streams)
-      : sc_module(name), domains_(domains) {
+  Calendar(sc_core::sc_module_name name, int domains, int streams, double quantum, double stop)
+      : sc_module(name),
+        quantum_(time_.ticks(std::min(quantum, stop))),
+        stop_(time_.ticks(stop)),
+        domains_(domains) {
     const int slots = 1 + domains + streams;
     leaves_ = 1;
     while (leaves_ < slots) leaves_ *= 2;
@@ -92,8 +126,11 @@ class Calendar : public sc_core::sc_module {
   void cancel(int slot) { schedule(slot, INFINITY); }
   // The current simulated time in seconds (valid while a source runs).
   double now() const { return now_; }
+  // The time of the last event run (seconds), or SystemC's time if later.
+  double last_time() const { return time_.seconds(std::max(ticks_, sc_core::sc_time_stamp().value())); }
 
-  uint64_t events = 0;  // slot runs
+  uint64_t events = 0;       // slot runs
+  uint64_t activations = 0;  // SystemC activations of the calendar
 
  private:
   struct Node {
@@ -118,6 +155,9 @@ class Calendar : public sc_core::sc_module {
   }
   void run();
 
+  TimeScale time_;
+  TimeScale::Ticks quantum_, stop_;
+  TimeScale::Ticks ticks_ = 0;  // the current time in SystemC ticks
   int domains_, leaves_ = 1;
   // [1, leaves): inner nodes, each the earlier of its children 2i and 2i+1; [leaves,
   // 2*leaves): slot k's next time at leaves+k (INFINITY: none).
@@ -349,27 +389,43 @@ class Background {
 };
 
 void Calendar::run() {
-  now_ = now_s();
-  // Run every slot due now (times may differ below the clock's resolution); a source run
-  // here may schedule more slots due now, which run in this loop too.
-  for (int slot = node_[1].slot; node_[1].t <= now_ + 1e-12; slot = node_[1].slot) {
-    const double t = node_[1].t;
-    node_[leaves_ + slot].t = INFINITY;  // consumed: the source schedules its next time itself
-    running_ = slot;
-    ++events;
-    if (slot == kBackgroundSlot) background_->apply();
-    else if (slot <= domains_) (*domain_)[slot - 1]->on_wake();
-    else workload_->fire(slot - 1 - domains_, t);
-    running_ = -1;
-    fix(slot);
+  ++activations;
+  const TimeScale::Ticks woke = sc_core::sc_time_stamp().value();
+  // SystemC's sc_start(limit) does not run events due at the limit itself; neither do we.
+  const TimeScale::Ticks until = std::min(stop_ > 0 ? stop_ - 1 : 0, woke + quantum_);
+  ticks_ = woke;
+  for (;;) {
+    now_ = time_.seconds(ticks_);
+    // Run every slot due now (times may differ below the clock's resolution); a source run
+    // here may schedule more slots due now, which run in this loop too.
+    for (int slot = node_[1].slot; node_[1].t <= now_ + 1e-12; slot = node_[1].slot) {
+      const double t = node_[1].t;
+      node_[leaves_ + slot].t = INFINITY;  // consumed: the source schedules its next time itself
+      running_ = slot;
+      ++events;
+      if (slot == kBackgroundSlot) background_->apply();
+      else if (slot <= domains_) (*domain_)[slot - 1]->on_wake();
+      else workload_->fire(slot - 1 - domains_, t);
+      running_ = -1;
+      fix(slot);
+    }
+    const double next = node_[1].t;
+    if (next == INFINITY) return;
+    // The step SystemC would take to the next event (next_trigger(sc_time(next - now, SC_SEC))).
+    const TimeScale::Ticks step = time_.ticks(next - now_);
+    if (ticks_ + step > until) {
+      next_trigger(sc_time::from_value(ticks_ + step - woke));
+      return;
+    }
+    ticks_ += step;
   }
-  const double next = node_[1].t;
-  if (next < INFINITY) next_trigger(sc_time(next - now_, SC_SEC));
 }
 
 }  // namespace
 
 SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& options) {
+  if (!(options.quantum_s >= 0))
+    throw std::invalid_argument("simulate: quantum_s must be >= 0, not " + std::to_string(options.quantum_s));
   SimResult r;
   r.horizon = s.arrivals_end();
   fresh_context();
@@ -395,14 +451,15 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     }
     domains[ui.domain]->start(j);
   });
-  Calendar calendar("calendar", plan.domains, static_cast<int>(s.streams.size()));
+  double limit = r.horizon + s.drain_s;
+  Calendar calendar("calendar", plan.domains, static_cast<int>(s.streams.size()),
+                    options.quantum_s, limit);
   for (int d = 0; d < plan.domains; ++d)
     domains.push_back(std::make_unique<Domain>(d, plan.domain_resources[d], &flow, &plan, &calendar));
   Workload workload(s, &flow, &calendar);
   std::unique_ptr<Background> background;
   if (!s.background.empty()) background = std::make_unique<Background>(s, plan, domains, &calendar);
   calendar.bind(&domains, &workload, background.get());
-  double limit = r.horizon + s.drain_s;
   if (options.progress) {
     // Run in slices so a long simulation can report progress.
     const int slices = 50;
@@ -415,9 +472,10 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   } else {
     sc_core::sc_start(sc_time(limit, SC_SEC), sc_core::SC_EXIT_ON_STARVATION);
   }
-  r.end_time = now_s();
+  r.end_time = calendar.last_time();
   for (auto& d : domains) r.domains.push_back(d->stats);
   r.activations = calendar.events;
+  r.systemc_activations = calendar.activations;
   return r;
 }
 

@@ -65,12 +65,18 @@ struct SimResult {
   std::vector<DomainStats> domains;     // by Plan domain
   double end_time = 0;                  // simulated time when the last event happened
   double horizon = 0;                   // arrivals end (throughput is measured over it)
-  uint64_t activations = 0;             // timed events handled (a domain completion check, a
-                                        // batch of simultaneous arrivals, a background change)
+  uint64_t activations = 0;             // timed events handled (a domain completion check, an
+                                        // arrival, a background change)
+  uint64_t systemc_activations = 0;     // SystemC activations that ran them (SimOptions::quantum_s)
 };
 
 struct SimOptions {
   size_t trace_limit = 20000;
+  // Temporal decoupling: one SystemC activation runs every model event up to this many
+  // simulated seconds ahead of SystemC's time (0: one activation per event time). The
+  // results do not depend on it; it trades SystemC's per-activation cost against how far
+  // SystemC's clock may lag the model's inside an activation.
+  double quantum_s = 1e-3;
   // Called now and then with the fraction of simulated time done (0..1).
   std::function<void(double)> progress;
 };

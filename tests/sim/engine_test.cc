@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/engine.h"
 
@@ -226,6 +227,84 @@ TEST(Engine, UnfinishedRequestsAreReportedNotDropped) {
   for (auto& q : r.requests) done += q.finished();
   EXPECT_GT(done, 5u);
   EXPECT_LT(done, 15u);
+}
+
+TEST(Engine, QuantumChangesSystemCActivationsNotResults) {
+  // Shared GPU streams, a CPU stage, Poisson arrivals, a background load, overload and a
+  // drain that stops the run with work pending: every figure must be the same whatever the
+  // quantum, down to the last bit.
+  auto run = [](double quantum) {
+    Fixture f;
+    f.s.seed = 11;
+    int a = f.add_model({{0, 0.004, 1.0, 0.2}, {2, 0.003, 0.5, 0.5}});
+    int b = f.add_model({{1, 0.02, 0.6, 0.6}});
+    f.add_stream(a, 150.0, 2.0);
+    f.s.streams[0].arrival = "poisson";
+    f.add_stream(b, 100.0, 2.0, 0.005);
+    BackgroundLoad l;
+    l.device = "gpu0";
+    l.compute = 0.5;
+    l.start_s = 0.5;
+    l.end_s = 1.0;
+    f.s.background = {l};
+    f.s.drain_s = 0.01;
+    SimOptions o;
+    o.quantum_s = quantum;
+    return simulate(f.s, f.p, o);
+  };
+  const SimResult base = run(0);
+  EXPECT_THROW(run(-1e-3), std::invalid_argument);
+  EXPECT_THROW(run(std::nan("")), std::invalid_argument);
+  EXPECT_EQ(base.systemc_activations, base.activations);  // no two events at one time here
+  size_t unfinished = 0;
+  for (const auto& q : base.requests) unfinished += !q.finished();
+  EXPECT_GT(unfinished, 0u);  // the limit cut work off
+  for (double quantum : {1e-4, 1e-3, 0.05, 1e9}) {
+    SCOPED_TRACE(quantum);
+    const SimResult r = run(quantum);
+    EXPECT_LT(r.systemc_activations, base.systemc_activations);
+    EXPECT_EQ(r.activations, base.activations);
+    EXPECT_EQ(r.end_time, base.end_time);
+    ASSERT_EQ(r.requests.size(), base.requests.size());
+    for (size_t i = 0; i < r.requests.size(); ++i) {
+      const RequestRecord &x = r.requests[i], &y = base.requests[i];
+      ASSERT_EQ(x.start, y.start) << i;
+      ASSERT_EQ(x.end, y.end) << i;
+      ASSERT_EQ(x.stages_done, y.stages_done) << i;
+      for (int k = 0; k < kStages; ++k) {
+        if (x.stage_done(k)) {
+          ASSERT_EQ(x.stage_latency[k], y.stage_latency[k]) << i;
+        }
+      }
+    }
+    ASSERT_EQ(r.trace.size(), base.trace.size());
+    for (size_t i = 0; i < r.trace.size(); ++i) ASSERT_EQ(r.trace[i].end, base.trace[i].end) << i;
+    for (size_t d = 0; d < r.domains.size(); ++d) {
+      EXPECT_EQ(r.domains[d].busy_seconds, base.domains[d].busy_seconds);
+      EXPECT_EQ(r.domains[d].resource_usage, base.domains[d].resource_usage);
+    }
+  }
+}
+
+TEST(Engine, EventDueAtTheLimitDoesNotRunWhateverTheQuantum) {
+  // One request at 0.09 s of 10 ms; arrivals end at 0.1 s, so with no drain the run stops
+  // exactly when it would complete. SystemC does not run events due at sc_start's limit;
+  // running ahead of SystemC must not either.
+  auto finished = [](double quantum, double drain) {
+    Fixture f;
+    int m = f.add_model({{0, 0.01, 1.0, 0.0}});
+    f.add_stream(m, 10.0, 0.01, 0.09);
+    f.s.drain_s = drain;
+    SimOptions o;
+    o.quantum_s = quantum;
+    SimResult r = simulate(f.s, f.p, o);
+    EXPECT_EQ(r.requests.size(), 1u);
+    return !r.requests.empty() && r.requests[0].finished();
+  };
+  EXPECT_FALSE(finished(0, 0));
+  EXPECT_FALSE(finished(1e9, 0));
+  EXPECT_TRUE(finished(0, 1e-9));  // a picosecond more, and it completes
+  EXPECT_TRUE(finished(1e9, 1e-9));
 }
 
 TEST(Engine, SegmentTimesFollowTheirVariabilityQuantiles) {
