@@ -187,13 +187,15 @@ class Domain {
     resolve();
   }
 
-  // Starts a job now. REQUIRES: its unit has no job running.
-  void start(const Job& j) {
+  // Starts a job now: fill in the job returned, then call started(). REQUIRES: its unit has
+  // no job running.
+  Job& start() {
     advance();
-    jobs_.push_back(j);
-    jobs_.back().start = calendar_->now();
-    resolve();
+    Job& j = jobs_.emplace_back();
+    j.start = calendar_->now();
+    return j;
   }
+  void started() { resolve(); }
 
   // Completes the jobs due now (called by the calendar at this domain's entry).
   void on_wake();
@@ -436,7 +438,8 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   RequestFlow flow(s, plan, r, options.trace_limit, [&](int unit, const WorkItem& w) {
     const Segment& seg = plan.models[w.plan].segments[w.segment];
     const UnitInfo& ui = plan.units[unit];
-    Job j;
+    Domain& d = *domains[ui.domain];
+    Job& j = d.start();
     j.unit = unit;
     j.item = w;
     j.remaining = seg.seconds;
@@ -449,7 +452,7 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
       j.usage_compute = seg.compute_frac * ui.compute_share;
       j.usage_memory = seg.memory_frac * ui.memory_share;
     }
-    domains[ui.domain]->start(j);
+    d.started();
   });
   double limit = r.horizon + s.drain_s;
   Calendar calendar("calendar", plan.domains, static_cast<int>(s.streams.size()),

@@ -46,14 +46,13 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
 
 void RequestFlow::arrive(int stream, double t) {
   const StreamDecl& sd = s_.streams[stream];
-  RequestRecord rec;
-  rec.id = out_.requests.size();
+  RequestRecord& rec = out_.requests.emplace_back();  // in place: one write of fresh memory
+  rec.id = out_.requests.size() - 1;
   rec.model = sd.model;
   rec.plan = sd.model;
   rec.stream = stream;
   rec.arrival = t;
   rec.deadline = sd.deadline_s > 0 ? t + sd.deadline_s : 0;
-  out_.requests.push_back(rec);
   if (in_flight_[sd.model] < window_[sd.model]) admit(rec.id, t);
   else waiting_[sd.model].push_back(rec.id);
 }
@@ -149,7 +148,7 @@ int RequestFlow::choose_plan(int m, double now) {
 void RequestFlow::enqueue(uint64_t id, int segment, double now) {
   const RequestRecord& rec = out_.requests[id];
   const Segment& seg = p_.models[rec.plan].segments[segment];
-  WorkItem w;
+  WorkItem& w = unit_queue_[seg.unit].emplace_back();
   w.request = id;
   w.model = rec.model;
   w.plan = rec.plan;
@@ -159,7 +158,6 @@ void RequestFlow::enqueue(uint64_t id, int segment, double now) {
   w.ready = now;
   w.deadline = rec.deadline > 0 ? rec.deadline : INFINITY;
   w.estimate = seg.seconds;
-  unit_queue_[seg.unit].push_back(w);
   dispatch(seg.unit, now);
 }
 
