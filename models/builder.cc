@@ -86,7 +86,58 @@ namespace {
 const std::vector<std::string> kCardKeys = {"name",      "description", "source",
                                             "notes",     "defaults",    "max_views",
                                             "max_prompt", "max_chunk",  "components"};
-const std::vector<std::string> kCommonKeys = {"name", "type", "stage", "source", "notes"};
+const std::vector<std::string> kCommonKeys = {"name", "type", "stage", "source", "notes",
+                                              "weights_from", "dtype"};
+// Keys that may differ between a component and the one it takes its weights from: where its
+// input comes from, not what its parameters are.
+const std::vector<std::string> kWiringKeys = {"inputs", "prefix", "decoder"};
+
+// Whether two YAML values are equal: scalars by text, sequences and maps element by element.
+bool same_value(const YAML::Node& a, const YAML::Node& b) {
+  if (!a.IsDefined() || a.IsNull() || !b.IsDefined() || b.IsNull())
+    return (!a.IsDefined() || a.IsNull()) == (!b.IsDefined() || b.IsNull());
+  if (a.Type() != b.Type()) return false;
+  if (a.IsScalar()) return a.Scalar() == b.Scalar();
+  if (a.size() != b.size()) return false;
+  if (a.IsSequence()) {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!same_value(a[i], b[i])) return false;
+    return true;
+  }
+  for (const auto& kv : a)
+    if (!same_value(kv.second, b[kv.first.Scalar()])) return false;
+  return true;
+}
+
+// Checks `weights_from` of component c: it names an earlier component of the same type whose
+// parameter keys all have the same values, so the two can share one set of weights.
+void check_weights_from(const ConfigNode& c, const detail::ComponentType& t,
+                        const std::vector<ConfigNode>& earlier) {
+  ConfigNode wf = c.optional("weights_from");
+  if (!wf.defined()) return;
+  const std::string target = wf.as_string();
+  const ConfigNode* src = nullptr;
+  std::vector<std::string> names;
+  for (const ConfigNode& e : earlier) {
+    names.push_back(e.required("name").as_string());
+    if (names.back() == target) src = &e;
+  }
+  if (!src)
+    wf.fail("weights_from names no earlier component: '" + target + "'; earlier components are: " +
+            join_names(names));
+  const std::string src_type = src->required("type").as_string();
+  if (src_type != t.type)
+    wf.fail("weights_from '" + target + "' is of type " + src_type + ", this component of type " +
+            t.type);
+  std::vector<std::string> keys = t.keys;
+  keys.push_back("dtype");
+  for (const std::string& k : keys) {
+    if (std::find(kWiringKeys.begin(), kWiringKeys.end(), k) != kWiringKeys.end()) continue;
+    if (!same_value(c.raw()[k], src->raw()[k]))
+      wf.fail("weights_from '" + target + "': key '" + k +
+              "' differs, so the weights cannot be the same");
+  }
+}
 
 std::vector<std::string> type_names() {
   std::vector<std::string> out;
@@ -171,6 +222,7 @@ ModelCard load_card(const std::string& path) {
   std::vector<ConfigNode> items = comps.items();
   if (items.empty()) comps.fail("a card needs at least one component");
   std::vector<std::string> seen;
+  std::vector<ConfigNode> earlier;
   for (const ConfigNode& c : items) {
     if (!c.is_map()) c.fail("a component must be a map");
     ConfigNode type = c.required("type");
@@ -185,6 +237,13 @@ ModelCard load_card(const std::string& path) {
     if (std::find(seen.begin(), seen.end(), cname.as_string()) != seen.end())
       cname.fail("duplicate component name '" + cname.as_string() + "'");
     seen.push_back(cname.as_string());
+    if (ConfigNode dt = c.optional("dtype"); dt.defined()) {
+      DType parsed;
+      if (!parse_dtype(dt.as_string(), &parsed))
+        dt.fail("unknown dtype '" + dt.as_string() + "'; valid are: fp32, bf16, fp16, int8");
+    }
+    check_weights_from(c, *t, earlier);
+    earlier.push_back(c);
     if (ConfigNode st = c.optional("stage"); st.defined()) {
       Stage s;
       if (!parse_stage(st.as_string(), &s))
@@ -233,7 +292,20 @@ OpGraph build_graph(const ModelCard& card, const RunShape& shape) {
     if (ConfigNode st = n.optional("stage"); st.defined() && !parse_stage(st.as_string(), &stage))
       st.fail("unknown stage '" + st.as_string() + "'");
     const std::string name = n.required("name").as_string();
+    if (ConfigNode wf = n.optional("weights_from"); wf.defined()) {
+      const std::string from = wf.as_string();
+      auto it = c.weight_scope.find(from);
+      c.weight_scope[name] = it != c.weight_scope.end() ? it->second : from;
+    }
+    // A component's own dtype overrides the run's for its ops (element bytes and the matrix
+    // rate they are costed at); tensors crossing into it are not charged a cast.
+    const DType run_dtype = c.shape.dtype;
+    if (ConfigNode dt = n.optional("dtype"); dt.defined() && !parse_dtype(dt.as_string(), &c.shape.dtype))
+      dt.fail("unknown dtype '" + dt.as_string() + "'");
+    c.eb = dtype_bytes(c.shape.dtype);
     t->build(c, n, name, stage);
+    c.shape.dtype = run_dtype;
+    c.eb = dtype_bytes(run_dtype);
     c.order.push_back(name);
   }
   g.prefix_tokens = c.prefix_tokens;

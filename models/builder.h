@@ -8,6 +8,12 @@
 //   max_views / max_prompt / max_chunk: limits a RunShape may not exceed
 //   components:                # executed in order; each has name, type, optional stage,
 //     - {name: vision, type: vit, ...}   # source, notes, and the keys of its type
+// Every component may also have:
+//   dtype: fp16               # its ops run at this dtype whatever the run's (e.g. an autocast
+//                             # backbone beside an fp32 LLM); casts between them are not costed
+//   weights_from: llm         # uses that earlier component's parameters (same type and the
+//                             # same values for every key but inputs/prefix/decoder): counted
+//                             # once in memory, read again by each pass (LoRA passes of one LLM)
 // Component types (card_component_types() lists them): vit, encoder, projector, decoder,
 // expert, dit, ar_decode, qtformer, head, resnet, unet1d. A component reads the previous
 // component's output unless it lists `inputs:`; expert/ar_decode name their decoder
@@ -35,8 +41,8 @@
 namespace vlasim {
 
 // Run-time shape of one inference. Zero fields (prompt: -1) take the card's defaults; other
-// negative values are errors. dtype is always taken from here: copy card.defaults.dtype in
-// to use the card's.
+// negative values are errors. dtype is always taken from here (copy card.defaults.dtype in
+// to use the card's), except for components whose card entry sets their own.
 struct RunShape {
   int views = 0;        // camera views (card default when 0)
   int prompt = -1;      // prompt tokens (card default when -1)

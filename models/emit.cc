@@ -32,6 +32,14 @@ Op base_op(const Site& s, const std::string& leaf, OpKind kind, OpFn fn, DType d
 }
 }  // namespace
 
+std::string Ctx::wid(const Site& s, const std::string& leaf) const {
+  auto it = weight_scope.find(s.scope.empty() ? s.component : s.scope);
+  if (it == weight_scope.end()) return s.wid(leaf);
+  Site owner = s;
+  owner.scope = it->second;
+  return owner.wid(leaf);
+}
+
 void Ctx::link(const std::vector<Dep>& deps, int to) {
   for (const Dep& d : deps) {
     if (d.op < 0) continue;
@@ -50,7 +58,7 @@ int Ctx::gemm(const Site& s, const std::string& leaf, OpFn fn, int64_t m, int64_
   double w = weight_elems >= 0 ? weight_elems : double(k) * n;
   if (epi.bias) w += n;
   o.weight_bytes = w * eb;
-  o.weight_id = s.wid(leaf);
+  o.weight_id = wid(s, leaf);
   const int64_t out_n = epi.gate_up ? n / 2 : n;
   o.out_bytes = double(m) * out_n * eb;
   o.bytes_read = double(m) * k * eb + o.weight_bytes;
@@ -99,7 +107,7 @@ int Ctx::norm(const Site& s, const std::string& leaf, OpFn fn, int64_t rows, int
   o.flops = flops_per_elem * rows * width;
   if (affine) {
     o.weight_bytes = double(width) * (bias ? 2 : 1) * eb;
-    o.weight_id = s.wid(leaf);
+    o.weight_id = wid(s, leaf);
   }
   o.out_bytes = double(rows) * width * eb;
   o.bytes_read = o.out_bytes + o.weight_bytes;
@@ -118,7 +126,7 @@ int Ctx::eltwise(const Site& s, const std::string& leaf, OpFn fn, int64_t rows, 
   o.flops = flops_per_elem * rows * width;
   if (weight_elems > 0) {
     o.weight_bytes = weight_elems * eb;
-    o.weight_id = s.wid(leaf);
+    o.weight_id = wid(s, leaf);
   }
   o.out_bytes = double(rows) * width * eb;
   o.bytes_read = inputs * o.out_bytes + o.weight_bytes;
@@ -135,7 +143,7 @@ int Ctx::lookup(const Site& s, const std::string& leaf, int64_t rows, int64_t wi
   o.width = width;
   o.vocab = vocab;
   o.weight_bytes = double(vocab) * width * eb;
-  o.weight_id = s.wid(leaf);
+  o.weight_id = wid(s, leaf);
   o.out_bytes = double(rows) * width * eb;
   o.bytes_read = o.out_bytes + 4.0 * rows;  // gathered rows + int32 ids
   o.bytes_written = o.out_bytes;

@@ -61,9 +61,13 @@ struct Ctx {
   std::map<std::string, Tensor> outputs{};
   std::map<std::string, KvCache> caches{};
   std::vector<std::string> order{};  // components built so far
+  // Component (or weight scope) -> the component whose weights it uses (`weights_from`).
+  std::map<std::string, std::string> weight_scope{};
   int64_t prefix_tokens = 0, suffix_tokens = 0;
 
   int64_t B() const { return shape.batch; }
+  // The weight id of `leaf` at site s, in the scope of the component that owns the weights.
+  std::string wid(const Site& s, const std::string& leaf) const;
   // Adds an edge for each dep whose op is >= 0.
   void link(const std::vector<Dep>& deps, int to);
 

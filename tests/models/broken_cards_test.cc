@@ -41,6 +41,11 @@ const std::vector<Broken> kBroken = {
     {"patch_not_dividing", "components[0].patch", "must divide image_size"},
     {"not_a_number", "components[0].mlp", "expected an integer"},
     {"unknown_prefix", "components[3].prefix", "not an earlier decoder"},
+    {"weights_from_unknown", "components[3].weights_from", "names no earlier component"},
+    {"weights_from_other_type", "components[3].weights_from", "is of type decoder, this component of type expert"},
+    {"weights_from_differs", "components[4].weights_from", "key 'depth' differs"},
+    {"weights_from_other_dtype", "components[4].weights_from", "key 'dtype' differs"},
+    {"component_bad_dtype", "components[0].dtype", "unknown dtype 'fp8'"},
 };
 
 class BrokenCard : public ::testing::TestWithParam<Broken> {};

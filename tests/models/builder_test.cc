@@ -380,6 +380,40 @@ TEST(Driving, OrionWindowsAllButTheGlobalBlocksAndPlansInTheHead) {
   EXPECT_EQ(g.prefix_tokens, 257 + 256 + 75);  // det (scene + ego) + map tokens + prompt (card)
 }
 
+// MindDrive runs one Qwen2-0.5B twice with two LoRA sets: the action-expert pass
+// (weights_from: llm) costs a second prefill but no second set of parameters.
+TEST(Driving, MindDriveActionPassReusesTheDecisionPassWeights) {
+  const ModelCard c = card("minddrive");
+  RunShape shape;
+  shape.dtype = c.defaults.dtype;  // fp32 (fp32_infer=True)
+  ASSERT_EQ(shape.dtype, DType::F32);
+  OpGraph g = build_graph(c, shape);
+  std::map<std::string, double> llm_ids;  // weight id -> bytes, decision pass
+  double llm_flops = 0, action_flops = 0;
+  int action_weighted = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.component == "llm") {
+      llm_flops += o.flops;
+      if (!o.weight_id.empty()) llm_ids[o.weight_id] = o.weight_bytes;
+    }
+  }
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.component != "llm_action") continue;
+    action_flops += o.flops;
+    if (o.weight_id.empty()) continue;
+    ++action_weighted;
+    ASSERT_TRUE(llm_ids.count(o.weight_id)) << o.name << " has its own weights " << o.weight_id;
+    EXPECT_EQ(o.weight_bytes, llm_ids[o.weight_id]) << o.name;
+  }
+  EXPECT_GT(action_weighted, 24 * 4);
+  EXPECT_GT(llm_flops, 0);
+  EXPECT_NEAR(action_flops / llm_flops, 1.0, 0.05);  // the same prefill, its own prompt
+  // Qwen2-0.5B: 494 M parameters (config.json), counted once.
+  EXPECT_LT(rel(g.param_bytes(Stage::Prefix) / 4, 494.0e6), 0.01);
+}
+
 // Where a GEMM's k is a concatenation, an explicit Copy joins the parts so that data flows
 // (pi0's time MLP over [action embedding | time embedding]), and the suffix puts the state
 // token before the action tokens (pi0.py embed_suffix).
@@ -446,6 +480,34 @@ TEST(DataFlow, RopeOpsRotatePerHead) {
     }
   }
   EXPECT_EQ(n, int(kDepth) * 11);  // prefix layers + 10 steps of expert layers
+}
+
+// A component's own dtype holds whatever the run's is; the other components follow the run.
+TEST(Dtype, ComponentDtypeOverridesTheRunsForItsOpsOnly) {
+  const ModelCard c =
+      load_card(std::string(VLASIM_SOURCE_DIR) + "/tests/data/cards/pi0_tiny_fp32_vision.yaml");
+  const OpGraph plain = build_graph(card("pi0_tiny"), RunShape{});  // bf16 everywhere
+  for (DType run : {DType::BF16, DType::F16}) {
+    RunShape shape;
+    shape.dtype = run;
+    const OpGraph g = build_graph(c, shape);
+    ASSERT_EQ(g.size(), plain.size());
+    int vision = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const Op &o = g.op(int(i)), &p = plain.op(int(i));
+      EXPECT_EQ(o.flops, p.flops) << o.name;
+      if (o.component == "vision") {
+        ++vision;
+        EXPECT_EQ(o.dtype, DType::F32) << o.name;
+        EXPECT_EQ(o.weight_bytes, 2 * p.weight_bytes) << o.name;  // 4 bytes instead of 2
+        EXPECT_EQ(o.out_bytes, 2 * p.out_bytes) << o.name;
+      } else {
+        EXPECT_EQ(o.dtype, run) << o.name;
+        EXPECT_EQ(o.weight_bytes, p.weight_bytes) << o.name;  // bf16 and fp16: 2 bytes
+      }
+    }
+    EXPECT_GT(vision, 4 * 4);
+  }
 }
 
 TEST(Shape, ImpossibleShapesThrowConfigErrorNamingTheField) {
