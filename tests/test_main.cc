@@ -2,7 +2,14 @@
 // libsystemc also defines main(), and an object file's definition always wins the link.
 #include <gtest/gtest.h>
 
+#include <system_error>
+
+#include "scratch.h"
+
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  const int rc = RUN_ALL_TESTS();
+  std::error_code ec;  // scratch directories die with the run; a failure to remove is no error
+  std::filesystem::remove_all(vlasim::testing::scratch_root(), ec);
+  return rc;
 }

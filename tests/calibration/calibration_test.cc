@@ -11,29 +11,14 @@
 #include "executors/calibration/calibrate.h"
 #include "sim/plan.h"
 #include "sim/profile.h"
+#include "scratch.h"
 
 namespace vlasim {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path temp_root() { return fs::temp_directory_path() / ("vlasim_calib_" + std::to_string(getpid())); }
-
-fs::path temp_dir(const std::string& name) {
-  fs::path d = temp_root() / name;
-  fs::create_directories(d);
-  return d;
-}
-
-// Removes this process's temporary files after the last test.
-class TempCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(temp_root(), ec);
-  }
-};
-const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new TempCleanup);
+using vlasim::testing::scratch_dir;
 
 std::string read_text(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -153,7 +138,7 @@ std::unique_ptr<CostModel> make_cost(const Scenario& s) {
 }
 
 TEST(Profile, RoundTripIsEqualAndByteIdentical) {
-  fs::path dir = temp_dir("roundtrip");
+  fs::path dir = scratch_dir("roundtrip");
   DeviceProfile p = synthetic_profile("epyc-2vcpu", 1, DType::F32);
   save_profile(p, (dir / "a.json").string());
   DeviceProfile q = load_profile((dir / "a.json").string());
@@ -225,7 +210,7 @@ TEST(Profile, ServiceQuantilesRoundTripAndBadOnesNameTheKey) {
 }
 
 TEST(ProfiledCostModel, VariabilityReachesThePlanUnlessTurnedOff) {
-  fs::path dir = temp_dir("variability");
+  fs::path dir = scratch_dir("variability");
   DeviceProfile p = synthetic_profile("epyc-2vcpu", 2, DType::F32);
   p.sections[0].service_quantiles = {0.95, 1.0, 1.3};
   save_profile(p, (dir / "profile.json").string());
@@ -256,7 +241,7 @@ TEST(ProfiledCostModel, RefusesMismatchedDeviceThreadsAndDtype) {
   };
   int i = 0;
   for (const Case& c : cases) {
-    fs::path dir = temp_dir("refuse" + std::to_string(i++));
+    fs::path dir = scratch_dir("refuse" + std::to_string(i++));
     save_profile(c.prof, (dir / "profile.json").string());
     Scenario s = tiny_scenario(dir, c.cores, c.dtype);
     auto cost = make_cost(s);
@@ -272,7 +257,7 @@ TEST(ProfiledCostModel, RefusesMismatchedDeviceThreadsAndDtype) {
 }
 
 TEST(ProfiledCostModel, MissingProfileAndBadFallbackAreConfigErrors) {
-  fs::path dir = temp_dir("missing");
+  fs::path dir = scratch_dir("missing");
   Scenario s = tiny_scenario(dir, 1, "fp32");
   try {
     make_cost(s);
@@ -293,7 +278,7 @@ TEST(ProfiledCostModel, MissingProfileAndBadFallbackAreConfigErrors) {
 }
 
 TEST(ProfiledCostModel, UnseenShapesUseTheFitOrTheRoofline) {
-  fs::path dir = temp_dir("fallback");
+  fs::path dir = scratch_dir("fallback");
   DeviceProfile p = synthetic_profile("epyc-2vcpu", 1, DType::F32);
   save_profile(p, (dir / "profile.json").string());
   Op unseen = gemm_op(100, 1000, 1000, DType::F32);
@@ -311,7 +296,7 @@ TEST(ProfiledCostModel, UnseenShapesUseTheFitOrTheRoofline) {
 }
 
 TEST(ProfiledCostModel, SplitsLikeTheRooflineAndUsesMemcpyForItsLink) {
-  fs::path dir = temp_dir("split");
+  fs::path dir = scratch_dir("split");
   DeviceProfile p = synthetic_profile("epyc-2vcpu", 1, DType::F32);
   save_profile(p, (dir / "profile.json").string());
   Scenario s = tiny_scenario(dir, 1, "fp32");
@@ -355,7 +340,7 @@ TEST(ProfileFit, RecoversAKnownRooflineAndIsMonotone) {
 class QuickCalibration : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new fs::path(temp_dir("quick"));
+    dir_ = new fs::path(scratch_dir("quick"));
     scenario_ = new Scenario(tiny_scenario(*dir_, 1, "fp32"));
     CalibrateOptions o;
     o.threads = {1};
@@ -479,7 +464,7 @@ TEST_F(QuickCalibration, InContextRunsGiveTheRunToRunVariation) {
   std::printf("run-to-run variation: p1 %.3f p50 %.3f p99 %.3f (%d requests)\n", q[1], q[50],
               q[99], sums[0].requests);
   // The profiled model hands it to the plan.
-  fs::path d = temp_dir("in_context_plan");
+  fs::path d = scratch_dir("in_context_plan");
   save_profile(p, (d / "profile.json").string());
   Scenario s = tiny_scenario(d, 1, "fp32");
   auto cost = make_cost(s);

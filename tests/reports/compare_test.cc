@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "reports/compare.h"
+#include "scratch.h"
 
 namespace vlasim {
 namespace {
@@ -96,12 +97,7 @@ std::string read_file(const fs::path& path) {
   return ss.str();
 }
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("vlasim_reports_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using vlasim::testing::scratch_dir;
 
 TEST(CompareRuns, StageErrorsAreSignedRelativeToMeasuredMeans) {
   Comparison c = Runs().compare();
@@ -227,17 +223,16 @@ TEST(CompareRuns, RequestNamingAnUnknownModelThrows) {
 }
 
 TEST(CompareJson, IdenticalInputGivesByteIdenticalFiles) {
-  fs::path dir = fresh_dir("json");
+  fs::path dir = scratch_dir("json");
   write_compare_json(Runs().compare(), (dir / "a.json").string());
   write_compare_json(Runs().compare(), (dir / "b.json").string());
   const std::string a = read_file(dir / "a.json");
   EXPECT_FALSE(a.empty());
   EXPECT_EQ(a, read_file(dir / "b.json"));
-  fs::remove_all(dir);
 }
 
 TEST(CompareJson, KeysComeInAFixedOrderAndMissingFiguresAreNull) {
-  fs::path dir = fresh_dir("json_keys");
+  fs::path dir = scratch_dir("json_keys");
   Runs r;
   for (auto& q : r.meas.requests)
     if (q.model == 1) q.end = -1;
@@ -251,7 +246,6 @@ TEST(CompareJson, KeysComeInAFixedOrderAndMissingFiguresAreNull) {
   EXPECT_NEAR(j["models"][0]["stages"][0]["mean_s"]["error"].get<double>(), 0.004 / 0.0044 - 1, 1e-12);
   EXPECT_EQ(j["operators"]["skipped"].size(), 1u);
   EXPECT_EQ(j["models"][0]["end_to_end"]["unfinished"]["measured"], 1);
-  fs::remove_all(dir);
 }
 
 TEST(CompareJson, UnwritablePathThrowsNamingIt) {
@@ -284,7 +278,7 @@ bool gnuplot_on_path() { return std::system("command -v gnuplot >/dev/null 2>&1"
 
 TEST(ComparePlots, WritesScatterAndPerModelCdfSvgsWithGnuplot) {
   if (!gnuplot_on_path()) GTEST_SKIP() << "gnuplot is not on PATH";
-  fs::path dir = fresh_dir("plots");
+  fs::path dir = scratch_dir("plots");
   std::vector<std::string> warnings;
   std::vector<std::string> svgs = write_compare_plots(Runs().compare(), dir.string(), &warnings);
   EXPECT_TRUE(warnings.empty()) << warnings.front();
@@ -299,11 +293,10 @@ TEST(ComparePlots, WritesScatterAndPerModelCdfSvgsWithGnuplot) {
   }
   EXPECT_TRUE(fs::exists(dir / "ops_scatter.gp"));
   EXPECT_TRUE(fs::exists(dir / "latency_cdf_alpha_measured.dat"));
-  fs::remove_all(dir);
 }
 
 TEST(ComparePlots, MissingGnuplotGivesAWarningAndNoPlots) {
-  fs::path dir = fresh_dir("no_gnuplot");
+  fs::path dir = scratch_dir("no_gnuplot");
   fs::path empty_bin = dir / "bin";
   fs::create_directories(empty_bin);
   const char* old = std::getenv("PATH");
@@ -316,13 +309,12 @@ TEST(ComparePlots, MissingGnuplotGivesAWarningAndNoPlots) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("gnuplot"), std::string::npos);
   EXPECT_FALSE(fs::exists(dir / "plots"));
-  fs::remove_all(dir);
 }
 
 TEST(ComparePlots, GnuplotFailureNamesTheScriptAndKeepsTheOtherPlots) {
   if (!gnuplot_on_path()) GTEST_SKIP() << "gnuplot is not on PATH";
   // A fake gnuplot first on PATH that fails on the scatter script and defers otherwise.
-  fs::path dir = fresh_dir("gnuplot_fails");
+  fs::path dir = scratch_dir("gnuplot_fails");
   fs::path bin = dir / "bin";
   fs::create_directories(bin);
   const std::string real = [] {
@@ -349,7 +341,6 @@ TEST(ComparePlots, GnuplotFailureNamesTheScriptAndKeepsTheOtherPlots) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find((dir / "plots" / "ops_scatter.gp").string()), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("boom"), std::string::npos) << warnings[0];
-  fs::remove_all(dir);
 }
 
 TEST(WithinBounds, PassesWhenEveryErrorIsInsideItsBound) {

@@ -10,6 +10,7 @@
 #include "sim/cost_model.h"
 #include "sim/engine.h"
 #include "sim/plan.h"
+#include "scratch.h"
 
 namespace fs = std::filesystem;
 
@@ -111,8 +112,7 @@ TEST(Scenario, EveryShippedScenarioLoadsAndSimulates) {
 }
 
 TEST(Scenario, SameScenarioAndSeedGiveByteIdenticalJson) {
-  std::string dir = (fs::temp_directory_path() / "vlasim_determinism").string();
-  fs::create_directories(dir);
+  std::string dir = testing::scratch_dir("determinism").string();
   std::string a = dir + "/a.json", b = dir + "/b.json";
   for (const std::string& out : {a, b}) {
     ScenarioRun r = run_file(kRoot + "/scenarios/default.yaml");

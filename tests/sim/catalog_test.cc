@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/hardware.h"
+#include "scratch.h"
 
 namespace fs = std::filesystem;
 
@@ -54,8 +55,7 @@ TEST(Catalog, EveryBrokenEntryFailsWithFileLineAndKey) {
 }
 
 TEST(Catalog, DuplicateNamesAcrossFilesAreRefused) {
-  std::string dir = (fs::temp_directory_path() / "vlasim_dup_catalog").string();
-  fs::create_directories(dir);
+  std::string dir = testing::scratch_dir("dup_catalog").string();
   const char* entry = "x:\n  type: link\n  source: t\n  h2d_gbs: 1\n  d2h_gbs: 1\n";
   std::ofstream(dir + "/a.yaml") << entry;
   std::ofstream(dir + "/b.yaml") << entry;

@@ -20,6 +20,7 @@
 #include "scheduler/policy.h"
 #include "sim/engine.h"
 #include "sim/plan.h"
+#include "scratch.h"
 
 namespace vlasim {
 namespace {
@@ -53,16 +54,7 @@ Bounds gate_bounds() {
   return b;
 }
 
-fs::path temp_root() { return fs::temp_directory_path() / ("vlasim_validation_" + std::to_string(getpid())); }
-
-class TempCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(temp_root(), ec);
-  }
-};
-const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new TempCleanup);
+using vlasim::testing::scratch_root;
 
 Scenario load_short(const Short& sh) {
   Scenario s = load_scenario(std::string(VLASIM_SOURCE_DIR) + "/scenarios/validation/" + sh.name + ".yaml",
@@ -151,8 +143,8 @@ TEST(Validation, ProfileCarriesInContextTimesAndOverhead) {
   p.sections.push_back(sec);
   EXPECT_EQ(parse_profile(profile_to_json(p), "round trip"), p);
 
-  fs::create_directories(temp_root());
-  const std::string path = (temp_root() / "synthetic.json").string();
+  fs::create_directories(scratch_root());
+  const std::string path = (scratch_root() / "synthetic.json").string();
   save_profile(p, path);
   use_profiled_cost_model(s, path);
   const Plan plan = plan_for(s);
@@ -183,7 +175,7 @@ TEST(Validation, ShortSuiteWithinBounds) {
   o.repetitions = 3;
   const DeviceProfile base = calibrate(o);
 
-  fs::create_directories(temp_root());
+  fs::create_directories(scratch_root());
   const Bounds b = gate_bounds();
   int roofline_passed = 0;
   for (const Scenario& original : scenarios) {
@@ -198,7 +190,7 @@ TEST(Validation, ShortSuiteWithinBounds) {
       io.repetitions = 10;
       io.max_seconds = 1.5;
       calibrate_in_context(prof, {s}, io);
-      const std::string path = (temp_root() / (s.name + ".json")).string();
+      const std::string path = (scratch_root() / (s.name + ".json")).string();
       save_profile(prof, path);
       use_profiled_cost_model(s, path);
       const Plan plan = plan_for(s);
