@@ -115,6 +115,8 @@ void check_weights_from(const ConfigNode& c, const detail::ComponentType& t,
                         const std::vector<ConfigNode>& earlier) {
   ConfigNode wf = c.optional("weights_from");
   if (!wf.defined()) return;
+  if (t.type == std::string("ar_decode"))
+    wf.fail("an ar_decode already uses its decoder's weights; name the decoder with 'decoder:'");
   const std::string target = wf.as_string();
   const ConfigNode* src = nullptr;
   std::vector<std::string> names;
@@ -285,6 +287,7 @@ OpGraph build_graph(const ModelCard& card, const RunShape& shape) {
   g.chunk = c.shape.chunk;
   g.steps = c.shape.steps;
   g.batch = c.shape.batch;
+  std::map<std::string, double> weight_bytes;  // weight id -> bytes, as first built
   for (const ConfigNode& n : card.node.required("components").items()) {
     const detail::ComponentType* t = detail::find_component_type(n.required("type").as_string());
     if (!t) n.required("type").fail("unknown component type");
@@ -303,10 +306,26 @@ OpGraph build_graph(const ModelCard& card, const RunShape& shape) {
     if (ConfigNode dt = n.optional("dtype"); dt.defined() && !parse_dtype(dt.as_string(), &c.shape.dtype))
       dt.fail("unknown dtype '" + dt.as_string() + "'");
     c.eb = dtype_bytes(c.shape.dtype);
+    const size_t first_op = g.size();
     t->build(c, n, name, stage);
     c.shape.dtype = run_dtype;
     c.eb = dtype_bytes(run_dtype);
     c.order.push_back(name);
+    // Ops that share a weight id must agree on its size (a borrowed weight read at another
+    // width or dtype would make memory depend on which op is counted first).
+    for (size_t i = first_op; i < g.size(); ++i) {
+      const Op& o = g.op(int(i));
+      if (o.weight_id.empty()) continue;
+      auto [it, fresh] = weight_bytes.emplace(o.weight_id, o.weight_bytes);
+      if (!fresh && it->second != o.weight_bytes) {
+        ConfigNode at = n.optional("weights_from");
+        if (!at.defined()) at = n.required("name");
+        at.fail("op '" + o.name + "' shares weights '" + o.weight_id + "' of " +
+                std::to_string(static_cast<long long>(it->second)) + " bytes but needs " +
+                std::to_string(static_cast<long long>(o.weight_bytes)) +
+                " (its inputs or dtype differ from the owner's)");
+      }
+    }
   }
   g.prefix_tokens = c.prefix_tokens;
   g.suffix_tokens = c.suffix_tokens;

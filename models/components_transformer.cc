@@ -186,6 +186,7 @@ void build_projector(Ctx& c, const ConfigNode& n, const std::string& name, Stage
 void build_decoder(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage) {
   KvCache k;
   k.component = name;
+  k.dtype = c.shape.dtype;
   k.width = dim(n, "width");
   const int64_t depth = dim(n, "depth");
   k.heads = dim(n, "heads");
@@ -469,6 +470,12 @@ void build_dit(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage
 
 void build_ar_decode(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage) {
   const KvCache& kc = find_cache(c, n, "decoder");
+  // Decoding runs the decoder's weights over its cache, so at the decoder's dtype.
+  if (ConfigNode dt = n.optional("dtype"); dt.defined() && c.shape.dtype != kc.dtype)
+    dt.fail("an ar_decode runs with its decoder's weights and cache; its dtype must be the "
+            "decoder's (" + std::string(to_string(kc.dtype)) + ")");
+  c.shape.dtype = kc.dtype;
+  c.eb = dtype_bytes(kc.dtype);
   const int64_t action_dims = dim(n, "action_dims");
   const int64_t N = c.shape.chunk * action_dims;  // tokens generated
   const int64_t B = c.B(), S = kc.tokens, w = kc.width, kv_dim = kc.kv_heads * kc.head_dim;

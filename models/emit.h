@@ -30,6 +30,7 @@ struct KvCache {
   OpFn norm = OpFn::RMSNorm;
   int64_t vocab = 0;
   int final_in = -1;        // op whose output feeds the decoder's final norm (last layer)
+  DType dtype = DType::BF16;  // the decoder's weights and cache
 };
 
 // Where ops are appended: stage, step, block and the component that makes them.

@@ -45,7 +45,9 @@ class TimeScale {
     for (double x : {1e-12, 0.0123456789, 1.5e-7, 0.5, 600.000000001, 3600.0})
       if (ticks(x) != sc_time(x, SC_SEC).value() ||
           seconds(ticks(x)) != sc_time(x, SC_SEC).to_seconds())
-        throw std::logic_error("simulate: SystemC's time resolution is not a power of ten");
+        throw std::logic_error(
+            "simulate: this SystemC's seconds-to-ticks conversion differs from the one the "
+            "calendar steps time with (is the time resolution a power of ten?)");
   }
   // sc_time(s, SC_SEC).value() for s >= 0.
   Ticks ticks(double s) const {
@@ -467,7 +469,8 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     // Run in slices so a long simulation can report progress.
     const int slices = 50;
     for (int k = 1; k <= slices; ++k) {
-      sc_core::sc_start(sc_time(limit * k / slices, SC_SEC) - sc_core::sc_time_stamp(),
+      const double until = k == slices ? limit : limit * k / slices;  // end exactly at limit
+      sc_core::sc_start(sc_time(until, SC_SEC) - sc_core::sc_time_stamp(),
                         sc_core::SC_EXIT_ON_STARVATION);
       options.progress(std::min(1.0, now_s() / limit));
       if (!sc_core::sc_pending_activity()) break;

@@ -63,15 +63,23 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
   const ModelPlan& mp = p_.models[rec.plan];
   const Segment& done = mp.segments[item.segment];
   if (done.seconds > 0) slowdown_[unit] = 0.8 * slowdown_[unit] + 0.2 * (end - start) / done.seconds;
-  // Split the segment's interval among its stages in proportion to their share.
+  // Split the segment's interval among the stages the plan puts in it, in proportion to
+  // stage_seconds (the plan's own shares if those are all zero). A stage's first and last
+  // segments are the plan's, so a stage measured at zero somewhere still gets its interval.
+  const double* share = stage_seconds;
   double total = 0;
-  for (int st = 0; st < kStages; ++st) total += stage_seconds[st];
+  for (int st = 0; st < kStages; ++st) total += share[st];
+  if (!(total > 0)) {
+    share = done.stage_seconds;
+    total = 0;
+    for (int st = 0; st < kStages; ++st) total += share[st];
+  }
   if (total > 0) {
     const StageSpan span = stage_span_[rec.plan][item.segment];
     double at = start;
     for (int st = 0; st < kStages; ++st) {
-      if (stage_seconds[st] <= 0) continue;
-      double len = (end - start) * stage_seconds[st] / total;
+      if (done.stage_seconds[st] <= 0) continue;
+      double len = (end - start) * share[st] / total;
       const double first_start = (span.first >> st) & 1 ? at : rec.stage_latency[st];
       if ((span.last >> st) & 1) {
         rec.stage_latency[st] = at + len - first_start;

@@ -30,7 +30,8 @@ class RequestFlow {
   // A request of stream `stream` arrived at time t (also the current time).
   void arrive(int stream, double t);
   // The segment of `item` that started at `start` on `unit` finished at `end` (the current
-  // time). `stage_seconds` splits its duration among stages (by Stage index) in proportion.
+  // time). `stage_seconds` (by Stage index) splits its duration in proportion among the
+  // stages the plan's segment holds; other stages' entries are ignored.
   void segment_done(int unit, const WorkItem& item, double start, double end,
                     const double* stage_seconds);
 

@@ -46,6 +46,9 @@ const std::vector<Broken> kBroken = {
     {"weights_from_differs", "components[4].weights_from", "key 'depth' differs"},
     {"weights_from_other_dtype", "components[4].weights_from", "key 'dtype' differs"},
     {"component_bad_dtype", "components[0].dtype", "unknown dtype 'fp8'"},
+    {"weights_from_other_input_width", "components[5].weights_from", "shares weights"},
+    {"weights_from_on_ar_decode", "components[4].weights_from", "already uses its decoder's weights"},
+    {"ar_decode_other_dtype", "components[4].dtype", "must be the decoder's (bf16)"},
 };
 
 class BrokenCard : public ::testing::TestWithParam<Broken> {};

@@ -510,6 +510,24 @@ TEST(Dtype, ComponentDtypeOverridesTheRunsForItsOpsOnly) {
   }
 }
 
+// Decoding reads the decoder's weights and cache, so it runs at the decoder's own dtype.
+TEST(Dtype, ArDecodeFollowsItsDecodersDtype) {
+  const ModelCard c =
+      load_card(std::string(VLASIM_SOURCE_DIR) + "/tests/data/cards/pi0_tiny_fp32_decoder.yaml");
+  const OpGraph g = build_graph(c, RunShape{});  // run at bf16
+  int decode = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (o.component == "backbone" || o.component == "decode") {
+      decode += o.component == "decode";
+      EXPECT_EQ(o.dtype, DType::F32) << o.name;
+    } else {
+      EXPECT_EQ(o.dtype, DType::BF16) << o.name;
+    }
+  }
+  EXPECT_GT(decode, 0);
+}
+
 TEST(Shape, ImpossibleShapesThrowConfigErrorNamingTheField) {
   ModelCard c = card("pi0");
   auto key_of = [&](RunShape s) -> std::string {
