@@ -297,8 +297,8 @@ OpGraph build_graph(const ModelCard& card, const RunShape& shape) {
     const std::string name = n.required("name").as_string();
     if (ConfigNode wf = n.optional("weights_from"); wf.defined()) {
       const std::string from = wf.as_string();
-      auto it = c.weight_scope.find(from);
-      c.weight_scope[name] = it != c.weight_scope.end() ? it->second : from;
+      auto it = c.weight_owner.find(from);
+      c.weight_owner[name] = it != c.weight_owner.end() ? it->second : from;
     }
     // A component's own dtype overrides the run's for its ops (element bytes and the matrix
     // rate they are costed at); tensors crossing into it are not charged a cast.

@@ -27,7 +27,7 @@ void build_resnet(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
                               std::to_string(widths.size()) + ")");
   const int64_t obs = dim(n, "obs_steps", 1), kp = dim(n, "keypoints"), feat = dim(n, "out_features");
   const int64_t N = c.B() * c.shape.views * obs;  // images through the encoder
-  Site s{stage, -1, -1, name, ""};
+  Site s{stage, -1, -1, name};
   auto conv = [&](const std::string& leaf, int64_t cin, int64_t cout, int64_t kernel,
                   int64_t stride, int64_t& h, std::vector<Dep> deps) {
     h = (h + stride - 1) / stride;
@@ -89,7 +89,7 @@ void build_unet1d(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
   c.suffix_tokens = L;
   int prev = -1;
   for (int step = 0; step < c.shape.steps; ++step) {
-    Site s{stage, step, -1, name, ""};
+    Site s{stage, step, -1, name};
     // Diffusion-step encoder: sinusoidal -> Linear(4x) -> Mish -> Linear.
     int se = c.gemm(s, "step_mlp1", OpFn::Linear, B, 4 * dse, dse,
                     Epilogue{.bias = true, .act = Activation::Silu}, {});

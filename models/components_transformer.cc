@@ -103,7 +103,7 @@ void build_vit(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage
   const int64_t P = grid * grid, V = c.shape.views, rows = c.B() * V * P;
   const bool ln = nf == OpFn::LayerNorm;
 
-  Site s{stage, -1, -1, name, ""};
+  Site s{stage, -1, -1, name};
   int x = c.gemm(s, "patch_embed", OpFn::PatchEmbed, rows, w, ch * patch * patch,
                  Epilogue{.bias = true}, {});
   if (n.get_bool("pos_embed", true)) x = c.eltwise(s, "pos_embed", OpFn::Add, rows, w, 1, 1, {x}, P * w);
@@ -131,7 +131,7 @@ void build_encoder(Ctx& c, const ConfigNode& n, const std::string& name, Stage s
   const bool gated = n.get_bool("gated", false), bias = n.get_bool("bias", true);
   const OpFn nf = norm_fn(n, "norm", OpFn::LayerNorm);
   const bool ln = nf == OpFn::LayerNorm;
-  Site s{stage, -1, -1, name, ""};
+  Site s{stage, -1, -1, name};
   Tensor in = token_input(c, n, s);
   require_width(n, "width", w, in);
   const int64_t rows = c.B() * in.tokens;
@@ -155,7 +155,7 @@ void build_projector(Ctx& c, const ConfigNode& n, const std::string& name, Stage
   const Activation act = activation(n, "act", Activation::GeluTanh);
   const bool bias = n.get_bool("bias", true);
   const std::string norm = n.get_string("norm", "none");
-  Site s{stage, -1, -1, name, ""};
+  Site s{stage, -1, -1, name};
   // Several inputs are concatenated along channels (OpenVLA's DINOv2 + SigLIP features).
   std::vector<Tensor> in = inputs_of(c, n);
   if (in.empty()) n.fail("needs an input component (set 'inputs' or put it after one)");
@@ -208,7 +208,7 @@ void build_decoder(Ctx& c, const ConfigNode& n, const std::string& name, Stage s
   const int64_t state_dim = st > 0 ? dim(n, "state_dim") : 0;
   const int64_t w = k.width, B = c.B();
 
-  Site s{stage, -1, -1, name, ""};
+  Site s{stage, -1, -1, name};
   std::vector<Dep> parts;
   int64_t S = 0;
   for (const Tensor& t : inputs_of(c, n)) {
@@ -303,7 +303,7 @@ void build_expert(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
   c.suffix_tokens = T;
   int prev = -1;
   for (int step = 0; step < c.shape.steps; ++step) {
-    Site s{stage, step, -1, name, ""};
+    Site s{stage, step, -1, name};
     std::vector<Dep> parts;
     // pi0 embed_suffix: the state token comes first, then the action tokens (the suffix
     // concatenation stacks its parts in op order, per sample).
@@ -393,7 +393,7 @@ void build_dit(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage
   const int64_t future = n.get_count("future_tokens", 0, 0);
   const int64_t out_dim = dim(n, "output_dim"), dec_hidden = dim(n, "decoder_hidden");
   const int64_t time_dim = dim(n, "time_dim", 256);
-  Site s0{stage, 0, -1, name, ""};
+  Site s0{stage, 0, -1, name};
   Tensor mem = token_input(c, n, s0);
   const int64_t B = c.B(), H = c.shape.chunk, T = 1 + future + H, S = mem.tokens;
   c.suffix_tokens = T;
@@ -406,7 +406,7 @@ void build_dit(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage
   const int fut = future > 0 ? c.lookup(s0, "future_tokens", B * future, w, future, {}) : -1;
   int prev = -1;
   for (int step = 0; step < c.shape.steps; ++step) {
-    Site s{stage, step, -1, name, ""};
+    Site s{stage, step, -1, name};
     const int t1 = c.gemm(s, "time_mlp_in", OpFn::Linear, B, w, time_dim,
                           Epilogue{.bias = true, .act = Activation::Silu}, {});
     const int temb = c.gemm(s, "time_mlp_out", OpFn::Linear, B, w, w, Epilogue{.bias = true},
@@ -485,7 +485,9 @@ void build_ar_decode(Ctx& c, const ConfigNode& n, const std::string& name, Stage
   for (int l = 0; l < int(kc.kv_ops.size()); ++l) c.g.op(kc.kv_ops[size_t(l)]).kv_cache = true;
   std::vector<std::vector<Dep>> local(kc.kv_ops.size());
   // Step 0 turns the prefill's last row into the first token; step t embeds token t-1.
-  Site s{stage, 0, -1, name, kc.component};
+  auto owner = c.weight_owner.find(kc.component);  // decode with the decoder's weights
+  c.weight_owner[name] = owner != c.weight_owner.end() ? owner->second : kc.component;
+  Site s{stage, 0, -1, name};
   int x = kc.final_in;
   for (int t = 0; t < int(N); ++t) {
     s.step = t;
@@ -527,7 +529,7 @@ void build_qtformer(Ctx& c, const ConfigNode& n, const std::string& name, Stage 
   const int64_t Q = dim(n, "queries"), M = n.get_count("memory_tokens", 0, 0);
   const int64_t out_tokens = dim(n, "out_tokens", Q);
   if (out_tokens > Q) n.required("out_tokens").fail("must not exceed queries " + str(Q));
-  Site s{stage, -1, -1, name, ""};
+  Site s{stage, -1, -1, name};
   Tensor img = token_input(c, n, s);
   require_width(n, "width", w, img);
   const int64_t B = c.B(), rows = B * Q;
@@ -564,7 +566,7 @@ void build_head(Ctx& c, const ConfigNode& n, const std::string& name, Stage stag
   const std::vector<int64_t> dims = dims_list(n, "dims");
   const Activation act = activation(n, "act", Activation::Relu);
   const int64_t rows = dim(n, "rows", 1);
-  Site s{stage, -1, -1, name, ""};
+  Site s{stage, -1, -1, name};
   Tensor in = token_input(c, n, s);
   if (dims[0] != in.width)
     n.required("dims").fail("first size " + str(dims[0]) + " must equal the input width " +

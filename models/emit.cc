@@ -11,12 +11,6 @@ std::string Site::name(const std::string& leaf) const {
   return s + "." + leaf;
 }
 
-std::string Site::wid(const std::string& leaf) const {
-  std::string s = scope.empty() ? component : scope;
-  if (block >= 0) s += ".b" + std::to_string(block);
-  return s + "." + leaf;
-}
-
 namespace {
 Op base_op(const Site& s, const std::string& leaf, OpKind kind, OpFn fn, DType dt) {
   Op o;
@@ -33,11 +27,10 @@ Op base_op(const Site& s, const std::string& leaf, OpKind kind, OpFn fn, DType d
 }  // namespace
 
 std::string Ctx::wid(const Site& s, const std::string& leaf) const {
-  auto it = weight_scope.find(s.scope.empty() ? s.component : s.scope);
-  if (it == weight_scope.end()) return s.wid(leaf);
-  Site owner = s;
-  owner.scope = it->second;
-  return owner.wid(leaf);
+  auto it = weight_owner.find(s.component);
+  std::string id = it == weight_owner.end() ? s.component : it->second;
+  if (s.block >= 0) id += ".b" + std::to_string(s.block);
+  return id + "." + leaf;
 }
 
 void Ctx::link(const std::vector<Dep>& deps, int to) {
@@ -221,16 +214,8 @@ AttnResult attn_part(Ctx& c, const Site& s, const AttnSpec& a, int x) {
     kvp = c.gemm(s, t + "_kv", OpFn::Linear, c.B() * a.ext_tokens, 2 * kv_dim, a.ext_width,
                  pe, {a.ext_bytes > 0 ? Dep(a.ext, a.ext_bytes) : Dep(a.ext)});
 
-  Ctx::AttnGeom g;
+  Ctx::AttnGeom g = a;
   g.fn = a.kv == AttnSpec::Kv::Local ? OpFn::SelfAttention : OpFn::CrossAttention;
-  g.batch = a.batch;
-  g.heads = a.heads;
-  g.kv_heads = a.kv_heads;
-  g.head_dim = a.head_dim;
-  g.q_len = a.q_len;
-  g.kv_len = a.kv_len;
-  g.window = a.window;
-  g.causal = a.causal;
   std::vector<Dep> deps{qk == proj ? Dep(proj) : Dep(qk, double(a.rows) * roped * eb)};
   if (local && qk != proj) deps.push_back({proj, v_bytes});
   switch (a.kv) {

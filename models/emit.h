@@ -21,7 +21,7 @@ struct Tensor {
 
 // A decoder's per-layer K/V, for components that attend to it or extend it.
 struct KvCache {
-  std::string component;    // the decoder's name (also its weight-id scope)
+  std::string component;    // the decoder's name
   std::vector<int> kv_ops;  // per layer: the op that completes that layer's K/V
   int64_t tokens = 0;       // cached tokens per sample
   int64_t width = 0, heads = 0, kv_heads = 0, head_dim = 0, mlp = 0;
@@ -35,15 +35,14 @@ struct KvCache {
 
 // Where ops are appended: stage, step, block and the component that makes them.
 // Op names are component[.s<step>][.b<block>].<name>; weight ids are
-// scope[.b<block>].<name>, so ops of different steps share their parameters.
+// owner[.b<block>].<name> (owner: the component whose weights these are, see
+// Ctx::weight_owner), so ops of different steps share their parameters.
 struct Site {
   Stage stage = Stage::Prefix;
   int step = -1;
   int block = -1;
   std::string component;
-  std::string scope;  // weight-id scope; the component name unless weights are borrowed
   std::string name(const std::string& leaf) const;
-  std::string wid(const std::string& leaf) const;
 };
 
 // A dependency on `op`; bytes < 0 means "the producer's whole output".
@@ -62,12 +61,13 @@ struct Ctx {
   std::map<std::string, Tensor> outputs{};
   std::map<std::string, KvCache> caches{};
   std::vector<std::string> order{};  // components built so far
-  // Component (or weight scope) -> the component whose weights it uses (`weights_from`).
-  std::map<std::string, std::string> weight_scope{};
+  // Component -> the component whose weights it uses (`weights_from`; an ar_decode's
+  // decoder), resolved to the first owner. Components not listed own their weights.
+  std::map<std::string, std::string> weight_owner{};
   int64_t prefix_tokens = 0, suffix_tokens = 0;
 
   int64_t B() const { return shape.batch; }
-  // The weight id of `leaf` at site s, in the scope of the component that owns the weights.
+  // The weight id of `leaf` at site s, named after the component that owns the weights.
   std::string wid(const Site& s, const std::string& leaf) const;
   // Adds an edge for each dep whose op is >= 0.
   void link(const std::vector<Dep>& deps, int to);
@@ -107,18 +107,15 @@ struct Ctx {
 };
 
 // The attention half of a transformer block: norm, projections, optional RoPE, attention,
-// output projection with the residual added.
-struct AttnSpec {
+// output projection with the residual added. The inherited geometry is per sample (batch =
+// attention batch); attn_part sets its fn, kv_source and kv_cached from `kv`.
+struct AttnSpec : Ctx::AttnGeom {
   std::string tag = "attn";  // op names: <tag>_norm, qkv|q|kv, rope, <tag>, o (prefixed by tag)
   int64_t rows = 0;          // query rows, batch included
   int64_t width = 0;         // input/output width
-  int64_t heads = 0, kv_heads = 0, head_dim = 0;
   OpFn norm = OpFn::RMSNorm;
   bool norm_affine = true, norm_bias = false;
   bool qkv_bias = false, o_bias = false, rope = false, qk_norm = false;
-  // Attention geometry (per sample; batch = attention batch).
-  int64_t batch = 1, q_len = 0, kv_len = 0, window = 0;
-  bool causal = false;
   // Local: K/V from this block only. Joint: local K/V plus cached K/V of ext (kv_len includes
   // both). CrossCached: K/V all from ext. CrossProj: K/V projected here from ext's output
   // (ext_tokens x ext_width memory per sample).
