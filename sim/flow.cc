@@ -36,9 +36,22 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
     stage_span_.push_back(std::move(spans));
   }
   zone_.resize(s.models.size());
-  for (size_t m = 0; m < s.models.size(); ++m)
-    if (!s.models[m].zone_name.empty())
-      zone_[m] = zone_policies().make(s.models[m].zone_name, s.models[m].zone_params, s.models[m].zone_where);
+  zone_candidates_.resize(s.models.size());
+  zone_configured_.assign(s.models.size(), 0);
+  for (size_t m = 0; m < s.models.size(); ++m) {
+    if (s.models[m].zone_name.empty()) continue;
+    zone_[m] = zone_policies().make(s.models[m].zone_name, s.models[m].zone_params, s.models[m].zone_where);
+    for (int v : p.models[m].variants) {
+      const ModelPlan& mp = p.models[v];
+      if (v == static_cast<int>(m)) zone_configured_[m] = zone_candidates_[m].size();
+      ZoneCandidate c;
+      c.cut = mp.cut;
+      std::map<int, double> per_unit;
+      for (const Segment& seg : mp.segments) per_unit[seg.unit] += seg.seconds;
+      c.unit_seconds.assign(per_unit.begin(), per_unit.end());
+      zone_candidates_[m].push_back(std::move(c));
+    }
+  }
   double expected = 0;  // requests the streams will issue, to size the record array once
   for (const auto& sd : s.streams) expected += sd.rate_hz * sd.duration_s * 1.05 + 16;
   out_.requests.reserve(static_cast<size_t>(std::min(expected, 5e7)));
@@ -123,18 +136,6 @@ void RequestFlow::admit(uint64_t id, double now) {
 
 int RequestFlow::choose_plan(int m, double now) {
   const std::vector<int>& variants = p_.models[m].variants;
-  std::vector<ZoneCandidate> cands;
-  size_t configured = 0;
-  for (int v : variants) {
-    const ModelPlan& mp = p_.models[v];
-    if (v == m) configured = cands.size();
-    ZoneCandidate c;
-    c.cut = mp.cut;
-    std::map<int, double> per_unit;
-    for (const Segment& seg : mp.segments) per_unit[seg.unit] += seg.seconds;
-    c.unit_seconds.assign(per_unit.begin(), per_unit.end());
-    cands.push_back(std::move(c));
-  }
   // Backlog: predicted work waiting at each unit plus what is left of its running segment,
   // both scaled by the unit's observed slowdown.
   std::vector<double> backlog(p_.units.size(), 0.0);
@@ -145,8 +146,8 @@ int RequestFlow::choose_plan(int m, double now) {
   }
   ZoneView v;
   v.now = now;
-  v.candidates = cands;
-  v.configured = configured;
+  v.candidates = zone_candidates_[m];
+  v.configured = zone_configured_[m];
   v.backlog_s = backlog;
   v.slowdown = slowdown_;
   size_t pick = zone_[m]->choose(v);

@@ -64,6 +64,8 @@ class RequestFlow {
   // Dynamic-zone signals per unit: observed / predicted duration (EWMA), and the running
   // segment's start and prediction.
   std::vector<std::unique_ptr<ZonePolicy>> zone_;  // per scenario model, null without a zone
+  std::vector<std::vector<ZoneCandidate>> zone_candidates_;  // per model: its variants' cuts
+  std::vector<size_t> zone_configured_;  // per model: index of its own cut among them
   std::vector<double> slowdown_, running_start_, running_estimate_;
 };
 
