@@ -51,11 +51,37 @@ struct Prepared {
   Scenario s;
   Plan plan;
 };
-Prepared prepare(const Common& c, const std::string& path, long long seed) {
+// Says on stderr which dtype each `dtype: auto` model got on this machine.
+void tell_auto_dtypes(const Scenario& s) {
+  for (const ModelInstance& mi : s.models)
+    if (mi.dtype_auto)
+      std::cerr << "dtype auto: model '" << mi.name << "' runs " << to_string(mi.shape.dtype)
+                << (model_uses_cpu(s, mi) ? " (this CPU: oneDNN ISA " + host_info().isa + ", bf16 " +
+                                                (host_info().bf16_native ? "native)" : "not native)")
+                                          : " (GPU)")
+                << "\n";
+}
+
+// Loads a scenario, gives `dtype: auto` models this machine's dtype, and with `on_this_host`
+// (its prediction is compared with a run here) refuses a profile made on another CPU ISA.
+Scenario load_for(const Common& c, const std::string& path, bool on_this_host, bool quiet) {
+  Scenario s = load_scenario(path, c.catalog, c.cards);
+  resolve_auto_dtypes(s, native_cpu_dtype());
+  if (!quiet) tell_auto_dtypes(s);
+  if (!c.profile.empty()) use_profiled_cost_model(s, c.profile);
+  if (on_this_host)
+    if (ProfileRef ref = scenario_profile(s); !ref.path.empty())
+      if (std::string why = profile_isa_problem(load_profile(ref.path), ref.path, host_info().isa); !why.empty()) {
+        if (!c.profile.empty()) throw ConfigError("<command line>", 0, 0, "--profile", why);
+        ref.where.fail(why);
+      }
+  return s;
+}
+
+Prepared prepare(const Common& c, const std::string& path, long long seed, bool on_this_host, bool quiet) {
   Prepared pr;
-  pr.s = load_scenario(path, c.catalog, c.cards);
+  pr.s = load_for(c, path, on_this_host, quiet);
   if (seed >= 0) pr.s.seed = static_cast<uint64_t>(seed);
-  if (!c.profile.empty()) use_profiled_cost_model(pr.s, c.profile);
   pr.plan = plan_scenario(pr.s);
   return pr;
 }
@@ -82,7 +108,7 @@ void write_outputs(const Prepared& pr, const SimResult& r, const std::string& mo
 }
 
 int run_simulate(const Common& c, const std::string& path, long long seed, const OutputOptions& out) {
-  Prepared pr = prepare(c, path, seed);
+  Prepared pr = prepare(c, path, seed, false, out.quiet);
   SimOptions opt;
   opt.trace_limit = out.trace_limit;
   if (out.progress) opt.progress = progress_bar;
@@ -109,7 +135,7 @@ ExecResult run_for_real(const Prepared& pr, const OutputOptions& out, const std:
 
 int run_execute(const Common& c, const std::string& path, long long seed, const OutputOptions& out,
                 const std::string& executor, int warmup) {
-  Prepared pr = prepare(c, path, seed);
+  Prepared pr = prepare(c, path, seed, true, out.quiet);
   ExecResult r = run_for_real(pr, out, executor, warmup);
   write_outputs(pr, r.result, "execute", out);
   return 0;
@@ -129,7 +155,8 @@ int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<st
   }
   SweepAxis axis = parse_sweep_axis(sets[0]);
   SweepResult r = run_sweep(path, c.catalog, c.cards, axis, goal, cap_gb * 1e9, mem_device,
-                            quiet ? std::function<void(double)>() : progress_bar, c.profile);
+                            quiet ? std::function<void(double)>() : progress_bar, native_cpu_dtype(),
+                            c.profile);
   if (!quiet) std::cout << sweep_table(r);
   if (r.best >= 0) std::cout << "best " << axis.key << " for " << r.goal << ": " << r.rows[r.best].value << "\n";
   else std::cout << "no value meets the goal\n";
@@ -141,7 +168,7 @@ int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<st
 
 int run_compare(const Common& c, const std::string& path, long long seed, const OutputOptions& out,
                 const std::string& executor, int warmup, double margin) {
-  Prepared pr = prepare(c, path, seed);
+  Prepared pr = prepare(c, path, seed, true, out.quiet);
   SimOptions sopt;
   sopt.trace_limit = out.trace_limit;
   SimResult predicted = simulate(pr.s, pr.plan, sopt);
@@ -196,8 +223,11 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
     o.dtypes.clear();
     for (const auto& d : dtypes) {
       DType t;
-      if (!parse_dtype(d, &t))
-        throw ConfigError("<command line>", 0, 0, "--dtypes", "unknown dtype '" + d + "'; valid names are: fp32, bf16");
+      if (d == "auto") t = native_cpu_dtype();
+      else if (!parse_dtype(d, &t))
+        throw ConfigError("<command line>", 0, 0, "--dtypes", "unknown dtype '" + d + "'; valid names are: auto, fp32, bf16");
+      if (std::string why = cpu_dtype_problem(t); !why.empty())
+        throw ConfigError("<command line>", 0, 0, "--dtypes", std::string("dtype ") + to_string(t) + ": " + why);
       o.dtypes.push_back(t);
     }
   }
@@ -207,6 +237,8 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
   std::vector<Scenario> loaded;
   for (const auto& path : scenarios) {
     loaded.push_back(load_scenario(path, c.catalog, c.cards));
+    resolve_auto_dtypes(loaded.back(), native_cpu_dtype());
+    if (!quiet) tell_auto_dtypes(loaded.back());
     add_scenario(o, loaded.back());
   }
   if (in_context && loaded.empty())
@@ -223,6 +255,9 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
                 << " on this machine; calibration measures best on an idle machine\n";
   }
   DeviceProfile profile = base.empty() ? calibrate(o) : load_profile(base);
+  if (!base.empty())
+    if (std::string why = profile_isa_problem(profile, base, host_info().isa); !why.empty())
+      throw ConfigError("<command line>", 0, 0, "--base", why);
   if (in_context) {
     io.executor = executor;
     if (!quiet) std::cerr << "in context: running " << loaded.size() << " scenario(s) one request at a time...\n";
@@ -248,7 +283,7 @@ void list_registry(const R& reg) {
 }
 
 int run_list(const Common& c, const std::string& what) {
-  const std::vector<std::string> families = {"cost_models", "queue_policies", "pipeline_policies",
+  const std::vector<std::string> families = {"host", "cost_models", "queue_policies", "pipeline_policies",
                                              "partition_policies", "zone_policies", "executors", "devices", "cards", "workloads"};
   bool all = what.empty() || what == "all";
   if (!all && std::find(families.begin(), families.end(), what) == families.end()) {
@@ -256,6 +291,7 @@ int run_list(const Common& c, const std::string& what) {
               << "\n";
     return 2;
   }
+  if (all || what == "host") std::cout << host_text(host_info());
   if (all || what == "cost_models") list_registry(cost_models());
   if (all || what == "queue_policies") list_registry(queue_policies());
   if (all || what == "pipeline_policies") list_registry(pipeline_policies());
@@ -358,7 +394,7 @@ int main(int argc, char** argv) {
   cal->add_option("--device", cal_device, "catalog entry the profile describes")->capture_default_str();
   cal->add_option("--threads", cal_threads, "core-group sizes to profile (default 1, plus the scenarios')")
       ->delimiter(',');
-  cal->add_option("--dtypes", cal_dtypes, "dtypes to profile (default bf16, plus the scenarios')")->delimiter(',');
+  cal->add_option("--dtypes", cal_dtypes, "dtypes to profile: auto, fp32, bf16 (default auto: this CPU's native dtype, see `vlasim list host`; plus the scenarios')")->delimiter(',');
   cal->add_option("--grid", cal_grid, "shape grid: none, quick or full")->capture_default_str();
   cal->add_option("--reps", cal_reps, "timed runs per operator (median)")->capture_default_str()->check(CLI::PositiveNumber);
   cal->add_option("--executor", executor, "executor name")->capture_default_str();
@@ -398,7 +434,7 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "list the registered parts and their parameters");
   std::string family;
   list->add_option("family", family,
-                   "cost_models, queue_policies, pipeline_policies, partition_policies, zone_policies, executors, devices, cards or workloads (default: all)");
+                   "host (this machine's CPU, ISA, bf16, NUMA), cost_models, queue_policies, pipeline_policies, partition_policies, zone_policies, executors, devices, cards or workloads (default: all)");
 
   auto* graph = app.add_subcommand("graph", "summarise the operator graph a model card builds");
   std::string card, dtype;

@@ -101,24 +101,29 @@ void check_memory(uint64_t bytes, const std::string& what) {
   }
 }
 
-static DType dtype_param(const Params& p) {
+// The dtype param: "auto" (this CPU's native dtype), bf16 or fp32. With `check_host`, a
+// dtype this CPU cannot run is refused at the param, naming the host's ISA.
+static DType dtype_param(const Params& p, bool check_host) {
+  std::string s = p.get_string("dtype", "auto");
+  if (s == "auto") return native_cpu_dtype();
   DType d;
-  std::string s = p.get_string("dtype", "bf16");
   if (!parse_dtype(s, &d) || (d != DType::BF16 && d != DType::F32))
-    p.node().fail("dtype '" + s + "' is not supported by the executors; valid: bf16, fp32");
+    p.node().fail("dtype '" + s + "' is not supported by the executors; valid: auto, bf16, fp32");
+  if (check_host)
+    if (std::string why = cpu_dtype_problem(d); !why.empty()) p.node().required("dtype").fail(why);
   return d;
 }
 
 void register_executors(ExecutorRegistry& r) {
   r.add({"onednn",
          "oneDNN 2.x on a pinned CPU core group (matmul/softmax primitives, fused epilogues)",
-         {{"dtype", "activations and weights: bf16 or fp32", "bf16"},
+         {{"dtype", "activations and weights: auto (bf16 where this CPU runs it natively, else fp32), bf16 or fp32", "auto"},
           {"threads", "use the first N allowed CPUs when cpus is not given (0 = all)", "0"},
           {"cpus", "core group: list of logical CPU ids", ""},
           {"seed", "seed of the synthetic weights and inputs", "1"}},
          [](const Params& p) -> std::unique_ptr<Executor> {
            ExecOptions o;
-           o.dtype = dtype_param(p);
+           o.dtype = dtype_param(p, true);
            o.seed = static_cast<uint64_t>(p.get_int("seed", 1));
            ConfigNode c = p.node().defined() ? p.node().optional("cpus") : ConfigNode();
            if (c.defined()) {
@@ -135,11 +140,11 @@ void register_executors(ExecutorRegistry& r) {
            return std::make_unique<OneDnnExecutor>(o);
          }});
   r.add({"reference", "float64 reference loops on the calling thread (slow; for tests)",
-         {{"dtype", "value rounding of weights and inputs: bf16 or fp32", "bf16"},
+         {{"dtype", "value rounding of weights and inputs: auto (as onednn's), bf16 or fp32", "auto"},
           {"seed", "seed of the synthetic weights and inputs", "1"}},
          [](const Params& p) -> std::unique_ptr<Executor> {
            ExecOptions o;
-           o.dtype = dtype_param(p);
+           o.dtype = dtype_param(p, false);
            o.seed = static_cast<uint64_t>(p.get_int("seed", 1));
            return std::make_unique<ReferenceExecutor>(o);
          }});

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "executors/host.h"
 #include "executors/plan.h"
 #include "models/graph.h"
 #include "scenarios/registry.h"
@@ -16,7 +17,9 @@
 namespace vlasim {
 
 struct ExecOptions {
-  DType dtype = DType::BF16;  // activations and weights (ops' own dtype is ignored)
+  // Activations and weights (ops' own dtype is ignored); by default what this CPU runs
+  // natively (executors/host.h).
+  DType dtype = native_cpu_dtype();
   std::vector<int> cpus;      // core group: logical CPU ids to pin to; empty = all allowed
   uint64_t seed = 1;          // synthetic weights and inputs
 };
@@ -75,7 +78,8 @@ uint64_t available_memory();
 void check_memory(uint64_t bytes, const std::string& what);
 
 using ExecutorRegistry = Registry<Executor>;
-// Adds "onednn" (params dtype, threads, cpus, seed) and "reference" (float64, slow; params
+// Adds "onednn" (params dtype (auto by default; a dtype this CPU cannot run is a ConfigError
+// naming its ISA), threads, cpus, seed) and "reference" (float64, slow; params
 // dtype, seed) to `r`.
 void register_executors(ExecutorRegistry& r);
 // A registry filled by register_executors.

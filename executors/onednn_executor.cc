@@ -212,6 +212,8 @@ OneDnnExecutor::OneDnnExecutor(ExecOptions opt, GateUpMode gate_up) : impl_(std:
   if (opt.dtype != DType::F32 && opt.dtype != DType::BF16)
     throw std::invalid_argument(std::string("onednn executor: dtype ") + to_string(opt.dtype) +
                                 " is not supported (bf16, fp32)");
+  if (std::string why = cpu_dtype_problem(opt.dtype); !why.empty())
+    throw std::invalid_argument("onednn executor: " + why);
   opt.cpus = check_cpus(opt.cpus);
   impl_->opt = opt;
   impl_->mode = gate_up;

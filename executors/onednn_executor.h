@@ -17,8 +17,9 @@ enum class GateUpMode {
 
 class OneDnnExecutor : public Executor {
  public:
-  // Throws std::invalid_argument for a dtype other than bf16/fp32 or a core group naming
-  // CPUs this process cannot use (see check_cpus).
+  // Throws std::invalid_argument for a dtype other than bf16/fp32, a dtype this CPU cannot
+  // run (cpu_dtype_problem, naming its ISA), or a core group naming CPUs this process cannot
+  // use (see check_cpus).
   explicit OneDnnExecutor(ExecOptions opt, GateUpMode gate_up = GateUpMode::TwoMatmuls);
   ~OneDnnExecutor() override;
 

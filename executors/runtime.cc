@@ -82,6 +82,13 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
     }
   }
 
+  // Every model's dtype must run on this CPU before any work starts.
+  for (size_t m = 0; m < p.models.size(); ++m) {
+    const ModelInstance& mi = s.models[p.models[m].model];
+    if (std::string why = cpu_dtype_problem(mi.shape.dtype); !why.empty())
+      mi.dtype_where.fail("model '" + mi.name + "': dtype " + to_string(mi.shape.dtype) + ": " + why);
+  }
+
   // Executors (one per unit and dtype) and prepared segments.
   for (size_t m = 0; m < p.models.size(); ++m) {
     const ModelPlan& mp = p.models[m];

@@ -32,7 +32,8 @@ struct ExecResult {
 // Runs `s` as planned in `p`. Every unit the plan uses must be a CPU core group whose cores
 // exist on this machine (logical CPU ids first_core .. first_core + cores - 1). Throws
 // ConfigError (scenario file, device line) when a unit cannot run here (a GPU, missing
-// CPUs), and std::runtime_error when memory is short. Requests still running when
+// CPUs) or a model's dtype cannot run on this CPU (at its dtype key, naming the host's ISA;
+// checked before any work starts), and std::runtime_error when memory is short. Requests still running when
 // arrivals end + drain_s have passed are left unfinished (end < 0), as in simulation.
 // Background loads on CPU core groups run as spinning threads pinned to their cores (busy
 // for the compute share of every 2 ms); their memory share is not reproduced.

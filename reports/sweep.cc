@@ -84,7 +84,8 @@ SweepAxis parse_sweep_axis(const std::string& text) {
 SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
                       const std::string& cards_dir, const SweepAxis& axis, SplitGoal goal,
                       double memory_cap_bytes, const std::string& memory_device,
-                      const std::function<void(double)>& progress, const std::string& profile) {
+                      const std::function<void(double)>& progress, DType auto_cpu_dtype,
+                      const std::string& profile) {
   SweepResult out;
   out.key = axis.key;
   out.goal = goal == SplitGoal::Throughput ? "throughput" : goal == SplitGoal::Latency ? "latency" : "memory";
@@ -102,6 +103,7 @@ SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
     o.after_block = *end ? static_cast<int>(i) : static_cast<int>(std::lround(num));
     try {
       Scenario s = load_scenario_node(root, catalog_dir, cards_dir);
+      resolve_auto_dtypes(s, auto_cpu_dtype);
       if (!profile.empty()) use_profiled_cost_model(s, profile);
       if (out.scenario.empty()) out.scenario = s.name;
       Plan plan = plan_scenario(s);

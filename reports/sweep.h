@@ -37,11 +37,12 @@ struct SweepResult {
 
 // Simulates the scenario at each value. `memory_device` names the device whose peak memory
 // the planner weighs (default: the first device). Throws ConfigError if the key does not
-// exist in the file or the file is bad at every value's common parts.
+// exist in the file or the file is bad at every value's common parts. Models with
+// `dtype: auto` on a CPU device run at `auto_cpu_dtype` (resolve_auto_dtypes).
 SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
                       const std::string& cards_dir, const SweepAxis& axis, SplitGoal goal,
                       double memory_cap_bytes, const std::string& memory_device,
-                      const std::function<void(double)>& progress,
+                      const std::function<void(double)>& progress, DType auto_cpu_dtype,
                       const std::string& profile = "");  // non-empty: use the profiled cost model
 
 // sweep.csv, sweep.md and (when gnuplot is installed) sweep.svg in `dir`; returns the paths.

@@ -186,8 +186,8 @@ RunShape parse_shape(const ConfigNode& m, const ModelCard& card) {
   r.batch = static_cast<int>(m.get_count("batch", r.batch, 1, 4096));
   if (m.has("dtype")) {
     ConfigNode d = m.required("dtype");
-    if (!parse_dtype(d.as_string(), &r.dtype))
-      d.fail("unknown dtype '" + d.as_string() + "'; valid names are: fp32, bf16, fp16, int8");
+    if (d.as_string() != "auto" && !parse_dtype(d.as_string(), &r.dtype))
+      d.fail("unknown dtype '" + d.as_string() + "'; valid names are: auto, fp32, bf16, fp16, int8");
   }
   return r;
 }
@@ -326,6 +326,8 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     if (!model_names.insert(mi.name).second)
       m.fail("duplicate model instance '" + mi.name + "'; give each a distinct name");
     mi.shape = parse_shape(m, mi.card);
+    mi.dtype_where = m.has("dtype") ? m.required("dtype") : m;
+    mi.dtype_auto = mi.dtype_pending = m.has("dtype") && m.required("dtype").as_string() == "auto";
     if (m.has("placement") && m.has("partition"))
       m.fail("give either placement or partition, not both");
     parse_placement(m.optional("placement"), s, mi);
@@ -423,6 +425,31 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
 Scenario load_scenario(const std::string& path, const std::string& catalog_dir,
                        const std::string& cards_dir) {
   return parse_scenario(ConfigNode::load_file(path), catalog_dir, cards_dir);
+}
+
+bool model_uses_cpu(const Scenario& s, const ModelInstance& mi) {
+  auto is_cpu = [&](const std::string& device) {
+    int d = s.device_index(device);
+    return d >= 0 && s.devices[static_cast<size_t>(d)].spec.type == DeviceType::Cpu;
+  };
+  for (const PlacementRule& r : mi.placement)
+    if (is_cpu(r.device)) return true;
+  if (mi.partition && mi.partition_where.is_map() && mi.partition_where.optional("params").is_map())
+    for (const char* key : {"first", "second"}) {
+      ConfigNode n = mi.partition_where.optional("params").optional(key);
+      if (!n.defined()) continue;
+      const std::string ref = n.as_string();
+      if (is_cpu(ref.substr(0, ref.find('.')))) return true;
+    }
+  return false;
+}
+
+void resolve_auto_dtypes(Scenario& s, DType cpu_native) {
+  for (ModelInstance& mi : s.models) {
+    if (!mi.dtype_pending) continue;
+    mi.shape.dtype = model_uses_cpu(s, mi) ? cpu_native : DType::BF16;
+    mi.dtype_pending = false;
+  }
 }
 
 void use_profiled_cost_model(Scenario& s, const std::string& profile_path) {

@@ -55,6 +55,10 @@ struct ModelInstance {
   std::string name;
   ModelCard card;
   RunShape shape;
+  // `dtype: auto` in the file: the dtype is this machine's (resolve_auto_dtypes); until it is
+  // resolved dtype_pending is true and shape.dtype holds the card's default.
+  bool dtype_auto = false, dtype_pending = false;
+  ConfigNode dtype_where;  // the dtype key, or the model when it has none
   std::vector<PlacementRule> placement;  // later rules override earlier ones
   // When set, the placement comes from this policy once the graph's blocks are known
   // (see placement_rules()); partition_where locates it in the file.
@@ -127,6 +131,15 @@ void resolve_device_ref(const Scenario& s, const std::string& ref, const ConfigN
 // ConfigError at the partition when it does not fit the model.
 // A cut >= 0 overrides the partition's own (dynamic-zone candidates).
 std::vector<PlacementRule> placement_rules(const Scenario& s, int m, const OpGraph& g, int cut = -1);
+
+// Whether any of model `mi`'s placement rules or partition devices is a CPU device.
+bool model_uses_cpu(const Scenario& s, const ModelInstance& mi);
+
+// Gives every model with `dtype: auto` its dtype: `cpu_native` (the dtype this machine's CPU
+// runs natively; executors/host.h native_cpu_dtype()) when any part of it is placed on a CPU
+// device, else bf16 (what GPUs run natively). Planning a scenario with an unresolved auto
+// dtype is refused (sim/plan.h).
+void resolve_auto_dtypes(Scenario& s, DType cpu_native);
 
 // Replaces the scenario's cost model with the "profiled" one reading `profile_path`
 // (made absolute here, so it does not depend on the scenario's folder).

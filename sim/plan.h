@@ -80,7 +80,8 @@ struct Plan {
 // coexist). Throws ConfigError at the scenario's placement when an op has no placement, two
 // devices exchange data without a link, or a device's memory does not fit (saying by how much).
 // A model with a dynamic zone gets one plan per candidate cut; every device holds the weights
-// of every block it may run.
+// of every block it may run. A model whose `dtype: auto` is unresolved (resolve_auto_dtypes,
+// scenarios/scenario.h) is refused with a ConfigError at its dtype.
 Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>& in_flight);
 
 // make_plan with the scenario's own cost model, and each model's requests in flight set by the

@@ -142,6 +142,9 @@ struct DeviceProfile {
   static constexpr int kVersion = 1;
   std::string catalog_device;   // catalog entry this profile stands for, e.g. "epyc-2vcpu"
   std::string machine;          // CPU model name (/proc/cpuinfo)
+  // The CPU ISA oneDNN ran here ("avx2", "avx512_core_bf16", ...; executors/host.h); ""
+  // in profiles made before it was recorded (written to JSON only when known).
+  std::string isa;
   int logical_cpus = 0;
   // 1-minute load average when calibration started (/proc/loadavg): other work on the
   // machine inflates times, multi-threaded ones most.
@@ -172,6 +175,19 @@ void save_profile(const DeviceProfile& p, const std::string& path);
 DeviceProfile load_profile(const std::string& path);
 // As load_profile, from text; `name` stands in for the file name in errors.
 DeviceProfile parse_profile(const std::string& text, const std::string& name);
+
+// The profile file scenario `s`'s cost model reads when it is "profiled" (found as the model
+// finds it), and the node to blame for it; path "" when the cost model is another.
+struct ProfileRef {
+  std::string path;
+  ConfigNode where;
+};
+ProfileRef scenario_profile(const Scenario& s);
+
+// "" when profile `p` (read from `path`) was made on a CPU on which oneDNN ran `host_isa`;
+// otherwise why it cannot predict this machine (made on another ISA, or recording none),
+// naming both ISAs and how to calibrate here.
+std::string profile_isa_problem(const DeviceProfile& p, const std::string& path, const std::string& host_isa);
 
 // Adds "profiled" (params: profile = path, required; fallback = "fit" or "roofline") to `r`.
 // Relative profile paths are looked up next to the scenario file first, then in the current

@@ -111,6 +111,24 @@ std::string resolve_profile(const ConfigNode& node) {
 
 }  // namespace
 
+ProfileRef scenario_profile(const Scenario& s) {
+  if (s.cost_model.name != "profiled" || !s.cost_model.params.node().defined() ||
+      !s.cost_model.params.node().has("profile"))
+    return {};
+  const ConfigNode node = s.cost_model.params.node().required("profile");
+  return {resolve_profile(node), node};
+}
+
+std::string profile_isa_problem(const DeviceProfile& p, const std::string& path, const std::string& host_isa) {
+  if (p.isa == host_isa) return "";
+  const std::string how = "; calibrate on this machine (vlasim calibrate SCENARIO --in-context -o PROFILE)";
+  if (p.isa.empty())
+    return "profile " + path + " does not record the CPU ISA it was measured with (made by an older "
+           "vlasim), so it cannot be trusted to predict this machine (oneDNN ISA " + host_isa + ")" + how;
+  return "profile " + path + " was measured on a CPU running oneDNN ISA " + p.isa + " (" + p.machine +
+         "), but this machine runs " + host_isa + ": its times predict that machine, not this one" + how;
+}
+
 void register_profiled_cost_model(CostModelRegistry& r) {
   r.add({"profiled",
          "times measured on this machine by vlasim calibrate (exact shapes, else a fitted model)",

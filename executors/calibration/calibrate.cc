@@ -213,6 +213,10 @@ void add_scenario(CalibrateOptions& o, const Scenario& s) {
                           "' to calibrate; devices: " + join_names(names));
   }
   for (const ModelInstance& mi : s.models) {
+    if (mi.dtype_pending)
+      mi.dtype_where.fail("model '" + mi.name + "': dtype auto is not resolved (resolve_auto_dtypes)");
+    if (std::string why = cpu_dtype_problem(mi.shape.dtype); !why.empty())
+      mi.dtype_where.fail("model '" + mi.name + "': dtype " + to_string(mi.shape.dtype) + ": " + why);
     OpGraph g = build_graph(mi.card, mi.shape);
     if (g.size() > 0 && std::find(o.dtypes.begin(), o.dtypes.end(), g.op(0).dtype) == o.dtypes.end())
       o.dtypes.push_back(g.op(0).dtype);
@@ -308,7 +312,11 @@ DeviceProfile calibrate(const CalibrateOptions& o) {
 
   DeviceProfile p;
   p.catalog_device = o.catalog_device;
+  for (DType d : o.dtypes)
+    if (std::string why = cpu_dtype_problem(d); !why.empty())
+      throw std::invalid_argument(std::string("calibrate: dtype ") + to_string(d) + ": " + why);
   p.machine = cpu_model();
+  p.isa = host_info().isa;
   p.logical_cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   p.load_average = load_average();
   p.executor = o.executor;

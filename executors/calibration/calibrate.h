@@ -32,7 +32,7 @@ struct CalibrateOptions {
   std::string catalog_device = "epyc-2vcpu";  // catalog CPU entry the profile stands for
   std::string catalog_dir = default_catalog_dir();
   std::vector<int> threads = {1};             // core groups {cpu0}, {cpu0, cpu1}, ...
-  std::vector<DType> dtypes = {DType::BF16};
+  std::vector<DType> dtypes = {native_cpu_dtype()};  // executors/host.h
   GridLevel grid = GridLevel::Quick;
   // Every distinct op (by op_signature, at each profiled dtype) of these graphs is measured.
   std::vector<OpGraph> graphs;
@@ -53,7 +53,8 @@ std::vector<Op> calibration_grid(GridLevel level, DType dtype);
 // Adds the scenario's model graphs to `o.graphs`, and its settings for the CPU devices whose
 // catalog entry is o.catalog_device: their core-group sizes to `o.threads` and the models'
 // dtypes to `o.dtypes` (each once, keeping existing entries first). Throws ConfigError at the
-// scenario's devices when no device uses o.catalog_device.
+// scenario's devices when no device uses o.catalog_device, and at a model's dtype when it is an
+// unresolved auto or a dtype this CPU cannot run (naming the host's ISA).
 void add_scenario(CalibrateOptions& o, const Scenario& s);
 
 // The executor `name` from executor_registry() with dtype `dtype` on the first `threads`
@@ -80,7 +81,8 @@ OpTiming time_op(Executor& ex, const OpGraph& g, int id, int warmup, int reps, i
 // the memcpy figure, and returns the profile. Ops the executor refuses (unsupported, memory
 // short) are recorded under `skipped` with the reason. Deterministic order of work; the
 // figures are the machine's. Throws ConfigError for an unknown executor or catalog device,
-// a catalog device that is not a CPU, or a thread count outside the allowed CPUs.
+// a catalog device that is not a CPU, or a thread count outside the allowed CPUs, and
+// std::invalid_argument for a dtype this CPU cannot run. The profile records the host's ISA.
 DeviceProfile calibrate(const CalibrateOptions& o);
 
 // In-context calibration. The grid and graph measurements above time every op alone, in a

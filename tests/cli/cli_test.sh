@@ -40,5 +40,27 @@ done
 "$bin" graph pi0 --views 2 --prompt 0 --chunk 63 --steps 10 >"$tmp/graph"
 check "graph prints the stages" grep -q "prefix" "$tmp/graph"
 
+# This CPU's capabilities, and a CPU without bf16 (oneDNN capped at AVX2, as on an AVX2-only
+# host): an explicit bf16 is refused before any work with file, line, key, ISA and the way out.
+"$bin" list host >"$tmp/host"
+check "list host names the ISA" grep -q "effective isa" "$tmp/host"
+check "list host says what dtype auto picks" grep -q "dtype auto: \(fp32\|bf16\)" "$tmp/host"
+ONEDNN_MAX_CPU_ISA=AVX2 "$bin" list host >"$tmp/host_avx2"
+check "under the AVX2 cap, auto is fp32" grep -q "dtype auto: fp32" "$tmp/host_avx2"
+sed 's/dtype: auto/dtype: bf16/' "$src/scenarios/default.yaml" >"$tmp/bf16.yaml"
+line=$(grep -n "dtype: bf16" "$tmp/bf16.yaml" | cut -d: -f1)
+export ONEDNN_MAX_CPU_ISA=AVX2
+expect_error "explicit bf16 on AVX2 (execute)" 2 "bf16.yaml:$line:.*models\[0\].dtype.*ISA avx2.*dtype: fp32" execute "$tmp/bf16.yaml" -q
+expect_error "explicit bf16 on AVX2 (calibrate)" 2 "bf16.yaml:$line:.*ISA avx2" calibrate "$tmp/bf16.yaml" --grid none -q -o "$tmp/p.json"
+expect_error "calibrate --dtypes bf16 on AVX2" 2 "--dtypes.*ISA avx2" calibrate --dtypes bf16 --grid quick -q -o "$tmp/p.json"
+unset ONEDNN_MAX_CPU_ISA
+check "nothing was calibrated" test ! -e "$tmp/p.json"
+# A profile made on another ISA (or recording none) is refused for a comparison on this host.
+sed -e '/^  "isa":/d' -e 's/^ "made_with": {$/ "made_with": {\n  "isa": "some_other_isa",/' \
+  "$src/scenarios/validation/profile.json" >"$tmp/other_isa.json"
+expect_error "profile of another ISA" 2 "--profile.*ISA some_other_isa" --profile "$tmp/other_isa.json" compare "$src/scenarios/default.yaml" -q
+sed -e '/^  "isa":/d' "$src/scenarios/validation/profile.json" >"$tmp/no_isa.json"
+expect_error "profile without an ISA" 2 "does not record the CPU ISA" --profile "$tmp/no_isa.json" compare "$src/scenarios/default.yaml" -q
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "host_skip.h"
 #include "executors/onednn_executor.h"
 #include "executors/reference.h"
 #include "models/builder.h"
@@ -79,7 +80,10 @@ TEST(ExecutorEndToEnd, Pi0SmallActionStageReadsItsOwnActivations) {
 }
 
 TEST(ExecutorEndToEnd, TinyPi0Fp32) { end_to_end(DType::F32, 1e-4); }
-TEST(ExecutorEndToEnd, TinyPi0Bf16) { end_to_end(DType::BF16, 3e-2); }
+TEST(ExecutorEndToEnd, TinyPi0Bf16) {
+  VLASIM_SKIP_UNLESS_CPU_RUNS(DType::BF16);
+  end_to_end(DType::BF16, 3e-2);
+}
 
 }  // namespace
 }  // namespace vlasim

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "executors/host.h"
 #include "executors/runtime.h"
 #include "sim/cost_model.h"
 
@@ -136,6 +137,61 @@ workload: [{model: pi0_tiny, rate_hz: 10, duration_s: 0.2}]
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("core group 's0'"), std::string::npos) << e.what();
   }
+}
+
+// An explicit bf16 runs where this CPU can run it, and elsewhere is refused before any work
+// with the scenario's file, the dtype's line and key, the host's ISA and the alternative
+// (CI runs this test again with ONEDNN_MAX_CPU_ISA=AVX2, where it takes the refusal branch).
+TEST(Runtime, ExplicitBf16RunsOrIsRefusedNamingTheHostIsa) {
+  Scenario s = scenario(R"(
+name: bf16
+hardware: {devices: [{name: cpu0, catalog: epyc-2vcpu, core_groups: [{name: a, cores: 1}]}]}
+models:
+  - card: pi0_tiny
+    dtype: bf16
+workload: [{model: pi0_tiny, rate_hz: 20, duration_s: 0.2}]
+drain_s: 5
+)");
+  if (host_info().bf16) {
+    ExecResult r = execute(s, plan_of(s), ExecuteOptions{});
+    ASSERT_FALSE(r.result.requests.empty());
+    EXPECT_TRUE(r.result.requests.front().finished());
+    return;
+  }
+  try {
+    execute(s, plan_of(s), ExecuteOptions{});
+    FAIL() << "bf16 ran on a CPU whose oneDNN ISA is " << host_info().isa;
+  } catch (const ConfigError& e) {
+    const std::string w = e.what();
+    EXPECT_EQ(e.file(), "<test>");
+    EXPECT_EQ(e.line(), 6) << w;
+    EXPECT_EQ(e.key(), "models[0].dtype") << w;
+    EXPECT_NE(w.find("ISA " + host_info().isa), std::string::npos) << w;
+    EXPECT_NE(w.find("dtype: fp32"), std::string::npos) << w;
+  }
+}
+
+// dtype: auto is this CPU's native dtype on a CPU device and bf16 on a GPU; planning an
+// unresolved auto is refused.
+TEST(Runtime, AutoDtypeIsTheCpusNativeOneAndMustBeResolved) {
+  Scenario s = scenario(R"(
+name: auto
+hardware:
+  devices:
+    - {name: cpu0, catalog: epyc-2vcpu, core_groups: [{name: a, cores: 1}]}
+    - {name: gpu0, catalog: rtx4090}
+models:
+  - {name: c, card: pi0_tiny, dtype: auto, placement: [{stages: [vision, prefix, action], device: cpu0.a}]}
+  - {name: g, card: pi0_tiny, dtype: auto, placement: [{stages: [vision, prefix, action], device: gpu0}]}
+workload: [{model: c, rate_hz: 20, duration_s: 0.2}]
+)");
+  EXPECT_THROW(plan_of(s), ConfigError);
+  resolve_auto_dtypes(s, native_cpu_dtype());
+  EXPECT_EQ(s.models[0].shape.dtype, native_cpu_dtype());
+  EXPECT_EQ(s.models[1].shape.dtype, DType::BF16);
+  EXPECT_EQ(native_cpu_dtype(), host_info().bf16_native ? DType::BF16 : DType::F32);
+  const Plan p = plan_of(s);
+  EXPECT_EQ(p.models[0].graph.op(0).dtype, native_cpu_dtype());
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ struct ScenarioRun {
 ScenarioRun run_file(const std::string& path, bool simulate_too = true) {
   ScenarioRun r;
   r.s = load_scenario(path, default_catalog_dir(), default_cards_dir());
+  resolve_auto_dtypes(r.s, DType::BF16);  // `vlasim` gives this CPU's; a fixed one keeps reports stable
   auto cost = cost_models().make(r.s.cost_model.name, r.s.cost_model.params, r.s.cost_model.where);
   r.plan = make_plan(r.s, *cost, std::vector<int>(r.s.models.size(), 1));
   if (simulate_too) r.result = simulate(r.s, r.plan);

@@ -59,6 +59,7 @@ using vlasim::testing::scratch_root;
 Scenario load_short(const Short& sh) {
   Scenario s = load_scenario(std::string(VLASIM_SOURCE_DIR) + "/scenarios/validation/" + sh.name + ".yaml",
                              default_catalog_dir(), default_cards_dir());
+  resolve_auto_dtypes(s, native_cpu_dtype());  // as `vlasim compare` does
   for (auto& st : s.streams) st.duration_s = sh.duration_s;
   s.drain_s = 5;
   return s;
@@ -122,10 +123,10 @@ TEST(Validation, ProfileCarriesInContextTimesAndOverhead) {
   p.date = "2026-01-01T00:00:00Z";
   p.grid = "none";
   p.threads = {1};
-  p.dtypes = {DType::BF16};
+  p.dtypes = {native_cpu_dtype()};
   ProfileSection sec;
   sec.threads = 1;
-  sec.dtype = DType::BF16;
+  sec.dtype = native_cpu_dtype();
   sec.op_overhead_s = 2e-6;
   for (size_t i = 0; i < g.size(); ++i) {
     const Op& op = g.op(static_cast<int>(i));
