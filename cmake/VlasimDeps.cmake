@@ -1,9 +1,9 @@
 # Finds every external dependency once, as imported targets the folders link to.
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(SYSTEMC REQUIRED IMPORTED_TARGET systemc)
+pkg_check_modules(VLASIM_SYSTEMC REQUIRED IMPORTED_TARGET systemc)
 # Debian's SystemC 2.3.4 is built as C++17; its API-version symbol must match.
 add_library(vlasim::systemc INTERFACE IMPORTED)
-target_link_libraries(vlasim::systemc INTERFACE PkgConfig::SYSTEMC)
+target_link_libraries(vlasim::systemc INTERFACE PkgConfig::VLASIM_SYSTEMC)
 target_compile_definitions(vlasim::systemc INTERFACE SC_CPLUSPLUS=201703L)
 target_sources(vlasim::systemc INTERFACE ${PROJECT_SOURCE_DIR}/sim/sc_main.cc)
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "models/emit.h"
+#include "scenarios/data_dir.h"
 
 #ifndef VLASIM_CARDS_DIR
 #define VLASIM_CARDS_DIR "models/cards"
@@ -339,8 +340,7 @@ std::vector<std::pair<std::string, std::string>> card_component_types() {
 }
 
 std::string default_cards_dir() {
-  if (const char* env = std::getenv("VLASIM_CARDS"); env && *env) return env;
-  return VLASIM_CARDS_DIR;
+  return find_data_dir("VLASIM_CARDS", "cards", VLASIM_CARDS_DIR);
 }
 
 }  // namespace vlasim

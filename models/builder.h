@@ -78,7 +78,7 @@ OpGraph build_graph(const ModelCard& card, const RunShape& shape);
 // Component types a card may use, as (type, one-line description), in registry order.
 std::vector<std::pair<std::string, std::string>> card_component_types();
 
-// Directory holding the shipped cards (set at build time; VLASIM_CARDS overrides).
+// Directory holding the shipped cards: VLASIM_CARDS, else an installed vlasim's share/vlasim/cards, else the source tree's (scenarios/data_dir.h).
 std::string default_cards_dir();
 
 }  // namespace vlasim

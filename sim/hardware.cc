@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "scenarios/data_dir.h"
+
 namespace vlasim {
 
 const char* to_string(DeviceType t) {
@@ -187,8 +189,7 @@ std::vector<std::string> Catalog::names() const {
 }
 
 std::string default_catalog_dir() {
-  if (const char* e = std::getenv("VLASIM_CATALOG")) return e;
-  return VLASIM_CATALOG_DIR;
+  return find_data_dir("VLASIM_CATALOG", "catalog", VLASIM_CATALOG_DIR);
 }
 
 }  // namespace vlasim

@@ -93,7 +93,7 @@ class Catalog {
 // Parses one catalog entry. Throws ConfigError on a missing or impossible value.
 DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& node);
 
-// Directory of the shipped catalog (VLASIM_CATALOG overrides).
+// Directory of the shipped catalog: VLASIM_CATALOG, else an installed vlasim's share/vlasim/catalog, else the source tree's (scenarios/data_dir.h).
 std::string default_catalog_dir();
 
 }  // namespace vlasim
