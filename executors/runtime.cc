@@ -120,6 +120,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   std::mutex mu;
   std::condition_variable done_cv;
   bool stop = false;
+  double flow_clock = 0;  // the latest time handed to the flow (guarded by mu)
   const Clock::time_point t0 = Clock::now();
   auto now = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
 
@@ -153,6 +154,10 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         }
         double end = now();
         lock.lock();
+        // The flow's clock never runs backwards: an arrival handed to it while this thread
+        // waited for the lock may carry a later time than `end`.
+        end = std::max(end, flow_clock);
+        flow_clock = end;
         if (timing) {
           const OpGraph& g = p.models[w.plan].graph;
           for (size_t i = 0; i < timing->ops.size(); ++i) {
@@ -212,7 +217,10 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
                                            std::chrono::duration<double>(t)));
     {
       std::lock_guard<std::mutex> lock(mu);
-      flow.arrive(stream, t);
+      // Nominal arrival time, unless a segment end already handed to the flow is later (the
+      // flow's current time must not run backwards; see RequestFlow::arrive).
+      flow_clock = std::max(flow_clock, t);
+      flow.arrive(stream, flow_clock);
     }
     if (o.progress && (++issued % 16 == 0 || issued == arrivals.size()))
       o.progress(static_cast<double>(issued) / static_cast<double>(arrivals.size()));
