@@ -173,16 +173,8 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
   sopt.trace_limit = out.trace_limit;
   SimResult predicted = simulate(pr.s, pr.plan, sopt);
   ExecResult measured = run_for_real(pr, out, executor, warmup);
-  std::vector<OpTime> ops;
-  for (size_t m = 0; m < pr.s.models.size(); ++m) {  // each model's own plan (not zone variants)
-    const ModelPlan& mp = pr.plan.models[m];
-    for (size_t i = 0; i < mp.graph.size(); ++i) {
-      const Op& op = mp.graph.op(static_cast<int>(i));
-      ops.push_back(OpTime{pr.s.models[m].name, op.name, to_string(op.kind), to_string(op.stage),
-                           mp.op_costs[i].seconds, measured.op_seconds[m][i]});
-    }
-  }
-  Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured.result, ops, margin);
+  Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured.result,
+                                op_times(pr.s, pr.plan, measured.op_seconds), margin);
   std::string md = compare_markdown(cmp);
   if (!out.quiet) std::cout << md;
   if (!out.dir.empty()) {

@@ -95,6 +95,41 @@ EndToEnd end_to_end(const Side& pred, const Side& meas) {
   return e;
 }
 
+// Marks p90/p99 that rest on too little (EndToEnd::predicted_tail, measured_tail). `varied`:
+// the plan gives the model's segments run-to-run variation.
+void judge_tail(EndToEnd& e, bool varied, const Side& pred, const Side& meas) {
+  if (!varied) {
+    const bool spread = pred.latencies.size() > 1 &&
+                        quantile_or_nan(pred.latencies, 0.99) > quantile_or_nan(pred.latencies, 0.50) * (1 + 1e-9);
+    if (!spread && !pred.latencies.empty()) {
+      e.predicted_tail = false;
+      e.p90_s = figure(kNaN, e.p90_s.measured);
+      e.p99_s = figure(kNaN, e.p99_s.measured);
+      e.tail_notes.push_back(
+          "predicted p90/p99 n/a: the cost model has no run-to-run variation for these units and every "
+          "request took the same time; calibrate in context with at least 20 segment runs "
+          "(vlasim calibrate SCENARIO --in-context --context-requests 100)");
+    } else if (!pred.latencies.empty()) {
+      e.tail_notes.push_back("predicted p90/p99 from queueing only: no run-to-run variation is calibrated for these units");
+    }
+  }
+  if (!meas.latencies.empty() && meas.latencies.size() < 100) {
+    e.measured_tail = false;
+    e.tail_notes.push_back("measured p99 of " + std::to_string(meas.latencies.size()) +
+                           " requests is the slowest one (nearest rank); 100 or more give a tail figure");
+  }
+}
+
+// Whether plan `p` gives any compute segment of scenario model `m` (variants included)
+// run-to-run variation.
+bool varied(const Plan& p, int m) {
+  for (const ModelPlan& mp : p.models)
+    if (mp.model == m)
+      for (const Segment& seg : mp.segments)
+        if (!seg.transfer && !seg.variability.empty()) return true;
+  return false;
+}
+
 }  // namespace
 
 Comparison compare_runs(const Scenario& s, const Plan& p, const SimResult& predicted, const SimResult& measured,
@@ -107,6 +142,9 @@ Comparison compare_runs(const Scenario& s, const Plan& p, const SimResult& predi
   const std::vector<Side> pred = sides_by_model(s, predicted, "predicted", &pred_all);
   const std::vector<Side> meas = sides_by_model(s, measured, "measured", &meas_all);
   c.overall = end_to_end(pred_all, meas_all);
+  bool any_varied = false;
+  for (size_t m = 0; m < s.models.size(); ++m) any_varied = any_varied || varied(p, static_cast<int>(m));
+  judge_tail(c.overall, any_varied, pred_all, meas_all);
 
   std::vector<double> all_stage_errors;
   for (size_t m = 0; m < s.models.size(); ++m) {
@@ -114,6 +152,7 @@ Comparison compare_runs(const Scenario& s, const Plan& p, const SimResult& predi
     mc.name = s.models[m].name;
     if (m < p.models.size()) mc.predicted_alone_s = p.models[m].alone_seconds;
     mc.e2e = end_to_end(pred[m], meas[m]);
+    judge_tail(mc.e2e, varied(p, static_cast<int>(m)), pred[m], meas[m]);
     std::vector<double> stage_errors;
     for (int st = 0; st < kStages; ++st) {
       const auto& ps = pred[m].stage[st];
@@ -203,6 +242,7 @@ ordered_json to_json(const EndToEnd& e) {
   j["unfinished"] = ordered_json{{"predicted", e.predicted_unfinished}, {"measured", e.measured_unfinished}};
   j["latency_s"] = ordered_json{
       {"mean", to_json(e.mean_s)}, {"p50", to_json(e.p50_s)}, {"p90", to_json(e.p90_s)}, {"p99", to_json(e.p99_s)}};
+  j["tail"] = ordered_json{{"predicted", e.predicted_tail}, {"measured", e.measured_tail}, {"notes", e.tail_notes}};
   j["throughput_hz"] = to_json(e.throughput_hz);
   j["deadline_attainment"] = ordered_json{{"predicted", num(e.predicted_deadline_attainment)},
                                           {"measured", num(e.measured_deadline_attainment)},
@@ -315,9 +355,9 @@ std::string fmt(const char* f, double x) {
   std::snprintf(buf, sizeof buf, f, x);
   return buf;
 }
-std::string ms(double s) { return fmt("%.3f", s * 1e3); }
+std::string ms(double s) { return std::isfinite(s) ? fmt("%.3f", s * 1e3) : "n/a"; }
 std::string us(double s) { return fmt("%.2f", s * 1e6); }
-std::string pct(double frac) { return fmt("%+.1f%%", 100 * frac); }
+std::string pct(double frac) { return std::isfinite(frac) ? fmt("%+.1f%%", 100 * frac) : "n/a"; }
 std::string pct_abs(double frac) { return fmt("%.1f%%", 100 * frac); }
 std::string cell(std::string s) {
   std::string out;
@@ -355,6 +395,13 @@ std::string compare_markdown(const Comparison& c) {
   os << "| model | metric | predicted | measured | error |\n|---|---|---:|---:|---:|\n";
   for (const auto& m : c.models) e2e_rows(os, m.name, m.e2e);
   if (c.models.size() > 1) e2e_rows(os, "all", c.overall);
+  for (const auto& m : c.models)
+    for (const auto& n : m.e2e.tail_notes) os << "\n- " << m.name << ": " << n << ".";
+  if (c.models.size() > 1)
+    for (const auto& n : c.overall.tail_notes) os << "\n- all: " << n << ".";
+  bool notes = !c.overall.tail_notes.empty();
+  for (const auto& m : c.models) notes = notes || !m.e2e.tail_notes.empty();
+  if (notes) os << "\n";
   if (c.overall.predicted_unfinished || c.overall.measured_unfinished)
     os << "\nUnfinished requests (excluded from latencies, counted as missed deadlines): predicted "
        << c.overall.predicted_unfinished << ", measured " << c.overall.measured_unfinished << ".\n";
@@ -654,6 +701,20 @@ bool within_bounds(const Comparison& c, const Bounds& b, std::string* why) {
     for (const auto& f : failures) *why += f + '\n';
   }
   return failures.empty();
+}
+
+std::vector<OpTime> op_times(const Scenario& s, const Plan& p, const std::vector<std::vector<double>>& measured) {
+  std::vector<OpTime> ops;
+  for (size_t m = 0; m < s.models.size(); ++m) {
+    const ModelPlan& mp = p.models[m];
+    for (size_t i = 0; i < mp.graph.size(); ++i) {
+      const Op& op = mp.graph.op(static_cast<int>(i));
+      const OpCost& c = mp.op_costs[i];
+      ops.push_back(OpTime{s.models[m].name, op.name, to_string(op.kind), to_string(op.stage),
+                           c.seconds - c.dispatch_seconds, measured[m][i]});
+    }
+  }
+  return ops;
 }
 
 }  // namespace vlasim

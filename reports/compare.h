@@ -24,6 +24,11 @@ struct OpTime {
   double predicted_s = 0, measured_s = 0;
 };
 
+// Every op of each scenario model's own plan (not dynamic-zone variants), predicted as the
+// op's timer would see it (OpCost::seconds less the runtime's dispatch share, which no op
+// timer includes) beside `measured[model][op id]` (ExecResult::op_seconds).
+std::vector<OpTime> op_times(const Scenario& s, const Plan& p, const std::vector<std::vector<double>>& measured);
+
 // A predicted and a measured figure and the signed relative error. A figure that one run
 // cannot give (no finished request) is NaN, and so is the error then or when measured is 0.
 struct Figure {
@@ -61,6 +66,13 @@ struct EndToEnd {
   size_t predicted_finished = 0, measured_finished = 0;
   size_t predicted_unfinished = 0, measured_unfinished = 0;
   Figure mean_s, p50_s, p90_s, p99_s;  // nearest-rank percentiles, as latency_stats
+  // Whether p90/p99 rest on data that can give a tail. A prediction has none when the plan
+  // carries no run-to-run variation for the model's segments (not calibrated in context
+  // with enough runs) and its latencies have no spread either: its predicted p90/p99 are
+  // then NaN ("n/a") rather than the one value every request got. A measured p99 of fewer
+  // than 100 requests is only the slowest one. tail_notes says each of these in words.
+  bool predicted_tail = true, measured_tail = true;
+  std::vector<std::string> tail_notes;
   Figure throughput_hz;                // finished requests per second of the run's horizon
   double predicted_deadline_attainment = 1, measured_deadline_attainment = 1;  // fractions
   double deadline_difference_pp = 0;                                           // 100 * (predicted - measured)

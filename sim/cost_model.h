@@ -18,6 +18,10 @@ struct OpCost {
   double compute_seconds = 0;  // time the unit's compute would need at its achievable rate
   double memory_seconds = 0;   // time the unit's memory traffic would need
   double overhead_seconds = 0; // launch / dispatch overhead (part of seconds)
+  // The part of overhead_seconds the real runtime spends around the op, outside the op's own
+  // timer (thread hand-offs spread over ops; ProfileSection::op_overhead_s). A measured op
+  // time compares with seconds - dispatch_seconds.
+  double dispatch_seconds = 0;
 };
 
 class CostModel {

@@ -62,6 +62,7 @@ class Profiled : public CostModel {
       c.compute_seconds = t;
     }
     c.overhead_seconds += s->op_overhead_s;
+    c.dispatch_seconds = s->op_overhead_s;
     return c;
   }
 

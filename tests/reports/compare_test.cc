@@ -59,6 +59,9 @@ struct Runs {
       ModelPlan mp;
       mp.model = static_cast<int>(p.models.size());
       mp.alone_seconds = 0.010 * (mp.model + 1);
+      Segment seg;  // calibrated run-to-run variation, so predicted tails count
+      seg.variability = {0.9, 1.0, 1.1};
+      mp.segments.push_back(seg);
       p.models.push_back(mp);
     }
     pred.horizon = 0.4;
@@ -143,6 +146,34 @@ TEST(CompareRuns, EndToEndErrorsUseNearestRankPercentilesPerModelAndOverall) {
   EXPECT_NEAR(c.overall.mean_s.error, -0.2, 1e-12);
   EXPECT_NEAR(c.overall.p50_s.error, 0.010 / 0.013 - 1, 1e-12);  // 3rd of 6
   EXPECT_NEAR(c.overall.p90_s.error, -0.2, 1e-12);               // 6th of 6
+}
+
+// A prediction with no run-to-run variation and no spread has no tail: its p90/p99 are n/a
+// and the report says why; with variation (or queueing spread) they stand. A measured p99 of
+// fewer than 100 requests is flagged as the slowest request.
+TEST(CompareRuns, TailsWithoutDataAreNotPrinted) {
+  Runs r;
+  Comparison varied = r.compare();
+  EXPECT_TRUE(varied.models[0].e2e.predicted_tail);
+  EXPECT_TRUE(std::isfinite(varied.models[0].e2e.p99_s.predicted));
+  EXPECT_FALSE(varied.models[0].e2e.measured_tail);  // 4 measured requests
+
+  for (ModelPlan& mp : r.p.models) mp.segments[0].variability.clear();
+  Comparison flat = r.compare();
+  const EndToEnd& a = flat.models[0].e2e;
+  EXPECT_FALSE(a.predicted_tail);
+  EXPECT_TRUE(std::isnan(a.p99_s.predicted));
+  EXPECT_TRUE(std::isnan(a.p90_s.error));
+  EXPECT_NEAR(a.p99_s.measured, 0.014, 1e-15);
+  EXPECT_NEAR(a.p50_s.predicted, 0.010, 1e-15);
+  // Overall, the two models' different times are a spread: printed, with a note.
+  EXPECT_TRUE(flat.overall.predicted_tail);
+  EXPECT_TRUE(std::isfinite(flat.overall.p99_s.predicted));
+  const std::string md = compare_markdown(flat);
+  EXPECT_NE(md.find("| alpha | p99 latency (ms) | n/a | 14.000 | n/a |"), std::string::npos) << md;
+  EXPECT_NE(md.find("predicted p90/p99 n/a"), std::string::npos) << md;
+  EXPECT_NE(md.find("measured p99 of 4 requests is the slowest one"), std::string::npos) << md;
+  EXPECT_NE(md.find("from queueing only"), std::string::npos) << md;
 }
 
 TEST(CompareRuns, UnfinishedRequestsAreCountedAndMissTheirDeadlines) {
