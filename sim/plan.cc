@@ -124,7 +124,7 @@ void finish_segment(Segment& seg, const ModelPlan& mp) {
     seg.seconds += c.seconds;
     compute += c.compute_seconds;
     memory += c.memory_seconds;
-    seg.stage_seconds[static_cast<int>(mp.graph.op(id).stage)] += c.seconds;
+    seg.stage_seconds[static_cast<int>(mp.graph.op(id).stage)] += c.seconds - c.dispatch_seconds;
   }
   if (seg.seconds > 0) {
     seg.compute_frac = compute / seg.seconds;

@@ -38,7 +38,10 @@ struct Segment {
   double seconds = 0;         // predicted time alone on its unit
   double compute_frac = 0;    // share of the unit's compute resource used while alone
   double memory_frac = 0;     // share of the unit's memory resource used while alone
-  double stage_seconds[5] = {0, 0, 0, 0, 0};  // alone-time split by Stage
+  // Alone time of the segment's ops by Stage, without the runtime's dispatch share
+  // (OpCost::dispatch_seconds), as op timers see them: the shares by which a run's interval
+  // is split among its stages, in simulation as in real runs (whose shares are op timers).
+  double stage_seconds[5] = {0, 0, 0, 0, 0};
   // The cost model's run-to-run variation for this segment (CostModel::service_variability):
   // the simulator scales each run's time by a factor drawn from these quantiles; empty: none.
   std::vector<double> variability;

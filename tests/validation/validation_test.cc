@@ -153,6 +153,14 @@ TEST(Validation, ProfileCarriesInContextTimesAndOverhead) {
   for (const OpTime& t : op_times(s, plan, measured))
     if (t.kind != "transfer" && ++checked) EXPECT_NEAR(t.predicted_s, 1e-4, 1e-12) << t.op;
   EXPECT_GT(checked, 100);
+  // A segment's stage shares are its ops as their timers see them, as in real runs.
+  for (const Segment& seg : plan.models[0].segments) {
+    if (seg.transfer) continue;
+    double shares = 0;
+    for (double x : seg.stage_seconds) shares += x;
+    EXPECT_NEAR(shares, 1e-4 * static_cast<double>(seg.ops.size()), 1e-9) << seg.label;
+    EXPECT_NEAR(seg.seconds, (1e-4 + 2e-6) * static_cast<double>(seg.ops.size()), 1e-9) << seg.label;
+  }
 
   // Without the key the overhead is 0, and older profiles still load.
   p.sections[0].op_overhead_s = 0;
