@@ -16,6 +16,11 @@
 #   3. writes reports/validation.md: the machine, its load before and after, the oneDNN
 #      version, the date, and per scenario the errors against the targets.
 #
+# The report keeps one section per host class (oneDNN's effective ISA, which sets the dtype
+# `auto` picks; scenarios with an explicit dtype the CPU cannot run are skipped and listed); on
+# a CPU above AVX2 the suite runs a second time with ONEDNN_MAX_CPU_ISA=AVX2 for the AVX2
+# class (AVX2_LEG=0 skips it). Outputs go to out/validation/<class>/.
+#
 # It runs in wall-clock time on this machine's cores (about 12 minutes on 2 cores): run it on a
 # machine as quiet as you can get; the report states the load. Needs python3 for the report.
 # REPORT_ONLY=1 only rewrites the report from the last run (e.g. after editing
@@ -24,7 +29,6 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 vlasim=${VLASIM:-$here/build/vlasim}
-out=${OUT_DIR:-$here/out/validation}
 report=${REPORT:-$here/reports/validation.md}
 grid=${GRID:-full}
 install_profile=${INSTALL_PROFILE:-1}   # 0: leave scenarios/validation/profile.json alone
@@ -38,7 +42,20 @@ if [[ ! -x $vlasim ]]; then
 fi
 command -v python3 >/dev/null || { echo "validation_suite: python3 is needed for the report" >&2; exit 1; }
 
-scenarios=(scenarios/validation/*.yaml)
+# The host class: oneDNN's effective ISA here (ONEDNN_MAX_CPU_ISA caps it), which also sets
+# the dtype `auto` picks. Scenarios whose explicit dtype this CPU cannot run are skipped.
+host_txt=$("$vlasim" list host)
+host_isa=$(sed -n 's/.*effective isa \([a-z0-9_]*\).*/\1/p' <<<"$host_txt")
+auto_dtype=$(sed -n 's/.*dtype auto: //p' <<<"$host_txt")
+bf16=$(grep -q "bf16: no" <<<"$host_txt" && echo 0 || echo 1)
+isa_cap=${ONEDNN_MAX_CPU_ISA:-}
+out=${OUT_DIR:-$here/out/validation/$host_isa}
+scenarios=() skipped=()
+for s in scenarios/validation/*.yaml; do
+  if [[ $bf16 == 0 ]] && grep -q "^ *dtype: bf16" "$s"; then skipped+=("$(basename "$s" .yaml)"); else scenarios+=("$s"); fi
+done
+[[ -n $isa_cap ]] && install_profile=0   # the users' default profile is the uncapped host's
+echo "== host class $host_isa${isa_cap:+ (ONEDNN_MAX_CPU_ISA=$isa_cap)}, dtype auto = $auto_dtype${skipped:+; skipping ${skipped[*]} (bf16 cannot run here)}"
 mkdir -p "$out"
 if [[ ${REPORT_ONLY:-0} != 1 ]]; then
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -76,10 +93,11 @@ cpu=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
 ncpu=$(nproc)
 onednn=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["made_with"]["libraries"].get("onednn","?"))' "$out/profile.json")
 
-python3 - "$out" "$report" "$cpu" "$ncpu" "$onednn" "$date_start" "$load_start" "$load_end" "$elapsed" "$grid" "${scenarios[@]}" <<'EOF'
-import json, math, os, sys, statistics
-out, report, cpu, ncpu, onednn, date, load_start, load_end, elapsed, grid = sys.argv[1:11]
-scenarios = sys.argv[11:]
+python3 - "$out" "$report" "$cpu" "$ncpu" "$onednn" "$date_start" "$load_start" "$load_end" "$elapsed" "$grid" \
+  "$host_isa" "$auto_dtype" "$isa_cap" "${skipped[*]:-}" "${scenarios[@]}" <<'EOF'
+import json, math, os, re, sys, statistics
+out, report, cpu, ncpu, onednn, date, load_start, load_end, elapsed, grid, host_isa, auto_dtype, isa_cap, skipped = sys.argv[1:15]
+scenarios = sys.argv[15:]
 T_STAGE, T_P50, T_P99 = 0.03, 0.05, 0.10
 
 def pct(x, signed=True):
@@ -121,16 +139,24 @@ for path in scenarios:
                 f"{'equivalent' if tost else 'not shown'} ({ratios}) | {ks} | {lb} / {la} | {100*drift:+.1f}% | {'yes' if met else '**no**: ' + ', '.join(missed)} |")
     if not met: misses.append(name)
 
-lines = []
-lines.append("# Validation suite: predicted against measured\n")
-lines.append("Made by `scripts/validation_suite.sh` (do not edit by hand): the profiled cost model, "
-             f"calibrated on this machine ({grid} shape grid plus every suite scenario in context, then "
-             "each scenario in context again right before it is measured), "
-             "predicts each scenario of `scenarios/validation/`; the real oneDNN runtime measures it "
-             "in wall-clock time (`vlasim compare`). Per-scenario reports: `out/validation/<name>/compare.md`.\n")
+header = ["# Validation suite: predicted against measured\n",
+          "Made by `scripts/validation_suite.sh` (do not edit by hand): the profiled cost model, "
+          "calibrated on this machine (shape grid plus every suite scenario in context, then "
+          "each scenario in context again right before it is measured), "
+          "predicts each scenario of `scenarios/validation/`; the real oneDNN runtime measures it "
+          "in wall-clock time (`vlasim compare`). Per-scenario reports: `out/validation/<class>/<name>/compare.md`. "
+          "One section per host class (oneDNN's effective ISA, which sets the dtype `auto` picks); a run "
+          "replaces its own class's section and keeps the others.\n"]
+cls = host_isa
+lines = [f"<!-- class:{cls} -->", f"## Host class {cls} (dtype auto = {auto_dtype})\n"]
+if isa_cap:
+    lines.append(f"oneDNN capped with ONEDNN_MAX_CPU_ISA={isa_cap} on a CPU that runs more: this is how an {cls} host behaves.\n")
+if skipped:
+    lines.append(f"Skipped (an explicit dtype this CPU cannot run): {skipped}.\n")
 lines.append("| | |\n|---|---|")
 lines.append(f"| machine | {cpu}, {ncpu} logical CPUs |")
-lines.append(f"| oneDNN | {onednn} |")
+lines.append(f"| oneDNN | {onednn}, effective ISA {host_isa}{' (capped: ONEDNN_MAX_CPU_ISA=' + isa_cap + ')' if isa_cap else ''} |")
+lines.append(f"| dtype auto | {auto_dtype} |")
 lines.append(f"| date | {date} |")
 lines.append(f"| load average (1, 5, 15 min) | start {load_start}; end {load_end} |")
 lines.append(f"| calibration load average | {prof['made_with']['load_average']} |")
@@ -196,11 +222,24 @@ if irows:
     lines.append("|---|---|---:|---:|---:|---:|---:|")
     lines += irows
     lines.append("")
+lines.append(f"<!-- /class:{cls} -->\n")
+# Keep the other host classes' sections of the existing report.
+sections = {}
+if os.path.exists(report):
+    for m in re.finditer(r"<!-- class:([^ ]+) -->\n.*?<!-- /class:\1 -->\n", open(report).read(), re.S):
+        sections[m.group(1)] = m.group(0)
+sections[cls] = "\n".join(lines) + "\n"
+text = "\n".join(header) + "\n" + "\n".join(sections[k] for k in sorted(sections))
 notes = os.path.join(os.path.dirname(report), "validation_notes.md")
 if os.path.exists(notes):
-    lines.append("## Why targets are missed, and what the figures rest on\n")
-    lines.append("(From `reports/validation_notes.md`, written by hand from the runs; the table above is this run's.)\n")
-    lines.append(open(notes).read().rstrip() + "\n")
-open(report, "w").write("\n".join(lines) + "\n")
+    text += ("\n## Why targets are missed, and what the figures rest on\n\n"
+             "(From `reports/validation_notes.md`, written by hand from the runs; the tables above are the runs'.)\n\n"
+             + open(notes).read().rstrip() + "\n")
+open(report, "w").write(text)
 print(f"wrote {report}")
 EOF
+# The weak path too: on a CPU stronger than AVX2, the suite once more with oneDNN capped at AVX2
+# (fp32), into its own class section (AVX2_LEG=0 skips it).
+if [[ -z $isa_cap && $host_isa != avx2 && ${AVX2_LEG:-1} == 1 && ${REPORT_ONLY:-0} != 1 ]]; then
+  ONEDNN_MAX_CPU_ISA=AVX2 OUT_DIR= "$0"
+fi
