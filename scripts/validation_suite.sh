@@ -71,6 +71,18 @@ for s in "${scenarios[@]}"; do
   echo "== $name (load $(cut -d' ' -f1 /proc/loadavg))"
   mkdir -p "$out/$name"
   cut -d' ' -f1-3 /proc/loadavg > "$out/$name/load_before"
+  # rate_NNpct: NN% of the alone throughput on this host. The file's rate is that on a bf16
+  # AVX-512 host; another host class runs the model at another speed, so the rate is set here
+  # from the alone latency measured in context (and enough seconds for ~300 requests).
+  if [[ $name =~ ^rate_([0-9]+)pct$ ]]; then
+    pct=${BASH_REMATCH[1]}
+    alone_ms=$("$vlasim" calibrate "$s" --base "$out/profile.json" --in-context --context-requests 10 \
+      --context-seconds 3 -q -o "$out/$name/probe.json" | sed -n 's/.*latency \([0-9.]*\) ms.*/\1/p')
+    read -r rate dur < <(python3 -c "r = $pct / 100 / ($alone_ms / 1e3); print(f'{r:.3f} {max(20, round(300 / r))}')")
+    sed -e "s/rate_hz: [0-9.]*/rate_hz: $rate/" -e "s/duration_s: [0-9.]*/duration_s: $dur/" "$s" > "$out/$name/scenario.yaml"
+    echo "   $pct% of the alone throughput here (alone $alone_ms ms): $rate Hz for $dur s" | tee "$out/$name/rate.txt"
+    s=$out/$name/scenario.yaml
+  fi
   "$vlasim" calibrate "$s" --base "$out/profile.json" --in-context --context-requests "$context_requests" \
     --context-seconds "$context_seconds" -q -o "$out/$name/profile.json" | tee "$out/$name/calibrate.log"
   "$vlasim" --profile "$out/$name/profile.json" compare "$s" -q -o "$out/$name"
@@ -108,7 +120,7 @@ def ok(x, bound):
     return x is not None and abs(x) <= bound
 
 prof = json.load(open(os.path.join(out, "profile.json")))
-rows, misses = [], []
+rows, misses, notes_rate = [], [], []
 all_stage, all_p50, all_p99 = [], [], []
 for path in scenarios:
     name = os.path.splitext(os.path.basename(path))[0]
@@ -135,6 +147,8 @@ for path in scenarios:
     if med_stage is not None: all_stage.append(med_stage)
     if p50 is not None: all_p50.append(abs(p50))
     if p99 is not None: all_p99.append(abs(p99))
+    rate_note = os.path.join(out, name, "rate.txt")
+    if os.path.exists(rate_note): notes_rate.append(f"{name}: " + open(rate_note).read().strip())
     rows.append(f"| {name} | {1e3*meas_p50:.1f} | {pct(med_stage, False)} | {pct(p50)} | {pct(p99)} | {pct(thr)} | "
                 f"{'equivalent' if tost else 'not shown'} ({ratios}) | {ks} | {lb} / {la} | {100*drift:+.1f}% | {'yes' if met else '**no**: ' + ', '.join(missed)} |")
     if not met: misses.append(name)
@@ -174,6 +188,9 @@ lines.append("| scenario | measured p50 (ms) | median stage error | p50 error | 
 lines.append("|---|---:|---:|---:|---:|---:|---|---:|---|---:|---|")
 lines += rows
 lines.append("")
+if notes_rate:
+    lines.append("Rates set for this host (`rate_NNpct` runs at NN% of the alone throughput measured in context here): "
+                 + "; ".join(notes_rate) + ".\n")
 lines.append(f"Over the suite: median of the scenarios' median stage errors {pct(statistics.median(all_stage), False)}, "
              f"median |p50 error| {pct(statistics.median(all_p50), False)}, median |p99 error| {pct(statistics.median(all_p99), False)}; "
              f"targets met on {len(rows) - len(misses)} of {len(rows)} scenarios"
