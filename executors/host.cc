@@ -1,9 +1,10 @@
 #include "executors/host.h"
 
 #include <sched.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
@@ -58,18 +59,22 @@ std::vector<int> parse_cpulist(const std::string& text) {
   return out;
 }
 
-// CPUs of each NUMA node from sysfs; one node holding every allowed CPU when sysfs has none.
+// The allowed CPUs of each online NUMA node (node ids from sysfs may be sparse; a node with
+// no allowed CPU, such as a memory-only one, is left out); one node holding every allowed
+// CPU when sysfs says nothing.
 std::vector<std::vector<int>> read_numa_nodes(const std::vector<int>& allowed) {
-  namespace fs = std::filesystem;
   std::vector<std::vector<int>> nodes;
-  std::error_code ec;
-  for (int n = 0; n < 4096; ++n) {
-    fs::path p = "/sys/devices/system/node/node" + std::to_string(n) + "/cpulist";
-    if (!fs::exists(p, ec)) break;
-    std::ifstream f(p);
+  std::ifstream online("/sys/devices/system/node/online");
+  std::string ids;
+  std::getline(online, ids);
+  for (int n : parse_cpulist(ids)) {
+    std::ifstream f("/sys/devices/system/node/node" + std::to_string(n) + "/cpulist");
     std::string text;
     std::getline(f, text);
-    nodes.push_back(parse_cpulist(text));
+    std::vector<int> cpus;
+    for (int c : parse_cpulist(text))
+      if (std::find(allowed.begin(), allowed.end(), c) != allowed.end()) cpus.push_back(c);
+    if (!cpus.empty()) nodes.push_back(std::move(cpus));
   }
   if (nodes.empty()) nodes.push_back(allowed);
   return nodes;
@@ -113,7 +118,7 @@ HostInfo detect() {
   std::vector<int> allowed;
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
+  if (sched_getaffinity(getpid(), sizeof set, &set) == 0)  // the process's, not this thread's
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &set)) allowed.push_back(c);
   h.logical_cpus = static_cast<int>(allowed.size());

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "models/graph.h"
-#include "scenarios/config.h"
 
 namespace vlasim {
 
@@ -17,12 +16,12 @@ struct HostInfo {
   std::string cpu_model;       // /proc/cpuinfo "model name"
   std::string isa;             // oneDNN's effective ISA: "avx2", "avx512_core_bf16", ...
   std::string onednn_version;  // "2.6.3"
-  std::string isa_cap;         // ONEDNN_MAX_CPU_ISA when set, else ""
+  std::string isa_cap;         // ONEDNN_MAX_CPU_ISA (or DNNL_) as set in the environment, else ""
   bool bf16 = false;           // oneDNN can make bf16 matmul and softmax primitives here
   bool bf16_native = false;    // ... and runs them in hardware (avx512_core_bf16 or AMX)
   bool amx = false;            // AMX tiles (avx512_core_amx)
   int logical_cpus = 0;        // CPUs this process may run on
-  std::vector<std::vector<int>> numa_nodes;  // logical CPU ids of each node, by node id
+  std::vector<std::vector<int>> numa_nodes;  // allowed logical CPUs of each online node with any
 };
 
 // The host, detected on first call (thread-safe) and cached.

@@ -217,10 +217,10 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
                                            std::chrono::duration<double>(t)));
     {
       std::lock_guard<std::mutex> lock(mu);
-      // Nominal arrival time, unless a segment end already handed to the flow is later (the
-      // flow's current time must not run backwards; see RequestFlow::arrive).
+      // The nominal arrival time, handed over at the flow's current time, which must not run
+      // backwards behind a segment end it was already given (RequestFlow::arrive).
       flow_clock = std::max(flow_clock, t);
-      flow.arrive(stream, flow_clock);
+      flow.arrive(stream, t, flow_clock);
     }
     if (o.progress && (++issued % 16 == 0 || issued == arrivals.size()))
       o.progress(static_cast<double>(issued) / static_cast<double>(arrivals.size()));

@@ -57,7 +57,7 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
   out_.requests.reserve(static_cast<size_t>(std::min(expected, 5e7)));
 }
 
-void RequestFlow::arrive(int stream, double t) {
+void RequestFlow::arrive(int stream, double t, double now) {
   const StreamDecl& sd = s_.streams[stream];
   RequestRecord& rec = out_.requests.emplace_back();  // in place: one write of fresh memory
   rec.id = out_.requests.size() - 1;
@@ -66,7 +66,7 @@ void RequestFlow::arrive(int stream, double t) {
   rec.stream = stream;
   rec.arrival = t;
   rec.deadline = sd.deadline_s > 0 ? t + sd.deadline_s : 0;
-  if (in_flight_[sd.model] < window_[sd.model]) admit(rec.id, t);
+  if (in_flight_[sd.model] < window_[sd.model]) admit(rec.id, now);
   else waiting_[sd.model].push_back(rec.id);
 }
 

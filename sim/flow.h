@@ -28,7 +28,11 @@ class RequestFlow {
   RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_t trace_limit, StartFn start);
 
   // A request of stream `stream` arrived at time t (also the current time).
-  void arrive(int stream, double t);
+  void arrive(int stream, double t) { arrive(stream, t, t); }
+  // A request of stream `stream` arrived at time t, handed over at the current time
+  // now >= t (a real run's arrival thread may hand it over late): its record keeps t, its
+  // start is no earlier than now.
+  void arrive(int stream, double t, double now);
   // The segment of `item` that started at `start` on `unit` finished at `end` (the current
   // time). `stage_seconds` (by Stage index) splits its duration in proportion among the
   // stages the plan's segment holds; other stages' entries are ignored.

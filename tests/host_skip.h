@@ -9,4 +9,8 @@
 #include "executors/host.h"
 
 #define VLASIM_SKIP_UNLESS_CPU_RUNS(dtype)                                           \
-  if (std::string why_ = ::vlasim::cpu_dtype_problem(dtype); !why_.empty()) GTEST_SKIP() << why_
+  do {                                                                               \
+    if (std::string why_ = ::vlasim::cpu_dtype_problem(dtype); !why_.empty()) {      \
+      GTEST_SKIP() << why_;                                                          \
+    }                                                                                \
+  } while (0)

@@ -282,6 +282,10 @@ double median(std::vector<double> v) {
 
 void BM_GemmShape(benchmark::State& state) {
   const DType dt = kDtypes[state.range(0)];
+  if (std::string why = cpu_dtype_problem(dt); !why.empty()) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
   const Shape s = kShapes[state.range(1)];
   OpGraph g;
   g.add(testing::gemm("g", s.m, s.n, s.k));
@@ -303,6 +307,10 @@ void BM_GemmShape(benchmark::State& state) {
 // square 2048 GEMM). Args: dtype, shape, epilogue (none, bias, gelu_tanh, residual add).
 void BM_GemmEpilogue(benchmark::State& state) {
   const DType dt = kDtypes[state.range(0)];
+  if (std::string why = cpu_dtype_problem(dt); !why.empty()) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
   const Shape s = state.range(1) == 0 ? Shape{2048, 1536, 384} : Shape{2048, 2048, 2048};
   const char* names[] = {"none", "bias", "gelu_tanh", "residual"};
   Epilogue e;
@@ -327,6 +335,10 @@ void BM_GemmEpilogue(benchmark::State& state) {
 
 void BM_Ceiling(benchmark::State& state) {
   const DType dt = kDtypes[state.range(0)];
+  if (std::string why = cpu_dtype_problem(dt); !why.empty()) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
   double c = 0;
   for (auto _ : state) c = ceiling_gflops(dt);
   state.counters["ceiling_GFLOP/s"] = c;
@@ -336,6 +348,10 @@ void BM_Ceiling(benchmark::State& state) {
 // Runs `ops` of the pi0_small graph; reports rate, ratio and per-kind milliseconds.
 void BM_Pi0SmallInference(benchmark::State& state) {
   const DType dt = kDtypes[state.range(0)];
+  if (std::string why = cpu_dtype_problem(dt); !why.empty()) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
   const GateUpMode mode = static_cast<GateUpMode>(state.range(1));
   std::string source;
   OpGraph g = variant_graph(dt, kVariants[state.range(2)], &source);
@@ -379,6 +395,10 @@ void BM_Pi0SmallInference(benchmark::State& state) {
 // The GEMM mix: executor, bare matmuls and bare matmuls with epilogues, alternated.
 void BM_Pi0SmallGemmMix(benchmark::State& state) {
   const DType dt = kDtypes[state.range(0)];
+  if (std::string why = cpu_dtype_problem(dt); !why.empty()) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
   const GateUpMode mode = static_cast<GateUpMode>(state.range(1));
   std::string source;
   OpGraph g = variant_graph(dt, kVariants[state.range(2)], &source);

@@ -192,6 +192,27 @@ workload: [{model: c, rate_hz: 20, duration_s: 0.2}]
   EXPECT_EQ(native_cpu_dtype(), host_info().bf16_native ? DType::BF16 : DType::F32);
   const Plan p = plan_of(s);
   EXPECT_EQ(p.models[0].graph.op(0).dtype, native_cpu_dtype());
+
+  // A partition over two GPUs is a GPU model, even when the scenario's first device (where a
+  // model without placement would go) is a CPU.
+  Scenario g = scenario(R"(
+name: auto-split
+hardware:
+  devices:
+    - {name: host, catalog: epyc-2vcpu}
+    - {name: ga, catalog: rtx4090}
+    - {name: gb, catalog: rtx4090}
+  links: [{catalog: pcie4-x16, between: [ga, gb]}]
+models:
+  - name: m
+    card: pi0_tiny
+    dtype: auto
+    partition: {name: block_split, params: {stage: prefix, after_block: 1, first: ga, second: gb}}
+workload: [{model: m, rate_hz: 20, duration_s: 0.2}]
+)");
+  EXPECT_FALSE(model_uses_cpu(g, g.models[0]));
+  resolve_auto_dtypes(g, DType::F32);
+  EXPECT_EQ(g.models[0].shape.dtype, DType::BF16);
 }
 
 }  // namespace
