@@ -107,6 +107,7 @@ SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
       if (!profile.empty()) use_profiled_cost_model(s, profile);
       if (out.scenario.empty()) out.scenario = s.name;
       Plan plan = plan_scenario(s);
+      resolve_stream_loads(s, plan);
       SimResult r = simulate(s, plan);
       row.report = make_report(s, plan, r, "simulate");
       row.ok = true;

@@ -186,7 +186,8 @@ YAML::Node ScenarioBuilder::document() const {
     YAML::Node n;
     set_if(n, "name", s.name);
     n["model"] = s.model;
-    n["rate_hz"] = s.rate_hz;
+    if (s.load) n["load"] = *s.load;
+    else n["rate_hz"] = s.rate_hz;
     n["duration_s"] = s.duration_s;
     set_if(n, "jitter_ms", s.jitter_ms);
     set_if(n, "deadline_ms", s.deadline_ms);

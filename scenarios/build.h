@@ -86,6 +86,9 @@ struct Stream {
   std::string name;                    // "" = the model's name
   std::optional<double> jitter_ms, deadline_ms, start_s;
   std::optional<int> count;            // N makes streams <name>0 .. <name>N-1
+  // Instead of rate_hz: a fraction of the model's alone throughput as planned (the scenario
+  // file's `load:`; resolve_stream_loads after planning).
+  std::optional<double> load;
   std::string arrival;                 // periodic | poisson; "" = periodic
 };
 

@@ -359,7 +359,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
 
   std::vector<std::string> mnames(model_names.begin(), model_names.end());
   for (auto& w : root.required("workload").items()) {
-    w.check_keys({"name", "model", "rate_hz", "jitter_ms", "deadline_ms", "start_s",
+    w.check_keys({"name", "model", "rate_hz", "load", "jitter_ms", "deadline_ms", "start_s",
                   "duration_s", "count", "arrival"});
     StreamDecl sd;
     sd.where = w;
@@ -369,7 +369,16 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
       if (s.models[i].name == mname) sd.model = static_cast<int>(i);
     if (sd.model < 0)
       w.required("model").fail("unknown model '" + mname + "'; valid names are: " + join_names(mnames));
-    sd.rate_hz = w.get_positive("rate_hz");
+    if (w.has("rate_hz") == w.has("load"))
+      w.fail("give exactly one of rate_hz (requests per second) or load (a fraction of the model's "
+             "alone throughput on its planned units)");
+    if (w.has("load")) {
+      sd.load = w.get_positive("load");
+      if (sd.load > 100) w.required("load").fail("a load of at most 100 times the alone throughput");
+      sd.rate_pending = true;
+    } else {
+      sd.rate_hz = w.get_positive("rate_hz");
+    }
     sd.jitter_s = w.get_nonneg("jitter_ms", 0) * 1e-3;
     if (sd.jitter_s * sd.rate_hz >= 0.5)
       w.required("jitter_ms").fail("jitter must be under half the period");
@@ -432,9 +441,13 @@ bool model_uses_cpu(const Scenario& s, const ModelInstance& mi) {
     int d = s.device_index(device);
     return d >= 0 && s.devices[static_cast<size_t>(d)].spec.type == DeviceType::Cpu;
   };
-  for (const PlacementRule& r : mi.placement)
-    if (is_cpu(r.device)) return true;
-  if (mi.partition && mi.partition_where.is_map() && mi.partition_where.optional("params").is_map())
+  if (!mi.partition) {
+    for (const PlacementRule& r : mi.placement)
+      if (is_cpu(r.device)) return true;
+    return false;
+  }
+  // A partition places the model itself (its placement list is only the loader's default).
+  if (mi.partition_where.is_map() && mi.partition_where.optional("params").is_map())
     for (const char* key : {"first", "second"}) {
       ConfigNode n = mi.partition_where.optional("params").optional(key);
       if (!n.defined()) continue;

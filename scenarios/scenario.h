@@ -78,6 +78,11 @@ struct StreamDecl {
   std::string name;
   int model = 0;             // index into Scenario::models
   double rate_hz = 0;
+  // `load:` instead of rate_hz: the rate is this fraction of the model's alone throughput as
+  // planned (resolve_stream_loads, sim/plan.h), so a scenario loads any host alike; until it is
+  // resolved rate_pending is true and rate_hz 0.
+  double load = 0;
+  bool rate_pending = false;
   double jitter_s = 0;       // periodic: uniform +-jitter on each arrival
   double deadline_s = 0;     // relative; 0 = none
   double start_s = 0;

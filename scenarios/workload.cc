@@ -67,6 +67,9 @@ const WorkloadRegistry& workloads() {
 
 std::unique_ptr<ArrivalProcess> make_arrivals(const Scenario& s, size_t index) {
   const StreamDecl& sd = s.streams[index];
+  if (sd.rate_pending)
+    sd.where.required("load").fail("stream '" + sd.name + "': its load was not turned into a rate "
+                                   "(resolve_stream_loads after planning)");
   return workloads().make(sd.arrival, Params(), sd.where, sd,
                           mix_seed(s.seed * 1000003ULL + index));
 }

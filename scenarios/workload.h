@@ -24,6 +24,7 @@ using WorkloadRegistry = Registry<ArrivalProcess, const StreamDecl&, uint64_t>;
 const WorkloadRegistry& workloads();
 
 // The arrival process of stream `index` of `s`, seeded from the scenario seed and the index.
+// Throws ConfigError at the stream's load when it is still unresolved (rate_pending).
 std::unique_ptr<ArrivalProcess> make_arrivals(const Scenario& s, size_t index);
 
 // A uniform double in [0, 1) from 53 random bits (the same on every standard library).

@@ -316,4 +316,30 @@ Plan plan_scenario(const Scenario& s) {
   return make_plan_with(s, *cost, [&](int, int stages) { return pipe->window(stages); });
 }
 
+double bottleneck_seconds(const Plan& p, int m) {
+  std::map<int, double> busy;
+  for (const Segment& seg : p.models[m].segments) busy[seg.unit] += seg.seconds;
+  double worst = 0;
+  for (const auto& [unit, sec] : busy) worst = std::max(worst, sec);
+  return worst;
+}
+
+void resolve_stream_loads(Scenario& s, const Plan& p) {
+  auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
+  for (StreamDecl& sd : s.streams) {
+    if (!sd.rate_pending) continue;
+    const ModelPlan& mp = p.models[sd.model];
+    const bool overlap = pipe->window(mp.pipeline_stages) > 1;
+    const double per_request = overlap ? bottleneck_seconds(p, sd.model) : mp.alone_seconds;
+    if (!(per_request > 0))
+      sd.where.required("load").fail("the plan gives model '" + s.models[sd.model].name +
+                                     "' no time, so a load cannot become a rate; give rate_hz");
+    sd.rate_hz = sd.load / per_request;
+    sd.rate_pending = false;
+    if (sd.jitter_s * sd.rate_hz >= 0.5)
+      sd.where.required("jitter_ms").fail("jitter must be under half the period (" +
+                                          std::to_string(1e3 / sd.rate_hz) + " ms at this load)");
+  }
+}
+
 }  // namespace vlasim

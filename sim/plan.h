@@ -92,4 +92,15 @@ Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>&
 // and ConfigError for an unknown cost model or pipeline policy.
 Plan plan_scenario(const Scenario& s);
 
+// Seconds of work one request of scenario model `m` puts on its busiest unit in plan `p`
+// (its own plan, not dynamic-zone variants): with a pipeline that lets requests overlap, the
+// model's alone throughput is 1 / this; otherwise 1 / ModelPlan::alone_seconds.
+double bottleneck_seconds(const Plan& p, int m);
+
+// Turns every stream's `load:` into a rate: load / (the model's alone latency) for a serial
+// pipeline, load / bottleneck_seconds for one that lets requests overlap (the scenario's
+// pipeline policy decides), from plan `p` of `s`. Throws ConfigError at the stream when the
+// plan gives the model no time, or the jitter then exceeds half the period.
+void resolve_stream_loads(Scenario& s, const Plan& p);
+
 }  // namespace vlasim

@@ -112,17 +112,6 @@ GridSpec grid_spec(GridLevel level) {
   return g;
 }
 
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) {
-      size_t c = line.find(':');
-      return c == std::string::npos ? line : line.substr(line.find_first_not_of(" \t", c + 1));
-    }
-  return "unknown";
-}
-
 double load_average() {
   std::ifstream f("/proc/loadavg");
   double v = 0;
@@ -215,8 +204,9 @@ void add_scenario(CalibrateOptions& o, const Scenario& s) {
   for (const ModelInstance& mi : s.models) {
     if (mi.dtype_pending)
       mi.dtype_where.fail("model '" + mi.name + "': dtype auto is not resolved (resolve_auto_dtypes)");
-    if (std::string why = cpu_dtype_problem(mi.shape.dtype); !why.empty())
-      mi.dtype_where.fail("model '" + mi.name + "': dtype " + to_string(mi.shape.dtype) + ": " + why);
+    if (model_uses_cpu(s, mi))
+      if (std::string why = cpu_dtype_problem(mi.shape.dtype); !why.empty())
+        mi.dtype_where.fail("model '" + mi.name + "': dtype " + to_string(mi.shape.dtype) + ": " + why);
     OpGraph g = build_graph(mi.card, mi.shape);
     if (g.size() > 0 && std::find(o.dtypes.begin(), o.dtypes.end(), g.op(0).dtype) == o.dtypes.end())
       o.dtypes.push_back(g.op(0).dtype);
@@ -315,7 +305,7 @@ DeviceProfile calibrate(const CalibrateOptions& o) {
   for (DType d : o.dtypes)
     if (std::string why = cpu_dtype_problem(d); !why.empty())
       throw std::invalid_argument(std::string("calibrate: dtype ") + to_string(d) + ": " + why);
-  p.machine = cpu_model();
+  p.machine = host_info().cpu_model;
   p.isa = host_info().isa;
   p.logical_cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   p.load_average = load_average();
@@ -507,7 +497,8 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
       offset[m] = period;
       period += 1.5 * alone[m] + 0.002;
     }
-    for (const StreamDecl& sd : s.streams) rate += sd.rate_hz;
+    for (const StreamDecl& sd : s.streams)  // a load: its share of the alone throughput just probed
+      rate += sd.rate_pending ? sd.load / alone[static_cast<size_t>(sd.model)] : sd.rate_hz;
     if (rate > 0) period = std::max(period, static_cast<double>(nm) / rate);
     int count = o.repetitions;
     if (period * count > o.max_seconds)

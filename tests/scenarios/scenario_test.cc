@@ -31,6 +31,7 @@ ScenarioRun run_file(const std::string& path, bool simulate_too = true) {
   resolve_auto_dtypes(r.s, DType::BF16);  // `vlasim` gives this CPU's; a fixed one keeps reports stable
   auto cost = cost_models().make(r.s.cost_model.name, r.s.cost_model.params, r.s.cost_model.where);
   r.plan = make_plan(r.s, *cost, std::vector<int>(r.s.models.size(), 1));
+  resolve_stream_loads(r.s, r.plan);
   if (simulate_too) r.result = simulate(r.s, r.plan);
   return r;
 }

@@ -27,19 +27,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Short versions of suite scenarios: a few seconds of arrivals each, enough for about 100
-// requests, so that the p99 (nearest rank) is not the single slowest request.
-// A scenario with a `load` has its rate set from the calibrated alone latency so that it runs
-// at that fraction of its alone throughput on any host (the file's rate is tuned for a bf16
-// AVX-512 host, where it is 40%; an AVX2 host runs fp32 several times slower), and enough
-// seconds of arrivals for about 100 requests.
+// Short versions of suite scenarios: enough seconds of arrivals for about 60 requests at the
+// rate the scenario gets on this host (a `load:` in the file is a fraction of the alone
+// throughput calibrated here).
 struct Short {
   const char* name;
-  double duration_s;
-  double load = 0;  // 0: the file's rate
+  double duration_s;  // at least this long
 };
 constexpr Short kShort[] = {
-    {"rate_40pct", 3.4, 0.4},  // Poisson arrivals at 40% load on one 2-core group (2 OpenMP threads)
+    {"rate_40pct", 3.4},     // Poisson arrivals at 40% load on one 2-core group (2 OpenMP threads)
     {"split1_serial", 3.4},  // two 1-core groups, prefix cut after block 1, serial pipeline
     {"split3_async", 3.4},   // cut after block 3, cross-frame asynchronous: a and b overlap
     {"split5_serial", 3.4},  // cut after block 5
@@ -98,6 +94,18 @@ std::string figures(const Comparison& c, const Bounds& b) {
   return buf;
 }
 
+// `c` with the p99 error of every figure whose prediction has no tail (EndToEnd::predicted_tail:
+// n/a, which the gate fails) set to 0: the roofline model, which has no run-to-run variation,
+// must then still fail the gate on the figures it does predict.
+Comparison where_predicted(Comparison c) {
+  auto fill = [](EndToEnd& e) {
+    if (!e.predicted_tail) e.p99_s.error = 0;
+  };
+  fill(c.overall);
+  for (auto& m : c.models) fill(m.e2e);
+  return c;
+}
+
 double load_average() {
   double l[1] = {0};
   return getloadavg(l, 1) == 1 ? l[0] : 0;
@@ -111,6 +119,7 @@ TEST(Validation, ProfileCarriesInContextTimesAndOverhead) {
   DeviceProfile p;
   p.catalog_device = "epyc-2vcpu";
   p.machine = "test";
+  p.isa = "avx2";
   p.executor = "onednn";
   p.date = "2026-01-01T00:00:00Z";
   p.grid = "none";
@@ -187,26 +196,7 @@ TEST(Validation, ShortSuiteWithinBounds) {
   fs::create_directories(scratch_root());
   const Bounds b = gate_bounds();
   int roofline_passed = 0;
-  for (Scenario& original : scenarios) {
-    if (const Short& sh = kShort[&original - scenarios.data()]; sh.load > 0) {
-      // The rate for this load from the alone latency calibrated in context (once more below
-      // at that rate, since the idle time between requests decides how cold they start).
-      Scenario s = original;
-      DeviceProfile prof = base;
-      InContextOptions io;
-      io.repetitions = 5;
-      io.max_seconds = 1;
-      calibrate_in_context(prof, {s}, io);
-      const std::string path = (scratch_root() / (s.name + "_load.json")).string();
-      save_profile(prof, path);
-      use_profiled_cost_model(s, path);
-      const double alone = plan_for(s).models[0].alone_seconds;
-      ASSERT_GT(alone, 0);
-      original.streams[0].rate_hz = sh.load / alone;
-      original.streams[0].duration_s = std::max(sh.duration_s, 100 / original.streams[0].rate_hz);
-      std::printf("%s: %.1f Hz for %.0f%% load (alone %.1f ms)\n", original.name.c_str(),
-                  original.streams[0].rate_hz, 100 * sh.load, 1e3 * alone);
-    }
+  for (const Scenario& original : scenarios) {
     std::string why;
     bool within = false;
     for (int attempt = 1; attempt <= kAttempts && !within; ++attempt) {
@@ -215,13 +205,16 @@ TEST(Validation, ShortSuiteWithinBounds) {
       Scenario s = original;
       DeviceProfile prof = base;
       InContextOptions io;
-      io.repetitions = 10;
-      io.max_seconds = 1.5;
+      io.repetitions = 25;  // 25+ segment runs: the run-to-run variation behind predicted p99
+      io.max_seconds = 10;
       calibrate_in_context(prof, {s}, io);
       const std::string path = (scratch_root() / (s.name + ".json")).string();
       save_profile(prof, path);
       use_profiled_cost_model(s, path);
       const Plan plan = plan_for(s);
+      resolve_stream_loads(s, plan);
+      for (StreamDecl& sd : s.streams)
+        sd.duration_s = std::max(kShort[&original - scenarios.data()].duration_s, 60 / sd.rate_hz);
       const SimResult predicted = simulate(s, plan);
       const ExecResult measured = execute(s, plan);
       const Comparison c = compare_runs(s, plan, predicted, measured.result, op_times(s, plan, measured.op_seconds));
@@ -235,7 +228,7 @@ TEST(Validation, ShortSuiteWithinBounds) {
       const Plan rplan = plan_for(r);
       const Comparison rc = compare_runs(r, rplan, simulate(r, rplan), measured.result, op_times(r, rplan, measured.op_seconds));
       std::printf("  roofline: %s\n", figures(rc, b).c_str());
-      if (within && within_bounds(rc, b, nullptr)) ++roofline_passed;
+      if (within && within_bounds(where_predicted(rc), b, nullptr)) ++roofline_passed;
     }
     EXPECT_TRUE(within) << original.name << " failed " << kAttempts << " times (load average " << load_average()
                         << "); last time:\n" << why;
