@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds (tests included), and runs the whole test suite with ctest;
-# then checks the installed library (scripts/install_check.sh: find_package(vlasim) and
-# examples/embed), and, on a CPU above AVX2, runs the tests that measure real kernels once
+# Installs what is missing, builds (tests included), checks the installed library
+# (scripts/install_check.sh: find_package(vlasim) and examples/embed), runs the whole test
+# suite with ctest, and, on a CPU above AVX2, runs the tests that measure real kernels once
 # more with oneDNN capped at AVX2 (ONEDNN_MAX_CPU_ISA=AVX2), so that an AVX2-only CPU, where
 # bf16 cannot run and dtype auto is fp32, is tested on every host.
 # Tests run one at a time: several measure real kernels (core-group concurrency, calibration,
@@ -10,12 +10,14 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/scripts/setup.sh"
 build=${BUILD_DIR:-$here/build}
-cd "$build"
-ctest --output-on-failure --timeout 600
 BUILD_DIR=$build bash "$here/scripts/install_check.sh"
-if "$build/vlasim" list host | grep -q "effective isa avx2$"; then
-  echo "== this CPU is the AVX2 class already: the run above was the AVX2 leg"
-else
+cd "$build"
+avx2_host=0
+host=$("$build/vlasim" list host)
+grep -q "effective isa avx2$" <<<"$host" && avx2_host=1
+[[ $avx2_host == 1 ]] && echo "== this CPU is the AVX2 class already: the run below is the AVX2 leg"
+ctest --output-on-failure --timeout 600
+if [[ $avx2_host == 0 ]]; then
   echo "== the same executor, calibration, runtime and validation tests on an AVX2-capped oneDNN"
   ONEDNN_MAX_CPU_ISA=AVX2 ctest --output-on-failure --timeout 600 \
     -R 'Executor|OpsTest|Calibration|Profile|Runtime|Validation|cli_test'
