@@ -83,14 +83,11 @@ Prepared prepare(const Common& c, const std::string& path, long long seed, bool 
   pr.s = load_for(c, path, on_this_host, quiet);
   if (seed >= 0) pr.s.seed = static_cast<uint64_t>(seed);
   pr.plan = plan_scenario(pr.s);
-  std::vector<bool> had_load;
-  for (const StreamDecl& sd : pr.s.streams) had_load.push_back(sd.rate_pending);
   resolve_stream_loads(pr.s, pr.plan);
   if (!quiet)
-    for (size_t i = 0; i < pr.s.streams.size(); ++i)
-      if (had_load[i])
-        std::fprintf(stderr, "load %g: stream '%s' runs at %.3f Hz\n", pr.s.streams[i].load,
-                     pr.s.streams[i].name.c_str(), pr.s.streams[i].rate_hz);
+    for (const StreamDecl& sd : pr.s.streams)
+      if (sd.load > 0)
+        std::fprintf(stderr, "load %g: stream '%s' runs at %.3f Hz\n", sd.load, sd.name.c_str(), sd.rate_hz);
   return pr;
 }
 

@@ -44,6 +44,13 @@ std::string yaml_list(const std::vector<int>& v) {
 
 }  // namespace
 
+void check_cpu_dtypes(const Scenario& s) {
+  for (const ModelInstance& mi : s.models)
+    if (model_uses_cpu(s, mi))
+      if (std::string why = cpu_dtype_problem(mi.shape.dtype); !why.empty())
+        mi.dtype_where.fail("model '" + mi.name + "': dtype " + to_string(mi.shape.dtype) + ": " + why);
+}
+
 ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   ExecResult out;
   SimResult& r = out.result;
@@ -82,12 +89,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
     }
   }
 
-  // Every model's dtype must run on this CPU before any work starts.
-  for (size_t m = 0; m < p.models.size(); ++m) {
-    const ModelInstance& mi = s.models[p.models[m].model];
-    if (std::string why = cpu_dtype_problem(mi.shape.dtype); !why.empty())
-      mi.dtype_where.fail("model '" + mi.name + "': dtype " + to_string(mi.shape.dtype) + ": " + why);
-  }
+  check_cpu_dtypes(s);  // before any work starts
 
   // Executors (one per unit and dtype) and prepared segments.
   for (size_t m = 0; m < p.models.size(); ++m) {

@@ -39,4 +39,8 @@ struct ExecResult {
 // for the compute share of every 2 ms); their memory share is not reproduced.
 ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o = {});
 
+// Throws ConfigError at the dtype of the first model of `s` placed on a CPU device whose dtype
+// this CPU cannot run (cpu_dtype_problem: the host's ISA and the alternatives).
+void check_cpu_dtypes(const Scenario& s);
+
 }  // namespace vlasim

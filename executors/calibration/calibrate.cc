@@ -201,12 +201,11 @@ void add_scenario(CalibrateOptions& o, const Scenario& s) {
                       "no device uses catalog entry '" + o.catalog_device +
                           "' to calibrate; devices: " + join_names(names));
   }
-  for (const ModelInstance& mi : s.models) {
+  for (const ModelInstance& mi : s.models)
     if (mi.dtype_pending)
       mi.dtype_where.fail("model '" + mi.name + "': dtype auto is not resolved (resolve_auto_dtypes)");
-    if (model_uses_cpu(s, mi))
-      if (std::string why = cpu_dtype_problem(mi.shape.dtype); !why.empty())
-        mi.dtype_where.fail("model '" + mi.name + "': dtype " + to_string(mi.shape.dtype) + ": " + why);
+  check_cpu_dtypes(s);
+  for (const ModelInstance& mi : s.models) {
     OpGraph g = build_graph(mi.card, mi.shape);
     if (g.size() > 0 && std::find(o.dtypes.begin(), o.dtypes.end(), g.op(0).dtype) == o.dtypes.end())
       o.dtypes.push_back(g.op(0).dtype);
