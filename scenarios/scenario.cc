@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -31,6 +32,14 @@ double Scenario::arrivals_end() const {
 }
 
 namespace {
+
+// A number as a user would write it (%g: 5, 0.25, 1e+08).
+std::string fmt_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+std::string fmt_seconds(double v) { return fmt_number(v) + " s"; }
 
 std::vector<std::string> device_names(const Scenario& s) {
   std::vector<std::string> out;
@@ -67,6 +76,10 @@ std::vector<UnitDecl> parse_units(const ConfigNode& dn, DeviceInstance& d) {
       } else {
         u.sm_fraction = s.get_positive("sm_fraction", 1.0);
         if (u.sm_fraction > 1) s.required("sm_fraction").fail("must be at most 1");
+        if (u.sm_fraction * d.spec.sms < 1)
+          s.required("sm_fraction").fail("gives less than one of " + d.spec.name + "'s " +
+                                         std::to_string(d.spec.sms) + " SMs; the least is " +
+                                         fmt_number(1.0 / d.spec.sms));
       }
       units.push_back(u);
     }
@@ -385,6 +398,12 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     sd.deadline_s = w.get_nonneg("deadline_ms", 0) * 1e-3;
     sd.start_s = w.get_nonneg("start_s", 0);
     sd.duration_s = w.get_positive("duration_s");
+    if (sd.start_s + sd.duration_s > kMaxSimulatedSeconds)
+      w.required("duration_s").fail("start_s + duration_s is " + fmt_seconds(sd.start_s + sd.duration_s) +
+                                    "; a scenario may span at most " + fmt_seconds(kMaxSimulatedSeconds));
+    if (!sd.rate_pending && sd.duration_s * sd.rate_hz < 1)
+      w.required("duration_s").fail(fmt_seconds(sd.duration_s) + " is shorter than one period of rate_hz " +
+                                    fmt_number(sd.rate_hz) + ": the stream would issue no request");
     sd.arrival = w.get_string("arrival", "periodic");
     if (!workloads().find(sd.arrival))
       w.required("arrival").fail("unknown workload '" + sd.arrival + "'; valid names are: " +
@@ -398,6 +417,11 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     }
   }
   if (s.streams.empty()) root.required("workload").fail("at least one stream is needed");
+  if (s.arrivals_end() + s.drain_s > kMaxSimulatedSeconds)
+    (root.has("drain_s") ? root.required("drain_s") : root.required("workload"))
+        .fail("arrivals end at " + fmt_seconds(s.arrivals_end()) + " and drain_s is " +
+              fmt_seconds(s.drain_s) + "; a scenario may span at most " +
+              fmt_seconds(kMaxSimulatedSeconds) + " of simulated time");
 
   ConfigNode bg = root.optional("background");
   if (bg.defined())

@@ -107,6 +107,11 @@ struct PolicyDecl {
   ConfigNode where;
 };
 
+// The longest simulated time a scenario may span (arrivals plus drain_s), in seconds (about
+// three years). Times are kept as doubles in seconds, so up to it an instant is resolved to
+// 15 ns or better (to a picosecond up to ~9000 s).
+constexpr double kMaxSimulatedSeconds = 1e8;
+
 struct Scenario {
   std::string name, description, file;
   uint64_t seed = 1;

@@ -39,6 +39,14 @@ double draw_factor(const std::vector<double>& q, std::mt19937_64& rng) {
 class TimeScale {
  public:
   using Ticks = sc_time::value_type;
+  // The time resolution a simulation that runs until `limit` seconds uses: SystemC's default
+  // picosecond while its ticks fit SystemC's signed 64-bit conversion (about 9.2e6 s), a
+  // nanosecond beyond (about 9.2e9 s); 0 if even that does not hold it.
+  static double resolution_for(double limit) {
+    if (limit * 1e12 < 9e18) return 1e-12;
+    if (limit * 1e9 < 9e18) return 1e-9;
+    return 0;
+  }
   TimeScale() {
     ticks_per_s_ = static_cast<double>(sc_time(1, SC_SEC).value());
     resolution_fs_ = 1e15 / ticks_per_s_;
@@ -60,10 +68,25 @@ class TimeScale {
   double ticks_per_s_ = 0, resolution_fs_ = 0;
 };
 
-// Gives this thread a fresh SystemC simulation context.
-void fresh_context() {
-  sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
-  sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
+// Gives this thread a fresh SystemC simulation context with time resolution `resolution_s`
+// (1e-12 or 1e-9), and frees the one the previous call made (its modules are gone by then:
+// each run's modules live in the function that called this).
+void fresh_context(double resolution_s = 1e-12) {
+  static sc_core::sc_simcontext* ours = nullptr;
+  sc_core::sc_simcontext* old = ours;
+  ours = new sc_core::sc_simcontext();
+  sc_core::sc_curr_simcontext = ours;
+  sc_core::sc_default_global_context = ours;
+  delete old;
+  if (resolution_s == 1e-9) sc_core::sc_set_time_resolution(1, sc_core::SC_NS);
+}
+
+// The slack within which two times at or below t are the same instant: the calendar's
+// picosecond, or a few units in the last place of t where doubles are coarser than that
+// (beyond about 9000 s), so a job due within rounding of now completes now instead of
+// being rescheduled at now forever.
+double same_time_slack(double t) {
+  return std::max(2e-12, 4 * (std::nextafter(t, INFINITY) - t));
 }
 
 
@@ -102,6 +125,7 @@ class Calendar : public sc_core::sc_module {
       : sc_module(name),
         quantum_(time_.ticks(std::min(quantum, stop))),
         stop_(time_.ticks(stop)),
+        stop_s_(stop),
         domains_(domains) {
     const int slots = 1 + domains + streams;
     leaves_ = 1;
@@ -159,6 +183,7 @@ class Calendar : public sc_core::sc_module {
 
   TimeScale time_;
   TimeScale::Ticks quantum_, stop_;
+  double stop_s_;
   TimeScale::Ticks ticks_ = 0;  // the current time in SystemC ticks
   int domains_, leaves_ = 1;
   // [1, leaves): inner nodes, each the earlier of its children 2i and 2i+1; [leaves,
@@ -302,8 +327,9 @@ void Domain::on_wake() {
   // Complete every job whose remaining time is within the clock's resolution.
   std::vector<Job>& done = done_;
   done.clear();
+  const double slack = same_time_slack(calendar_->now());
   for (size_t i = 0; i < jobs_.size();) {
-    if (jobs_[i].remaining <= jobs_[i].rate * 2e-12) {
+    if (jobs_[i].remaining <= jobs_[i].rate * slack) {
       done.push_back(jobs_[i]);
       jobs_.erase(jobs_.begin() + static_cast<long>(i));
     } else {
@@ -415,6 +441,12 @@ void Calendar::run() {
     }
     const double next = node_[1].t;
     if (next == INFINITY) return;
+    if (next >= stop_s_) {
+      // Nothing more runs before the stop; wake there so SystemC's time ends at it (no tick
+      // arithmetic on times beyond it, which may not fit).
+      if (stop_ > woke) next_trigger(sc_time::from_value(stop_ - woke));
+      return;
+    }
     // The step SystemC would take to the next event (next_trigger(sc_time(next - now, SC_SEC))).
     const TimeScale::Ticks step = time_.ticks(next - now_);
     if (ticks_ + step > until) {
@@ -432,7 +464,14 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     throw std::invalid_argument("simulate: quantum_s must be >= 0, not " + std::to_string(options.quantum_s));
   SimResult r;
   r.horizon = s.arrivals_end();
-  fresh_context();
+  double limit = r.horizon + s.drain_s;
+  const double resolution = TimeScale::resolution_for(limit);
+  if (!(resolution > 0) || !(limit <= kMaxSimulatedSeconds))
+    throw std::invalid_argument("simulate: arrivals end at " + std::to_string(r.horizon) +
+                                " s and drain_s is " + std::to_string(s.drain_s) +
+                                " s; a simulation may run at most " +
+                                std::to_string(kMaxSimulatedSeconds) + " s in all");
+  fresh_context(resolution);
   std::vector<std::unique_ptr<Domain>> domains;
   // Draws of run-to-run variation, in the (deterministic) order segments start.
   std::mt19937_64 rng(s.seed * 0x9E3779B97F4A7C15ull + 0x5EC7);
@@ -456,7 +495,6 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     }
     d.started();
   });
-  double limit = r.horizon + s.drain_s;
   Calendar calendar("calendar", plan.domains, static_cast<int>(s.streams.size()),
                     options.quantum_s, limit);
   for (int d = 0; d < plan.domains; ++d)

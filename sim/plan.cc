@@ -339,6 +339,9 @@ void resolve_stream_loads(Scenario& s, const Plan& p) {
     if (sd.jitter_s * sd.rate_hz >= 0.5)
       sd.where.required("jitter_ms").fail("jitter must be under half the period (" +
                                           std::to_string(1e3 / sd.rate_hz) + " ms at this load)");
+    if (sd.duration_s * sd.rate_hz < 1)
+      sd.where.required("duration_s").fail("shorter than one period (" + std::to_string(1 / sd.rate_hz) +
+                                           " s at this load): the stream would issue no request");
   }
 }
 
