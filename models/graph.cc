@@ -107,6 +107,9 @@ const char* to_string(Activation a) {
 }
 
 int OpGraph::add(Op op) {
+  if (boost::num_vertices(g_) >= kMaxGraphOps)
+    throw GraphTooLarge("the operator graph would pass " + std::to_string(kMaxGraphOps) +
+                        " ops (the limit); fewer steps, views, chunk or prompt tokens give fewer");
   op.id = static_cast<int>(boost::num_vertices(g_));
   boost::add_vertex(std::move(op), g_);
   return static_cast<int>(boost::num_vertices(g_)) - 1;

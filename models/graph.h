@@ -7,6 +7,7 @@
 #include <boost/graph/adjacency_list.hpp>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,15 @@ struct Edge {
   double bytes = 0;
 };
 
+// The most ops one graph may hold (about 300 MB of graph): pi0 at 10 flow steps has ~1900.
+constexpr size_t kMaxGraphOps = 500000;
+
+// Thrown by OpGraph::add past kMaxGraphOps.
+class GraphTooLarge : public std::length_error {
+ public:
+  using std::length_error::length_error;
+};
+
 using GraphImpl =
     boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op, Edge>;
 
@@ -115,7 +125,8 @@ using GraphImpl =
 // order (every edge goes from a lower to a higher id).
 class OpGraph {
  public:
-  // Appends an op and returns its id. REQUIRES: op.name unique.
+  // Appends an op and returns its id. REQUIRES: op.name unique. Throws GraphTooLarge when the
+  // graph already holds kMaxGraphOps.
   int add(Op op);
   // Records that `to` reads `bytes` produced by `from`. REQUIRES: from < to.
   void depend(int from, int to, double bytes);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <memory>
@@ -459,9 +460,53 @@ void Calendar::run() {
 
 }  // namespace
 
+SimWork estimate_work(const Scenario& s, const Plan& plan, size_t trace_limit) {
+  // Measured: ~160 bytes a request (its 96-byte record, grown by doubling, and queue state).
+  constexpr double kBytesPerRequest = 200;
+  SimWork w;
+  double most = -1;
+  for (size_t i = 0; i < s.streams.size(); ++i) {
+    const StreamDecl& sd = s.streams[i];
+    const double n = std::ceil(sd.rate_hz * sd.duration_s) + 1;
+    w.requests += n;
+    double segs = 0;
+    for (const ModelPlan& mp : plan.models)
+      if (mp.model == sd.model) segs = std::max(segs, static_cast<double>(mp.segments.size()));
+    w.segments += n * segs;
+    if (n > most) {
+      most = n;
+      w.busiest_stream = i;
+    }
+  }
+  w.memory_bytes = w.requests * kBytesPerRequest +
+                   static_cast<double>(std::min<double>(trace_limit, w.segments)) * sizeof(TraceEvent);
+  return w;
+}
+
+void check_work(const Scenario& s, const SimWork& w, const SimOptions& options) {
+  auto g = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+    return std::string(buf);
+  };
+  std::string why;
+  if (!(w.requests <= options.max_requests))
+    why = "the scenario would simulate " + g(w.requests) + " requests; the limit is " +
+          g(options.max_requests) + " (--max-requests raises it)";
+  else if (!(w.memory_bytes <= options.max_memory_bytes))
+    why = "the scenario would keep about " + g(w.memory_bytes / 1e9) + " GB of records for its " +
+          g(w.requests) + " requests; the limit is " + g(options.max_memory_bytes / 1e9) +
+          " GB (--max-memory-gb raises it)";
+  if (why.empty()) return;
+  if (w.busiest_stream < s.streams.size() && s.streams[w.busiest_stream].where.defined())
+    s.streams[w.busiest_stream].where.fail(why);
+  throw std::invalid_argument("simulate: " + why);
+}
+
 SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& options) {
   if (!(options.quantum_s >= 0))
     throw std::invalid_argument("simulate: quantum_s must be >= 0, not " + std::to_string(options.quantum_s));
+  check_work(s, estimate_work(s, plan, options.trace_limit), options);
   SimResult r;
   r.horizon = s.arrivals_end();
   double limit = r.horizon + s.drain_s;

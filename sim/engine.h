@@ -79,10 +79,29 @@ struct SimOptions {
   double quantum_s = 1e-3;
   // Called now and then with the fraction of simulated time done (0..1).
   std::function<void(double)> progress;
+  // Work a run may take (see check_work); a scenario estimated above either is refused.
+  double max_requests = 1e8;
+  double max_memory_bytes = 4e9;
 };
 
+// What a simulation will take, estimated from its scenario and plan before it runs.
+struct SimWork {
+  double requests = 0;      // arrivals over every stream
+  double segments = 0;      // segment executions (each request's plan, whole)
+  double memory_bytes = 0;  // the records it keeps: a request's record and queue state, the trace
+  size_t busiest_stream = 0;  // the stream issuing the most requests
+};
+SimWork estimate_work(const Scenario& s, const Plan& plan, size_t trace_limit);
+
+// Throws ConfigError at the busiest stream's entry (std::invalid_argument for a scenario built
+// in code) when `w` passes options.max_requests or options.max_memory_bytes, naming the
+// estimate, the limit and the command-line option that raises it (--max-requests,
+// --max-memory-gb).
+void check_work(const Scenario& s, const SimWork& w, const SimOptions& options);
+
 // Runs one simulation in a fresh SystemC context (several may run one after another in one
-// process; not concurrently). The same scenario, plan and seed give the same result.
+// process; not concurrently). The same scenario, plan and seed give the same result. Refuses
+// (check_work) a run estimated above the options' limits before it starts.
 SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& options = {});
 
 // Activations per second of a bare SystemC loop: `processes` methods (1 by default) each

@@ -235,7 +235,15 @@ Plan make_plan_with(const Scenario& s, const CostModel& cost, const WindowFn& in
     if (mi.dtype_pending)
       mi.dtype_where.fail("model '" + mi.name + "': dtype auto stands for this machine's native dtype, "
                           "which the program planning it did not resolve (resolve_auto_dtypes)");
-    p.models.push_back(plan_model(s, p, cost, static_cast<int>(m), build_graph(mi.card, mi.shape), -1));
+    OpGraph g;
+    try {
+      g = build_graph(mi.card, mi.shape);
+    } catch (const GraphTooLarge& e) {
+      mi.where.fail("model '" + mi.name + "' (" + std::to_string(mi.shape.steps) + " steps, " +
+                    std::to_string(mi.shape.views) + " views, chunk " + std::to_string(mi.shape.chunk) +
+                    "): " + e.what());
+    }
+    p.models.push_back(plan_model(s, p, cost, static_cast<int>(m), std::move(g), -1));
   }
   // Dynamic zones: one more plan per candidate cut around the configured one.
   for (size_t m = 0; m < s.models.size(); ++m) {

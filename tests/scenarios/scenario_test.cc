@@ -162,5 +162,49 @@ TEST(LatencyStats, NearestRankPercentiles) {
   EXPECT_DOUBLE_EQ(s.mean, 50.5);
 }
 
+// Work is estimated before a run and refused over the limits, at the stream's entry, naming
+// the option that raises the limit; models whose graph would pass kMaxGraphOps are refused
+// at the model.
+TEST(Scenario, RunsOverTheWorkLimitsAreRefusedBeforeTheyStart) {
+  const std::string base = read(kRoot + "/scenarios/default.yaml");
+  auto load = [&](const std::string& from, const std::string& to) {
+    std::string text = base;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    ScenarioRun r;
+    r.s = load_scenario_text(text, "edited.yaml", default_catalog_dir(), default_cards_dir());
+    resolve_auto_dtypes(r.s, DType::F32);
+    auto cost = cost_models().make(r.s.cost_model.name, r.s.cost_model.params, r.s.cost_model.where);
+    r.plan = make_plan(r.s, *cost, std::vector<int>(r.s.models.size(), 1));
+    return r;
+  };
+  ScenarioRun fast = load("rate_hz: 5, jitter_ms: 2", "rate_hz: 1e9");
+  try {
+    simulate(fast.s, fast.plan);
+    FAIL() << "6e9 requests accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "workload[0]") << e.what();
+    EXPECT_NE(std::string(e.what()).find("--max-requests"), std::string::npos) << e.what();
+  }
+  SimOptions roomy;
+  roomy.max_requests = 1e11;
+  try {
+    simulate(fast.s, fast.plan, roomy);
+    FAIL() << "1.2 TB of records accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--max-memory-gb"), std::string::npos) << e.what();
+  }
+  SimWork w = estimate_work(fast.s, fast.plan, 0);
+  EXPECT_NEAR(w.requests, 2e10, 1e7);
+  try {
+    load("prompt: 0", "prompt: 0\n    steps: 100000");
+    FAIL() << "a 15 M-op graph accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "models[0]") << e.what();
+    EXPECT_NE(std::string(e.what()).find("100000 steps"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace vlasim
