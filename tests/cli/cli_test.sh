@@ -47,6 +47,10 @@ expect_error "/dev/zero as --profile" 2 "key '--profile': '/dev/zero' is not a r
 expect_error "card outside the cards folder" 2 "card_outside_cards.yaml:7:.*models\[0\].card.*not a card name.*cards are: diffusion_policy" simulate "$broken/card_outside_cards.yaml"
 expect_error "graph of a path" 2 "'../../scenarios/default' is not a card name" graph ../../scenarios/default
 expect_error "graph of an absolute path" 2 "not a card name" graph "$src/models/cards/pi0"
+mkdir -p "$tmp/cards/robots"; cp "$src/models/cards/pi0_tiny.yaml" "$tmp/cards/robots/"
+"$bin" --cards "$tmp/cards" graph robots/pi0_tiny >"$tmp/graph_sub"; rc=$?
+check "a card in a subfolder of the cards folder loads" test "$rc" -eq 0
+expect_error "card path through a subfolder and back" 2 "not a card name" --cards "$tmp/cards" graph robots/../robots/pi0_tiny
 
 # Options: every bad value names the option, exits 2 and is refused before any work.
 expect_error "negative seed" 2 "error: --seed: must be a whole number from 0 to" simulate "$src/scenarios/default.yaml" -q --seed -5
