@@ -40,33 +40,46 @@ void refuse_null(const YAML::Node& value, const YAML::Mark& at, const std::strin
 }
 const char* const kNullValue = "value is null; give a value or remove the key";
 
-// Refuses non-scalar keys, a key given twice in one map and nesting past kMaxYamlDepth.
-void check_tree(const YAML::Node& n, const std::string& file, const std::string& path,
-                int depth) {
-  if (!n.IsMap() && !n.IsSequence()) return;
-  if (depth > kMaxYamlDepth)
-    throw ConfigError(file, line_of(n.Mark()), column_of(n.Mark()), path,
-                      "nesting deeper than " + std::to_string(kMaxYamlDepth) +
-                          " levels of lists and maps");
-  if (n.IsSequence()) {
-    for (size_t i = 0; i < n.size(); ++i)
-      check_tree(n[i], file, path + "[" + std::to_string(i) + "]", depth + 1);
-    return;
+// Refuses non-scalar keys, a key given twice in one map, nesting past kMaxYamlDepth, an alias
+// to a list or map that holds it, and more than kMaxYamlValues values (aliases counted each
+// time they are used).
+struct TreeCheck {
+  static constexpr long long kMaxYamlValues = 4'000'000;
+  const std::string& file;
+  long long values = 0;
+  std::vector<YAML::Node> open;  // the lists and maps around the node being checked
+
+  void walk(const YAML::Node& n, const std::string& path) {
+    auto refuse = [&](const YAML::Mark& m, const std::string& key, const std::string& why) {
+      throw ConfigError(file, line_of(m), column_of(m), key, why);
+    };
+    if (++values > kMaxYamlValues)
+      refuse(n.Mark(), path, "more than " + std::to_string(kMaxYamlValues) +
+                                 " values (an alias counts each time it is used)");
+    if (!n.IsMap() && !n.IsSequence()) return;
+    for (const YAML::Node& o : open)
+      if (o.is(n)) refuse(n.Mark(), path, "an alias refers to a list or map that holds it");
+    if (static_cast<int>(open.size()) >= kMaxYamlDepth)
+      refuse(n.Mark(), path,
+             "nesting deeper than " + std::to_string(kMaxYamlDepth) + " levels of lists and maps");
+    open.push_back(n);
+    if (n.IsSequence()) {
+      for (size_t i = 0; i < n.size(); ++i) walk(n[i], path + "[" + std::to_string(i) + "]");
+    } else {
+      std::map<std::string, int> seen;  // key -> its line
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        const YAML::Mark m = it->first.Mark();
+        if (!it->first.IsScalar()) refuse(m, path, "a key must be a single value (a name or a number)");
+        const std::string k = it->first.Scalar();
+        if (auto [prev, fresh] = seen.emplace(k, line_of(m)); !fresh)
+          refuse(m, child_path(path, k),
+                 "duplicate key; it is already given on line " + std::to_string(prev->second));
+        walk(it->second, child_path(path, k));
+      }
+    }
+    open.pop_back();
   }
-  std::map<std::string, int> seen;  // key -> its line
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    const YAML::Mark m = it->first.Mark();
-    if (!it->first.IsScalar())
-      throw ConfigError(file, line_of(m), column_of(m), path,
-                        "a key must be a single value (a name or a number)");
-    const std::string k = it->first.Scalar();
-    if (auto [prev, fresh] = seen.emplace(k, line_of(m)); !fresh)
-      throw ConfigError(file, line_of(m), column_of(m), child_path(path, k),
-                        "duplicate key; it is already given on line " +
-                            std::to_string(prev->second));
-    check_tree(it->second, file, child_path(path, k), depth + 1);
-  }
-}
+};
 
 // The 1-based line of the `---` that opens the document whose first node is on 0-based line
 // `line0` (negative when unknown): the nearest such line at or above it.
@@ -165,7 +178,7 @@ static ConfigNode parse(const std::string& text, const std::string& name) {
     throw ConfigError(name, document_start_line(text, docs[1].Mark().line), 0, "",
                       "a second YAML document starts here; give one document per file");
   YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
-  check_tree(root, name, "", 1);
+  TreeCheck{name}.walk(root, "");
   return ConfigNode(root, file, "");
 }
 

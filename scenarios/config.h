@@ -50,7 +50,8 @@ std::string read_input_file(const std::string& path);
 // file, line and full key path of the offending value.
 //
 // Documents loaded here hold one YAML document, no map with the same key twice, only single
-// values as keys and at most kMaxYamlDepth levels of nesting. A key whose value is null (`~`,
+// values as keys, at most kMaxYamlDepth levels of nesting, no alias to a list or map around
+// it, and at most 4 million values counting every use of an alias. A key whose value is null (`~`,
 // `null` or nothing) is an error wherever it is looked at (has, optional, required, get_*,
 // entries), and so is a null list item (items); a key that is absent is missing.
 class ConfigNode {

@@ -142,6 +142,23 @@ TEST(ConfigNode, DeepNestingIsRefusedWithoutCrashing) {
   EXPECT_TRUE(ConfigNode::load_string(ok, "ok.yaml").required("a").is_sequence());
 }
 
+TEST(ConfigNode, AliasesCannotLoopOrMultiplyWithoutBound) {
+  ConfigError loop = error_of([] { ConfigNode::load_string("a: &a [1, *a]\n", "loop.yaml"); });
+  EXPECT_EQ(loop.key(), "a[1]");
+  EXPECT_NE(loop.message().find("alias refers to a list or map that holds it"), std::string::npos)
+      << loop.what();
+  std::string laughs = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    std::string prev = "*l" + std::to_string(i - 1);
+    laughs += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [" + prev;
+    for (int j = 1; j < 10; ++j) laughs += ", " + prev;
+    laughs += "]\n";
+  }
+  ConfigError many = error_of([&] { ConfigNode::load_string(laughs, "laughs.yaml"); });
+  EXPECT_NE(many.message().find("more than 4000000 values"), std::string::npos) << many.what();
+  EXPECT_EQ(ConfigNode::load_string("a: &a {v: 1}\nb: *a\n", "ok.yaml").required("b").get_int("v", 0), 1);
+}
+
 TEST(ConfigNode, FilesThatAreNotSmallRegularFilesAreRefusedUnread) {
   const std::filesystem::path dir = testing::scratch_dir("config_files");
   ConfigError d = error_of([&] { ConfigNode::load_file(dir.string()); });
