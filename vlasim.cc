@@ -62,7 +62,8 @@ CLI::Validator number_in(double lo, double hi, bool above) {
     os << v;
     return os.str();
   };
-  const std::string range = (above ? "greater than " : "from ") + show(lo) + (above ? " and at most " : " to ") + show(hi);
+  const std::string range =
+      (above ? "greater than " + show(lo) + " and at most " : "from " + show(lo) + " to ") + show(hi);
   return CLI::Validator(
       [lo, hi, above, range](std::string& text) -> std::string {
         char* end = nullptr;
@@ -573,7 +574,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
     std::cerr << "error: " << e.what();
-    if (app.get_subcommands().empty()) {
+    if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&e)) {
       std::vector<std::string> names;
       for (const CLI::App* s : std::as_const(app).get_subcommands([](const CLI::App*) { return true; }))
         names.push_back(s->get_name());

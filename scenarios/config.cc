@@ -134,7 +134,10 @@ void check_input_file(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
-  if (!fs::exists(st)) throw ConfigError(path, 0, 0, "", "cannot open file: no such file");
+  if (!fs::exists(st)) {
+    const bool absent = !ec || ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory;
+    throw ConfigError(path, 0, 0, "", "cannot open file: " + (absent ? "no such file" : ec.message()));
+  }
   if (fs::is_directory(st)) throw ConfigError(path, 0, 0, "", "is a directory, not a file");
   if (!fs::is_regular_file(st))
     throw ConfigError(path, 0, 0, "", "is not a regular file (a device, pipe or socket)");
