@@ -102,7 +102,8 @@ void check_output_dir(const std::string& option, const std::string& dir) {
 void check_output_file(const std::string& option, const std::string& file) {
   std::error_code ec;
   if (fs::is_directory(file, ec))
-    throw ConfigError("<command line>", 0, 0, option, "'" + file + "' is a directory; give a file name");
+    throw ConfigError("<command line>", 0, 0, option,
+                      "'" + file + "' is a directory; give a file name");
   fs::path parent = fs::absolute(file, ec).parent_path();
   if (!fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK | X_OK) != 0)
     throw ConfigError("<command line>", 0, 0, option,
@@ -110,7 +111,7 @@ void check_output_file(const std::string& option, const std::string& file) {
                           "' is not a directory this user may write in");
 }
 
-// Throws ConfigError naming `option` unless `path` is an input file vlasim reads (check_input_file).
+// Throws ConfigError naming `option` unless `path` passes check_input_file.
 void check_option_file(const std::string& option, const std::string& path) {
   try {
     check_input_file(path);
@@ -431,7 +432,8 @@ int run_list(const Common& c, const std::string& what) {
 
 int run_graph(const Common& c, const std::string& card_name, int views, int prompt, int chunk,
               int steps, int batch, const std::string& dtype, bool ops) {
-  ConfigNode where(YAML::Node(card_name), std::make_shared<const std::string>("<command line>"), "card");
+  ConfigNode where(YAML::Node(card_name), std::make_shared<const std::string>("<command line>"),
+                   "card");
   ModelCard card = find_card(c.cards, card_name, where);
   RunShape shape = card.defaults;
   if (views > 0) shape.views = views;

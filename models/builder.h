@@ -41,8 +41,9 @@
 namespace vlasim {
 
 // Run-time shape of one inference. Zero fields (prompt: -1) take the card's defaults; other
-// negative values, and values past the kMax* limits below, are errors. dtype is always taken from here (copy card.defaults.dtype in
-// to use the card's), except for components whose card entry sets their own.
+// negative values, and values past the kMax* limits below, are errors. dtype is always taken
+// from here (copy card.defaults.dtype in to use the card's), except for components whose card
+// entry sets their own.
 struct RunShape {
   int views = 0;        // camera views (card default when 0)
   int prompt = -1;      // prompt tokens (card default when -1)

@@ -69,7 +69,8 @@ struct TreeCheck {
       std::map<std::string, int> seen;  // key -> its line
       for (auto it = n.begin(); it != n.end(); ++it) {
         const YAML::Mark m = it->first.Mark();
-        if (!it->first.IsScalar()) refuse(m, path, "a key must be a single value (a name or a number)");
+        if (!it->first.IsScalar())
+          refuse(m, path, "a key must be a single value (a name or a number)");
         const std::string k = it->first.Scalar();
         if (auto [prev, fresh] = seen.emplace(k, line_of(m)); !fresh)
           refuse(m, child_path(path, k),
@@ -135,7 +136,8 @@ void check_input_file(const std::string& path) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (!fs::exists(st)) {
-    const bool absent = !ec || ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory;
+    const bool absent = !ec || ec == std::errc::no_such_file_or_directory ||
+                        ec == std::errc::not_a_directory;
     throw ConfigError(path, 0, 0, "", "cannot open file: " + (absent ? "no such file" : ec.message()));
   }
   if (fs::is_directory(st)) throw ConfigError(path, 0, 0, "", "is a directory, not a file");
