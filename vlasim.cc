@@ -1,13 +1,19 @@
 // vlasim: the command-line front-end. Thin by design: every subcommand parses its options,
 // calls the library, and turns errors into a message and a non-zero exit status.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <sstream>
+#include <utility>
 
 #include "models/builder.h"
 #include "reports/compare.h"
@@ -29,6 +35,114 @@ namespace fs = std::filesystem;
 using namespace vlasim;
 
 namespace {
+
+// Most segment executions a trace may keep (--trace-limit).
+constexpr long long kMaxTraceLimit = 10'000'000;
+
+// A check that an option's value is a whole number from lo to hi.
+CLI::Validator whole_number(long long lo, long long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end || errno == ERANGE || v < lo || v > hi)
+          return "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                 ", got '" + text + "'";
+        return "";
+      },
+      "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+// A check that an option's value is a finite number at most hi and above lo (at least lo when
+// !above).
+CLI::Validator number_in(double lo, double hi, bool above) {
+  auto show = [](double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+  };
+  const std::string range =
+      (above ? "greater than " + show(lo) + " and at most " : "from " + show(lo) + " to ") + show(hi);
+  return CLI::Validator(
+      [lo, hi, above, range](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end || !std::isfinite(v) || v < lo || (above && v == lo) || v > hi)
+          return "must be a number " + range + ", got '" + text + "'";
+        return "";
+      },
+      (above ? "in (" : "in [") + show(lo) + ", " + show(hi) + "]");
+}
+
+// Throws ConfigError naming `option` unless `dir` is a directory this process may write in or
+// can be created (its nearest existing parent is such a directory).
+void check_output_dir(const std::string& option, const std::string& dir) {
+  auto refuse = [&](const std::string& why) {
+    throw ConfigError("<command line>", 0, 0, option, "'" + dir + "' " + why);
+  };
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec);
+  if (fs::exists(p, ec)) {
+    if (!fs::is_directory(p, ec)) refuse("exists and is not a directory");
+    if (::access(p.c_str(), W_OK | X_OK) != 0) refuse("is a directory this user may not write in");
+    return;
+  }
+  fs::path parent = p.parent_path();
+  while (!parent.empty() && parent != parent.root_path() && !fs::exists(parent, ec))
+    parent = parent.parent_path();
+  if (!fs::is_directory(parent, ec))
+    refuse("cannot be created: '" + parent.string() + "' is not a directory");
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    refuse("cannot be created: this user may not write in '" + parent.string() + "'");
+}
+
+// Throws ConfigError naming `option` unless `file` can be written: not a directory, in an
+// existing directory this process may write in.
+void check_output_file(const std::string& option, const std::string& file) {
+  std::error_code ec;
+  if (fs::is_directory(file, ec))
+    throw ConfigError("<command line>", 0, 0, option,
+                      "'" + file + "' is a directory; give a file name");
+  fs::path parent = fs::absolute(file, ec).parent_path();
+  if (!fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK | X_OK) != 0)
+    throw ConfigError("<command line>", 0, 0, option,
+                      "'" + file + "' cannot be written: '" + parent.string() +
+                          "' is not a directory this user may write in");
+}
+
+// Throws ConfigError naming `option` unless `path` passes check_input_file.
+void check_option_file(const std::string& option, const std::string& path) {
+  try {
+    check_input_file(path);
+  } catch (const ConfigError& e) {
+    throw ConfigError("<command line>", 0, 0, option, "'" + path + "' " + e.message());
+  }
+}
+
+// Throws ConfigError naming --set when a number in the sweep's `key` indexes past the end of
+// its list in the scenario at `path`; other problems of the key are run_sweep's to report.
+void check_sweep_indices(const std::string& path, const std::string& key) {
+  ConfigNode n = ConfigNode::load_file(path);
+  std::stringstream parts(key);
+  std::string part, walked;
+  while (std::getline(parts, part, '.')) {
+    const bool index = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+    if (n.is_sequence() && index) {
+      const size_t size = n.raw().size();
+      if (part.size() > 9 || std::stoul(part) >= size)
+        throw ConfigError("<command line>", 0, 0, "--set",
+                          "index " + part + " in '" + key + "' is out of range: '" + walked +
+                              "' has " + std::to_string(size) + " entries");
+      n = n.items()[std::stoul(part)];
+    } else if (n.is_map() && n.has(part)) {
+      n = n.required(part);
+    } else {
+      return;
+    }
+    walked += (walked.empty() ? "" : ".") + part;
+  }
+}
 
 struct Common {
   std::string catalog = default_catalog_dir();
@@ -113,6 +227,7 @@ void write_outputs(const Prepared& pr, const SimResult& r, const std::string& mo
 }
 
 int run_simulate(const Common& c, const std::string& path, long long seed, const OutputOptions& out) {
+  if (!out.dir.empty()) check_output_dir("--out", out.dir);
   Prepared pr = prepare(c, path, seed, false, out.quiet);
   SimOptions opt;
   opt.trace_limit = out.trace_limit;
@@ -140,6 +255,7 @@ ExecResult run_for_real(const Prepared& pr, const OutputOptions& out, const std:
 
 int run_execute(const Common& c, const std::string& path, long long seed, const OutputOptions& out,
                 const std::string& executor, int warmup) {
+  if (!out.dir.empty()) check_output_dir("--out", out.dir);
   Prepared pr = prepare(c, path, seed, false, out.quiet);  // no prediction is compared
   ExecResult r = run_for_real(pr, out, executor, warmup);
   write_outputs(pr, r.result, "execute", out);
@@ -159,6 +275,8 @@ int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<st
     return 2;
   }
   SweepAxis axis = parse_sweep_axis(sets[0]);
+  check_sweep_indices(path, axis.key);
+  if (!dir.empty()) check_output_dir("--out", dir);
   SweepResult r = run_sweep(path, c.catalog, c.cards, axis, goal, cap_gb * 1e9, mem_device,
                             quiet ? std::function<void(double)>() : progress_bar, native_cpu_dtype(),
                             c.profile);
@@ -173,6 +291,7 @@ int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<st
 
 int run_compare(const Common& c, const std::string& path, long long seed, const OutputOptions& out,
                 const std::string& executor, int warmup, double margin) {
+  if (!out.dir.empty()) check_output_dir("--out", out.dir);
   Prepared pr = prepare(c, path, seed, true, out.quiet);
   SimOptions sopt;
   sopt.trace_limit = out.trace_limit;
@@ -211,6 +330,8 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
                   const std::vector<std::string>& dtypes, const std::string& grid, int reps,
                   const std::string& executor, bool in_context, InContextOptions io,
                   const std::string& base, bool quiet) {
+  check_output_file("--out", out_path);
+  if (!base.empty()) check_option_file("--base", base);
   CalibrateOptions o;
   o.catalog_dir = c.catalog;
   o.executor = executor;
@@ -311,7 +432,8 @@ int run_list(const Common& c, const std::string& what) {
 
 int run_graph(const Common& c, const std::string& card_name, int views, int prompt, int chunk,
               int steps, int batch, const std::string& dtype, bool ops) {
-  ConfigNode where = ConfigNode::load_string("card: " + card_name, "<command line>").required("card");
+  ConfigNode where(YAML::Node(card_name), std::make_shared<const std::string>("<command line>"),
+                   "card");
   ModelCard card = find_card(c.cards, card_name, where);
   RunShape shape = card.defaults;
   if (views > 0) shape.views = views;
@@ -357,9 +479,10 @@ int main(int argc, char** argv) {
   auto add_run_options = [&](CLI::App* cmd) {
     cmd->add_option("scenario", scenario, "scenario YAML file")->required();
     cmd->add_option("-o,--out", out.dir, "directory for report.json, requests.csv and trace.json");
-    cmd->add_option("--seed", seed, "override the scenario's seed");
+    cmd->add_option("--seed", seed, "override the scenario's seed")
+        ->check(whole_number(0, std::numeric_limits<long long>::max()));
     cmd->add_option("--trace-limit", out.trace_limit, "segment executions kept in the trace")
-        ->capture_default_str();
+        ->capture_default_str()->check(whole_number(0, kMaxTraceLimit));
     cmd->add_flag("-q,--quiet", out.quiet, "print nothing but errors");
     cmd->add_flag("--progress", out.progress, "show a progress bar on stderr");
   };
@@ -371,15 +494,16 @@ int main(int argc, char** argv) {
   int warmup = 2;
   exec->add_option("--executor", executor, "executor name (see `vlasim list executors`)")->capture_default_str();
   exec->add_option("--warmup", warmup, "runs of every segment before the clock starts")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(whole_number(0, 1000));
 
   auto* cmp = app.add_subcommand("compare", "run a scenario simulated and measured; errors, KS and equivalence tests, plots");
   add_run_options(cmp);
   double margin = 0.10;
   cmp->add_option("--executor", executor, "executor name")->capture_default_str();
-  cmp->add_option("--warmup", warmup, "runs of every segment before the clock starts")->capture_default_str();
+  cmp->add_option("--warmup", warmup, "runs of every segment before the clock starts")
+      ->capture_default_str()->check(whole_number(0, 1000));
   cmp->add_option("--margin", margin, "equivalence margin of the TOST on mean latency")
-      ->capture_default_str()->check(CLI::Range(0.001, 1.0));
+      ->capture_default_str()->check(number_in(0.001, 1.0, false));
 
   auto* cal = app.add_subcommand("calibrate", "profile operators on this machine's executor and write a device profile");
   std::vector<std::string> cal_scenarios, cal_dtypes;
@@ -390,10 +514,10 @@ int main(int argc, char** argv) {
   cal->add_option("-o,--out", cal_out, "profile file to write")->capture_default_str();
   cal->add_option("--device", cal_device, "catalog entry the profile describes")->capture_default_str();
   cal->add_option("--threads", cal_threads, "core-group sizes to profile (default 1, plus the scenarios')")
-      ->delimiter(',');
+      ->delimiter(',')->check(whole_number(1, 4096));
   cal->add_option("--dtypes", cal_dtypes, "dtypes to profile: auto, fp32, bf16 (default auto: this CPU's native dtype, see `vlasim list host`; plus the scenarios')")->delimiter(',');
   cal->add_option("--grid", cal_grid, "shape grid: none, quick or full")->capture_default_str();
-  cal->add_option("--reps", cal_reps, "timed runs per operator (median)")->capture_default_str()->check(CLI::PositiveNumber);
+  cal->add_option("--reps", cal_reps, "timed runs per operator (median)")->capture_default_str()->check(whole_number(1, 100000));
   cal->add_option("--executor", executor, "executor name")->capture_default_str();
   bool cal_in_context = false;
   cal->add_flag("--in-context", cal_in_context,
@@ -404,11 +528,11 @@ int main(int argc, char** argv) {
                   "with --in-context: timed requests per scenario (more give the run-to-run "
                   "variation's tail; fewer when slow)")
       ->capture_default_str()
-      ->check(CLI::Range(5, 100000));
+      ->check(whole_number(5, 100000));
   cal->add_option("--context-seconds", cal_io.max_seconds,
                   "with --in-context: about how long each scenario's timed requests may take")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(0, 86400, true));
   std::string cal_base;
   cal->add_option("--base", cal_base,
                   "with --in-context: start from this profile instead of measuring the grid and graphs");
@@ -423,7 +547,8 @@ int main(int argc, char** argv) {
       ->required();
   sweep->add_option("--goal", goal, "throughput, latency or memory (lowest latency under --memory-cap-gb)")
       ->capture_default_str();
-  sweep->add_option("--memory-cap-gb", cap_gb, "memory cap for --goal memory")->check(CLI::NonNegativeNumber);
+  sweep->add_option("--memory-cap-gb", cap_gb, "memory cap for --goal memory")
+      ->check(number_in(0, 1e6, false));
   sweep->add_option("--memory-device", mem_device, "device whose peak memory is weighed (default: the first)");
   sweep->add_option("-o,--out", sweep_dir, "directory for sweep.csv, sweep.md and sweep.svg");
   sweep->add_flag("-q,--quiet", out.quiet, "print only the best value");
@@ -438,16 +563,32 @@ int main(int argc, char** argv) {
   int views = 0, prompt = -1, chunk = 0, steps = 0, batch = 1;
   bool ops = false;
   graph->add_option("card", card, "model card name")->required();
-  graph->add_option("--views", views, "camera views");
-  graph->add_option("--prompt", prompt, "prompt tokens");
-  graph->add_option("--chunk", chunk, "action chunk");
-  graph->add_option("--steps", steps, "denoising / decoding steps");
-  graph->add_option("--batch", batch, "batch size")->check(CLI::PositiveNumber);
+  graph->add_option("--views", views, "camera views")->check(whole_number(1, kMaxViews));
+  graph->add_option("--prompt", prompt, "prompt tokens")->check(whole_number(0, kMaxPrompt));
+  graph->add_option("--chunk", chunk, "action chunk")->check(whole_number(1, kMaxChunk));
+  graph->add_option("--steps", steps, "denoising / decoding steps")->check(whole_number(1, kMaxSteps));
+  graph->add_option("--batch", batch, "batch size")->check(whole_number(1, kMaxBatch));
   graph->add_option("--dtype", dtype, "fp32, bf16, fp16 or int8");
   graph->add_flag("--ops", ops, "list every operator");
 
-  CLI11_PARSE(app, argc, argv);
   try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+    std::cerr << "error: " << e.what();
+    if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&e)) {
+      std::vector<std::string> names;
+      for (const CLI::App* s : std::as_const(app).get_subcommands([](const CLI::App*) { return true; }))
+        names.push_back(s->get_name());
+      std::cerr << "; subcommands are: " << join_names(names);
+    }
+    const std::vector<CLI::App*> given = app.get_subcommands();
+    std::cerr << "\nsee 'vlasim" << (given.empty() ? "" : " " + given.front()->get_name())
+              << " --help' for the options\n";
+    return 2;
+  }
+  try {
+    if (!c.profile.empty()) check_option_file("--profile", c.profile);
     if (*sim) return run_simulate(c, scenario, seed, out);
     if (*exec) return run_execute(c, scenario, seed, out, executor, warmup);
     if (*cal)

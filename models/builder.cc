@@ -169,6 +169,14 @@ RunShape resolve(const ModelCard& card, const RunShape& shape) {
   if (r.chunk == 0) r.chunk = d.chunk;
   if (r.steps == 0) r.steps = d.steps;
   if (r.batch == 0) r.batch = d.batch;
+  if (r.prompt > kMaxPrompt)
+    shape_error(card, "defaults", "prompt", "prompt must be at most " + std::to_string(kMaxPrompt));
+  if (r.chunk > kMaxChunk)
+    shape_error(card, "defaults", "chunk", "chunk must be at most " + std::to_string(kMaxChunk));
+  if (r.steps > kMaxSteps)
+    shape_error(card, "defaults", "steps", "steps must be at most " + std::to_string(kMaxSteps));
+  if (r.batch > kMaxBatch)
+    shape_error(card, "defaults", "batch", "batch must be at most " + std::to_string(kMaxBatch));
   const long long max_views = card.node.get_int("max_views", d.views);
   if (r.views > max_views)
     shape_error(card, "max_views", "views",
@@ -203,15 +211,15 @@ ModelCard load_card(const std::string& path) {
 
   ConfigNode d = root.required("defaults");
   d.check_keys({"views", "prompt", "chunk", "steps", "batch", "dtype"});
-  card.defaults.views = int(d.get_count("views", 1, 1, 64));
-  card.defaults.prompt = int(d.get_count("prompt", 0, 0, 1 << 20));
-  card.defaults.chunk = int(d.get_count("chunk", 1, 1, 1 << 20));
-  card.defaults.steps = int(d.get_count("steps", 1, 1, 1 << 20));
-  card.defaults.batch = int(d.get_count("batch", 1, 1, 1 << 20));
+  card.defaults.views = int(d.get_count("views", 1, 1, kMaxViews));
+  card.defaults.prompt = int(d.get_count("prompt", 0, 0, kMaxPrompt));
+  card.defaults.chunk = int(d.get_count("chunk", 1, 1, kMaxChunk));
+  card.defaults.steps = int(d.get_count("steps", 1, 1, kMaxSteps));
+  card.defaults.batch = int(d.get_count("batch", 1, 1, kMaxBatch));
   if (ConfigNode dt = d.optional("dtype"); dt.defined() &&
                                            !parse_dtype(dt.as_string(), &card.defaults.dtype))
     dt.fail("unknown dtype '" + dt.as_string() + "'; valid are: fp32, bf16, fp16, int8");
-  const long long max_views = root.get_count("max_views", card.defaults.views, 1, 64);
+  const long long max_views = root.get_count("max_views", card.defaults.views, 1, kMaxViews);
   if (card.defaults.views > max_views)
     d.required("views").fail("default views " + std::to_string(card.defaults.views) +
                              " exceed max_views " + std::to_string(max_views));
@@ -261,6 +269,19 @@ ModelCard load_card(const std::string& path) {
 }
 
 ModelCard find_card(const std::string& dir, const std::string& name, const ConfigNode& where) {
+  bool inside = !name.empty();
+  for (size_t start = 0; inside && start <= name.size();) {
+    const size_t end = std::min(name.find('/', start), name.size());
+    const std::string part = name.substr(start, end - start);
+    inside = !part.empty() && part != "." && part != ".." &&
+             part.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789_-.") == std::string::npos;
+    start = end + 1;
+  }
+  if (!inside)
+    where.fail("'" + name + "' is not a card name: a card is a name in " + dir +
+               " (subfolders with '/', no '..' or absolute paths); cards are: " +
+               join_names(card_names(dir)));
   const std::filesystem::path p = std::filesystem::path(dir) / (name + ".yaml");
   if (!std::filesystem::exists(p))
     where.fail("no model card '" + name + "' in " + dir + "; cards are: " +

@@ -41,8 +41,9 @@
 namespace vlasim {
 
 // Run-time shape of one inference. Zero fields (prompt: -1) take the card's defaults; other
-// negative values are errors. dtype is always taken from here (copy card.defaults.dtype in
-// to use the card's), except for components whose card entry sets their own.
+// negative values, and values past the kMax* limits below, are errors. dtype is always taken
+// from here (copy card.defaults.dtype in to use the card's), except for components whose card
+// entry sets their own.
 struct RunShape {
   int views = 0;        // camera views (card default when 0)
   int prompt = -1;      // prompt tokens (card default when -1)
@@ -51,6 +52,14 @@ struct RunShape {
   int batch = 1;        // requests run together
   DType dtype = DType::BF16;
 };
+
+// Largest run-shape values a card's defaults, a scenario's model entry or `vlasim graph` may
+// ask for (the smallest are 1, prompt 0).
+inline constexpr int kMaxViews = 64;
+inline constexpr int kMaxPrompt = 1 << 20;
+inline constexpr int kMaxChunk = 1 << 20;
+inline constexpr int kMaxSteps = 100000;
+inline constexpr int kMaxBatch = 4096;
 
 // A parsed model card: the file's name, its components in execution order, and defaults.
 struct ModelCard {
@@ -64,8 +73,10 @@ struct ModelCard {
 // Loads and validates a card file (including a build at its defaults, which checks widths and
 // depths across components). Throws ConfigError (file, line, key) on a bad card.
 ModelCard load_card(const std::string& path);
-// Finds `name` in `dir` (dir/name.yaml). Throws ConfigError at `where` listing the cards
-// in `dir` if there is none.
+// Finds `name` in `dir` (dir/name.yaml). `name` is a card name, optionally under subfolders
+// of `dir` ("sub/name"); an absolute path, "..", "." or an empty part is refused, so a card
+// never comes from outside `dir`. Throws ConfigError at `where` listing the cards in `dir` if
+// the name is refused or there is no such card.
 ModelCard find_card(const std::string& dir, const std::string& name, const ConfigNode& where);
 // Names of the cards in `dir`, sorted.
 std::vector<std::string> card_names(const std::string& dir);

@@ -1,6 +1,10 @@
 #include "scenarios/config.h"
 
+#include <yaml-cpp/depthguard.h>
+
+#include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -23,6 +27,75 @@ std::string format_error(const std::string& file, int line, int column, const st
 
 std::string child_path(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
+}
+
+int line_of(const YAML::Mark& m) { return m.line >= 0 ? m.line + 1 : 0; }
+int column_of(const YAML::Mark& m) { return m.column >= 0 ? m.column + 1 : 0; }
+
+// Throws if `value` is null, locating the error at `at` (the key, or the item itself).
+void refuse_null(const YAML::Node& value, const YAML::Mark& at, const std::string& file,
+                 const std::string& path, const std::string& message) {
+  if (value.IsDefined() && value.IsNull())
+    throw ConfigError(file, line_of(at), column_of(at), path, message);
+}
+const char* const kNullValue = "value is null; give a value or remove the key";
+
+// Refuses non-scalar keys, a key given twice in one map, nesting past kMaxYamlDepth, an alias
+// to a list or map that holds it, and more than kMaxYamlValues values (aliases counted each
+// time they are used).
+struct TreeCheck {
+  static constexpr long long kMaxYamlValues = 4'000'000;
+  const std::string& file;
+  long long values = 0;
+  std::vector<YAML::Node> open;  // the lists and maps around the node being checked
+
+  void walk(const YAML::Node& n, const std::string& path) {
+    auto refuse = [&](const YAML::Mark& m, const std::string& key, const std::string& why) {
+      throw ConfigError(file, line_of(m), column_of(m), key, why);
+    };
+    if (++values > kMaxYamlValues)
+      refuse(n.Mark(), path, "more than " + std::to_string(kMaxYamlValues) +
+                                 " values (an alias counts each time it is used)");
+    if (!n.IsMap() && !n.IsSequence()) return;
+    for (const YAML::Node& o : open)
+      if (o.is(n)) refuse(n.Mark(), path, "an alias refers to a list or map that holds it");
+    if (static_cast<int>(open.size()) >= kMaxYamlDepth)
+      refuse(n.Mark(), path,
+             "nesting deeper than " + std::to_string(kMaxYamlDepth) + " levels of lists and maps");
+    open.push_back(n);
+    if (n.IsSequence()) {
+      for (size_t i = 0; i < n.size(); ++i) walk(n[i], path + "[" + std::to_string(i) + "]");
+    } else {
+      std::map<std::string, int> seen;  // key -> its line
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        const YAML::Mark m = it->first.Mark();
+        if (!it->first.IsScalar())
+          refuse(m, path, "a key must be a single value (a name or a number)");
+        const std::string k = it->first.Scalar();
+        if (auto [prev, fresh] = seen.emplace(k, line_of(m)); !fresh)
+          refuse(m, child_path(path, k),
+                 "duplicate key; it is already given on line " + std::to_string(prev->second));
+        walk(it->second, child_path(path, k));
+      }
+    }
+    open.pop_back();
+  }
+};
+
+// The 1-based line of the `---` that opens the document whose first node is on 0-based line
+// `line0` (negative when unknown): the nearest such line at or above it.
+int document_start_line(const std::string& text, int line0) {
+  std::vector<size_t> starts{0};
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n') starts.push_back(i + 1);
+  const int last = static_cast<int>(starts.size()) - 1;
+  for (int l = line0 >= 0 ? std::min(line0, last) : last; l >= 0; --l) {
+    const size_t at = starts[static_cast<size_t>(l)];
+    if (text.compare(at, 3, "---") == 0 &&
+        (at + 3 == text.size() || std::isspace(static_cast<unsigned char>(text[at + 3]))))
+      return l + 1;
+  }
+  return line0 >= 0 ? line0 + 1 : 0;
 }
 }  // namespace
 
@@ -58,23 +131,64 @@ ConfigNode& ConfigNode::operator=(const ConfigNode& o) {
   return *this;
 }
 
+void check_input_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) {
+    const bool absent = !ec || ec == std::errc::no_such_file_or_directory ||
+                        ec == std::errc::not_a_directory;
+    throw ConfigError(path, 0, 0, "", "cannot open file: " + (absent ? "no such file" : ec.message()));
+  }
+  if (fs::is_directory(st)) throw ConfigError(path, 0, 0, "", "is a directory, not a file");
+  if (!fs::is_regular_file(st))
+    throw ConfigError(path, 0, 0, "", "is not a regular file (a device, pipe or socket)");
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw ConfigError(path, 0, 0, "", "cannot open file: " + ec.message());
+  if (size > kMaxInputFileBytes)
+    throw ConfigError(path, 0, 0, "", "file is " + std::to_string(size) +
+                                          " bytes; the limit for an input file is " +
+                                          std::to_string(kMaxInputFileBytes >> 20) + " MiB");
+}
+
+std::string read_input_file(const std::string& path) {
+  check_input_file(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxInputFileBytes)
+      throw ConfigError(path, 0, 0, "", "file grew past the limit for an input file, " +
+                                            std::to_string(kMaxInputFileBytes >> 20) + " MiB");
+  }
+  if (in.bad()) throw ConfigError(path, 0, 0, "", "cannot read file");
+  return text;
+}
+
 static ConfigNode parse(const std::string& text, const std::string& name) {
   auto file = std::make_shared<const std::string>(name);
+  std::vector<YAML::Node> docs;
   try {
-    return ConfigNode(YAML::Load(text), file, "");
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    throw ConfigError(name, line_of(e.mark), column_of(e.mark), "",
+                      "nesting deeper than " + std::to_string(kMaxYamlDepth) +
+                          " levels of lists and maps");
   } catch (const YAML::Exception& e) {
-    throw ConfigError(name, e.mark.line >= 0 ? e.mark.line + 1 : 0,
-                      e.mark.column >= 0 ? e.mark.column + 1 : 0, "",
-                      "malformed YAML: " + e.msg);
+    throw ConfigError(name, line_of(e.mark), column_of(e.mark), "", "malformed YAML: " + e.msg);
   }
+  if (docs.size() > 1)
+    throw ConfigError(name, document_start_line(text, docs[1].Mark().line), 0, "",
+                      "a second YAML document starts here; give one document per file");
+  YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
+  TreeCheck{name}.walk(root, "");
+  return ConfigNode(root, file, "");
 }
 
 ConfigNode ConfigNode::load_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  ConfigNode n = parse(ss.str(), path);
+  ConfigNode n = parse(read_input_file(path), path);
   if (!n.defined()) throw ConfigError(path, 0, 0, "", "file is empty");
   return n;
 }
@@ -99,17 +213,21 @@ void ConfigNode::fail(const std::string& message) const {
 }
 
 bool ConfigNode::has(const std::string& key) const {
-  return node_.IsMap() && node_[key].IsDefined();
+  return node_.IsMap() && optional(key).defined();
 }
 
 ConfigNode ConfigNode::optional(const std::string& key) const {
   if (defined() && !node_.IsMap()) fail("expected a map with key '" + key + "'");
-  ConfigNode c(node_.IsMap() ? node_[key] : YAML::Node(YAML::NodeType::Undefined), file_,
-               child_path(path_, key));
-  if (!c.node_.IsDefined() || c.node_.IsNull()) {
-    c.parent_line_ = line();
-    c.parent_col_ = node_.IsDefined() && node_.Mark().column >= 0 ? node_.Mark().column + 1 : 0;
-  }
+  const std::string path = child_path(path_, key);
+  if (node_.IsMap())
+    for (auto it = node_.begin(); it != node_.end(); ++it)
+      if (it->first.IsScalar() && it->first.Scalar() == key) {
+        refuse_null(it->second, it->first.Mark(), *file_, path, kNullValue);
+        return ConfigNode(it->second, file_, path);
+      }
+  ConfigNode c(YAML::Node(YAML::NodeType::Undefined), file_, path);
+  c.parent_line_ = line();
+  c.parent_col_ = node_.IsDefined() ? column_of(node_.Mark()) : 0;
   return c;
 }
 
@@ -122,8 +240,12 @@ ConfigNode ConfigNode::required(const std::string& key) const {
 std::vector<ConfigNode> ConfigNode::items() const {
   if (!node_.IsSequence()) fail("expected a list");
   std::vector<ConfigNode> out;
-  for (size_t i = 0; i < node_.size(); ++i)
-    out.emplace_back(node_[i], file_, path_ + "[" + std::to_string(i) + "]");
+  for (size_t i = 0; i < node_.size(); ++i) {
+    const std::string path = path_ + "[" + std::to_string(i) + "]";
+    refuse_null(node_[i], node_[i].Mark(), *file_, path,
+                "list item is null; give a value or remove the item");
+    out.emplace_back(node_[i], file_, path);
+  }
   return out;
 }
 
@@ -131,7 +253,9 @@ std::vector<std::pair<std::string, ConfigNode>> ConfigNode::entries() const {
   if (!node_.IsMap()) fail("expected a map");
   std::vector<std::pair<std::string, ConfigNode>> out;
   for (auto it = node_.begin(); it != node_.end(); ++it) {
-    std::string k = it->first.as<std::string>();
+    if (!it->first.IsScalar()) fail("a key must be a single value (a name or a number)");
+    const std::string k = it->first.Scalar();
+    refuse_null(it->second, it->first.Mark(), *file_, child_path(path_, k), kNullValue);
     out.emplace_back(k, ConfigNode(it->second, file_, child_path(path_, k)));
   }
   return out;
@@ -140,7 +264,8 @@ std::vector<std::pair<std::string, ConfigNode>> ConfigNode::entries() const {
 void ConfigNode::check_keys(const std::vector<std::string>& allowed) const {
   if (!node_.IsMap()) fail("expected a map");
   for (auto it = node_.begin(); it != node_.end(); ++it) {
-    std::string k = it->first.as<std::string>();
+    if (!it->first.IsScalar()) fail("a key must be a single value (a name or a number)");
+    const std::string k = it->first.Scalar();
     bool ok = false;
     for (const auto& a : allowed) ok = ok || a == k;
     if (!ok) {

@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,8 +34,26 @@ class ConfigError : public std::runtime_error {
 // Joins names as "a, b, c" (used for "valid names are ..." messages).
 std::string join_names(const std::vector<std::string>& names);
 
+// Largest input file (scenario, card, catalog entry, profile) that is read.
+inline constexpr std::uintmax_t kMaxInputFileBytes = std::uintmax_t{16} << 20;
+// Deepest nesting of lists and maps accepted in a YAML input.
+inline constexpr int kMaxYamlDepth = 64;
+
+// Throws ConfigError naming `path` unless it is a regular file of at most kMaxInputFileBytes
+// (a missing file, a directory, a device, a pipe or a larger file is refused before reading).
+void check_input_file(const std::string& path);
+// Reads a whole input file after check_input_file; throws ConfigError if it cannot be read or
+// grows past kMaxInputFileBytes while being read.
+std::string read_input_file(const std::string& path);
+
 // A YAML node together with where it came from. Accessors throw ConfigError naming the
 // file, line and full key path of the offending value.
+//
+// Documents loaded here hold one YAML document, no map with the same key twice, only single
+// values as keys, at most kMaxYamlDepth levels of nesting, no alias to a list or map around
+// it, and at most 4 million values counting every use of an alias. A key whose value is null (`~`,
+// `null` or nothing) is an error wherever it is looked at (has, optional, required, get_*,
+// entries), and so is a null list item (items); a key that is absent is missing.
 class ConfigNode {
  public:
   ConfigNode() = default;
@@ -44,18 +63,22 @@ class ConfigNode {
   // to inside the document, changing every other handle on it.)
   ConfigNode& operator=(const ConfigNode& o);
 
-  // Parses a YAML file. Throws ConfigError if the file is missing or malformed.
+  // Parses a YAML file (read with read_input_file). Throws ConfigError if the file is
+  // refused, malformed, breaks the rules above or holds no document.
   static ConfigNode load_file(const std::string& path);
-  // Parses YAML text; `name` stands in for the file name in errors.
+  // Parses YAML text; `name` stands in for the file name in errors. Empty text gives an
+  // undefined node.
   static ConfigNode load_string(const std::string& text, const std::string& name);
 
   bool defined() const { return node_.IsDefined() && !node_.IsNull(); }
   bool is_map() const { return node_.IsMap(); }
   bool is_sequence() const { return node_.IsSequence(); }
   bool is_scalar() const { return node_.IsScalar(); }
+  // Whether this is a map holding `key` (throws if its value is null).
   bool has(const std::string& key) const;
 
-  // The child under `key`; throws if missing. optional() returns an undefined node instead.
+  // The child under `key`; throws if missing or null. optional() returns an undefined node
+  // when the key is absent.
   ConfigNode required(const std::string& key) const;
   ConfigNode optional(const std::string& key) const;
   // Elements of a sequence (throws if this is not a sequence).

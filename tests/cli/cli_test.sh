@@ -11,7 +11,7 @@ check() {  # check NAME CONDITION...
 }
 expect_error() {  # expect_error NAME EXIT_CODE PATTERN ARGS...
   local name=$1 code=$2 pattern=$3; shift 3
-  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  timeout 300 "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
   check "$name: exit $code (got $rc)" test "$rc" -eq "$code"
   check "$name: message matches '$pattern'" grep -q -- "$pattern" "$tmp/err"
 }
@@ -23,7 +23,65 @@ expect_error "unknown policy" 2 "valid names are: fifo" simulate "$src/tests/dat
 expect_error "does not fit" 2 "over by" simulate "$src/tests/data/broken_scenarios/does_not_fit.yaml"
 expect_error "unknown card" 2 "no model card 'nope'" graph nope
 expect_error "unknown list family" 2 "valid names are" list nope
-expect_error "no subcommand" 106 "" 
+expect_error "no subcommand" 2 "subcommands are: simulate" 
+"$bin" --help >"$tmp/help"; rc=$?
+check "--help exits 0" test "$rc" -eq 0
+check "--help prints the subcommands" grep -q "simulate" "$tmp/help"
+"$bin" graph --help >"$tmp/help"; rc=$?
+check "graph --help exits 0 and prints its options" test "$rc" -eq 0 -a -n "$(grep -e --steps "$tmp/help")"
+
+# Input files: one YAML document of plain keys, no nulls, no duplicates, not too deep, read
+# only from a small regular file.
+broken=$src/tests/data/broken_scenarios
+expect_error "null cores" 2 "null_cores.yaml:10:.*core_groups\[0\].cores.*value is null" simulate "$broken/null_cores.yaml"
+expect_error "null sms" 2 "null_sms.yaml:11:.*streams\[0\].sms.*value is null" simulate "$broken/null_sms.yaml"
+expect_error "duplicate key" 2 "duplicate_key.yaml:12:.*rate_hz.*already given on line 10" simulate "$broken/duplicate_key.yaml"
+expect_error "second document" 2 "second_document.yaml:9: .*second YAML document" simulate "$broken/second_document.yaml"
+printf 'name: %s\n' "$(printf '[%.0s' $(seq 10000))" >"$tmp/deep.yaml"
+expect_error "deep nesting" 2 "deep.yaml:[0-9]*:.*nesting deeper than 64 levels" simulate "$tmp/deep.yaml"
+expect_error "directory as scenario" 2 "scenarios: is a directory" simulate "$src/scenarios"
+expect_error "/dev/zero as scenario" 2 "/dev/zero: is not a regular file" simulate /dev/zero
+truncate -s 17M "$tmp/big.yaml"
+expect_error "oversized scenario" 2 "big.yaml: file is 17825792 bytes; the limit for an input file is 16 MiB" simulate "$tmp/big.yaml"
+expect_error "/dev/zero as --profile" 2 "key '--profile': '/dev/zero' is not a regular file" --profile /dev/zero simulate "$src/scenarios/default.yaml" -q
+expect_error "card outside the cards folder" 2 "card_outside_cards.yaml:7:.*models\[0\].card.*not a card name.*cards are: diffusion_policy" simulate "$broken/card_outside_cards.yaml"
+expect_error "graph of a path" 2 "'../../scenarios/default' is not a card name" graph ../../scenarios/default
+expect_error "graph of an absolute path" 2 "not a card name" graph "$src/models/cards/pi0"
+mkdir -p "$tmp/cards/robots"; cp "$src/models/cards/pi0_tiny.yaml" "$tmp/cards/robots/"
+"$bin" --cards "$tmp/cards" graph robots/pi0_tiny >"$tmp/graph_sub"; rc=$?
+check "a card in a subfolder of the cards folder loads" test "$rc" -eq 0
+expect_error "card path through a subfolder and back" 2 "not a card name" --cards "$tmp/cards" graph robots/../robots/pi0_tiny
+
+# Options: every bad value names the option, exits 2 and is refused before any work.
+expect_error "negative seed" 2 "error: --seed: must be a whole number from 0 to" simulate "$src/scenarios/default.yaml" -q --seed -5
+expect_error "negative trace limit" 2 "error: --trace-limit: must be a whole number from 0 to 10000000, got '-1'" simulate "$src/scenarios/default.yaml" -q --trace-limit -1
+expect_error "huge trace limit" 2 "error: --trace-limit: .* to 10000000" simulate "$src/scenarios/default.yaml" -q --trace-limit 10000001
+expect_error "graph negative views" 2 "error: --views: must be a whole number from 1 to 64" graph pi0 --views -5
+expect_error "graph negative chunk" 2 "error: --chunk: must be a whole number from 1" graph pi0 --chunk -1
+expect_error "graph negative steps" 2 "error: --steps: must be a whole number from 1 to 100000" graph pi0 --steps -3
+expect_error "graph steps over the loader's limit" 2 "error: --steps: .* to 100000, got '100001'" graph pi0 --steps 100001
+expect_error "graph batch over the loader's limit" 2 "error: --batch: must be a whole number from 1 to 4096" graph pi0 --batch 5000
+expect_error "graph prompt not a number" 2 "error: --prompt: must be a whole number" graph pi0 --prompt 1.5
+expect_error "calibrate huge reps" 2 "error: --reps: must be a whole number from 1 to 100000, got '2e9'" calibrate --reps 2e9 --grid none -q -o "$tmp/p.json"
+expect_error "calibrate zero threads" 2 "error: --threads: must be a whole number from 1" calibrate --threads 2,0 --grid none -q -o "$tmp/p.json"
+expect_error "calibrate infinite context seconds" 2 "error: --context-seconds: must be a number greater than 0" calibrate --context-seconds inf --grid none -q -o "$tmp/p.json"
+expect_error "compare margin out of range" 2 "error: --margin: must be a number from 0.001 to 1, got '0'" compare "$src/scenarios/default.yaml" --margin 0
+expect_error "compare margin nan" 2 "error: --margin: must be a number" compare "$src/scenarios/default.yaml" --margin nan
+expect_error "compare negative warmup" 2 "error: --warmup: must be a whole number from 0" compare "$src/scenarios/default.yaml" --warmup -1
+expect_error "sweep memory cap nan" 2 "error: --memory-cap-gb: must be a number from 0" sweep "$src/scenarios/default.yaml" --set workload.0.rate_hz=1,2 --memory-cap-gb nan
+expect_error "sweep index far out of range" 2 "key '--set': index 99999999999999999999 in 'workload.99999999999999999999.rate_hz' is out of range: 'workload' has 1 entries" sweep "$src/scenarios/default.yaml" --set workload.99999999999999999999.rate_hz=1
+expect_error "unknown option" 2 "error: .*--nope" simulate "$src/scenarios/default.yaml" --nope
+check "nothing was calibrated" test ! -e "$tmp/p.json"
+
+# Output paths are checked before any work: with a broken scenario, the --out error comes first.
+touch "$tmp/file"
+for cmd in simulate execute compare; do
+  expect_error "$cmd -o a file" 2 "key '--out': '$tmp/file' exists and is not a directory" $cmd "$broken/null_cores.yaml" -q -o "$tmp/file"
+done
+expect_error "simulate -o under a file" 2 "key '--out': '$tmp/file/sub' cannot be created" simulate "$broken/null_cores.yaml" -q -o "$tmp/file/sub"
+expect_error "sweep -o a file" 2 "key '--out': '$tmp/file' exists and is not a directory" sweep "$src/scenarios/default.yaml" --set workload.0.rate_hz=1,2 -q -o "$tmp/file"
+expect_error "calibrate -o a directory" 2 "key '--out': '$tmp' is a directory" calibrate "$broken/null_cores.yaml" -q -o "$tmp"
+expect_error "calibrate -o in a missing directory" 2 "key '--out': '$tmp/no/p.json' cannot be written" calibrate "$broken/null_cores.yaml" -q -o "$tmp/no/p.json"
 
 "$bin" simulate "$src/scenarios/default.yaml" -q -o "$tmp/a"; rc1=$?
 "$bin" simulate "$src/scenarios/default.yaml" -q -o "$tmp/b"; rc2=$?

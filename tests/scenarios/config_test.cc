@@ -1,8 +1,12 @@
 // ConfigNode and Registry: errors name the file, the line and the key.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "scenarios/config.h"
 #include "scenarios/registry.h"
+#include "scratch.h"
 
 namespace vlasim {
 namespace {
@@ -62,6 +66,117 @@ TEST(ConfigNode, SequenceItemsCarryTheirIndexInThePath) {
   ConfigError e = error_of([&] { items[1].required("v").as_int(); });
   EXPECT_EQ(e.key(), "xs[1].v");
   EXPECT_EQ(e.line(), 3);
+}
+
+TEST(ConfigNode, NullValueIsAnErrorForEveryAccessor) {
+  for (const char* null : {"~", "null", ""}) {
+    SCOPED_TRACE(null);
+    ConfigNode n = ConfigNode::load_string(
+        std::string("g:\n  name: a\n  cores: ") + null + "\nxs: [1, ~]\n", "n.yaml");
+    ConfigNode g = n.required("g");
+    for (const auto& read : std::vector<std::function<void()>>{
+             [&] { g.has("cores"); },
+             [&] { g.optional("cores"); },
+             [&] { g.required("cores"); },
+             [&] { g.get_count("cores", 0, 1, 8); },
+             [&] { g.get_int("cores", 3); },
+             [&] { g.get_double("cores", 3); },
+             [&] { g.get_string("cores", "x"); },
+             [&] { g.get_bool("cores", true); },
+             [&] { g.get_positive("cores", 1); },
+             [&] { g.get_nonneg("cores", 1); },
+             [&] { g.entries(); },
+         }) {
+      ConfigError e = error_of(read);
+      EXPECT_EQ(e.key(), "g.cores");
+      EXPECT_EQ(e.line(), 3);
+      EXPECT_NE(e.message().find("value is null"), std::string::npos) << e.what();
+    }
+    ConfigError item = error_of([&] { n.required("xs").items(); });
+    EXPECT_EQ(item.key(), "xs[1]");
+    EXPECT_NE(item.message().find("null"), std::string::npos);
+    EXPECT_FALSE(g.has("threads"));
+    EXPECT_EQ(g.get_count("threads", 7), 7);
+    EXPECT_FALSE(g.optional("threads").defined());
+  }
+}
+
+TEST(ConfigNode, DuplicateKeyNamesTheSecondOccurrence) {
+  ConfigError e = error_of(
+      [] { ConfigNode::load_string("a: 1\nb:\n  c: 1\n  d: 2\n  c: 3\n", "d.yaml"); });
+  EXPECT_EQ(e.file(), "d.yaml");
+  EXPECT_EQ(e.key(), "b.c");
+  EXPECT_EQ(e.line(), 5);
+  EXPECT_NE(e.message().find("already given on line 3"), std::string::npos) << e.what();
+  ConfigError in_list =
+      error_of([] { ConfigNode::load_string("xs:\n  - {v: 1, v: 2}\n", "l.yaml"); });
+  EXPECT_EQ(in_list.key(), "xs[0].v");
+  EXPECT_EQ(in_list.line(), 2);
+  EXPECT_EQ(error_of([] { ConfigNode::load_string("? [a, b]\n: 1\n", "k.yaml"); }).line(), 1);
+}
+
+TEST(ConfigNode, SecondDocumentIsRefusedAtItsStart) {
+  ConfigError e = error_of([] { ConfigNode::load_string("a: 1\n---\nb: 2\n", "two.yaml"); });
+  EXPECT_EQ(e.file(), "two.yaml");
+  EXPECT_EQ(e.line(), 2);
+  EXPECT_NE(e.message().find("second YAML document"), std::string::npos) << e.what();
+  EXPECT_EQ(error_of([] { ConfigNode::load_string("---\na: 1\n---\n", "t.yaml"); }).line(), 3);
+  EXPECT_EQ(ConfigNode::load_string("---\na: 1\n...\n", "one.yaml").get_int("a", 0), 1);
+}
+
+TEST(ConfigNode, DeepNestingIsRefusedWithoutCrashing) {
+  for (int depth : {kMaxYamlDepth + 1, 3000, 100000}) {
+    SCOPED_TRACE(depth);
+    std::string flow = "a: " + std::string(depth, '[') + std::string(depth, ']') + "\n";
+    ConfigError e = error_of([&] { ConfigNode::load_string(flow, "deep.yaml"); });
+    EXPECT_EQ(e.line(), 1);
+    EXPECT_NE(e.message().find("nesting deeper than " + std::to_string(kMaxYamlDepth)),
+              std::string::npos)
+        << e.what();
+  }
+  std::string block;
+  for (int i = 0; i < 1000; ++i) block += std::string(2 * i, ' ') + "a:\n";
+  ConfigError e = error_of([&] { ConfigNode::load_string(block, "block.yaml"); });
+  EXPECT_NE(e.message().find("nesting deeper than"), std::string::npos) << e.what();
+  std::string ok =
+      "a: " + std::string(kMaxYamlDepth - 1, '[') + std::string(kMaxYamlDepth - 1, ']');
+  EXPECT_TRUE(ConfigNode::load_string(ok, "ok.yaml").required("a").is_sequence());
+}
+
+TEST(ConfigNode, AliasesCannotLoopOrMultiplyWithoutBound) {
+  ConfigError loop = error_of([] { ConfigNode::load_string("a: &a [1, *a]\n", "loop.yaml"); });
+  EXPECT_EQ(loop.key(), "a[1]");
+  EXPECT_NE(loop.message().find("alias refers to a list or map that holds it"), std::string::npos)
+      << loop.what();
+  std::string laughs = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    std::string prev = "*l" + std::to_string(i - 1);
+    laughs += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [" + prev;
+    for (int j = 1; j < 10; ++j) laughs += ", " + prev;
+    laughs += "]\n";
+  }
+  ConfigError many = error_of([&] { ConfigNode::load_string(laughs, "laughs.yaml"); });
+  EXPECT_NE(many.message().find("more than 4000000 values"), std::string::npos) << many.what();
+  ConfigNode shared = ConfigNode::load_string("a: &a {v: 1}\nb: *a\n", "ok.yaml");
+  EXPECT_EQ(shared.required("b").get_int("v", 0), 1);
+}
+
+TEST(ConfigNode, FilesThatAreNotSmallRegularFilesAreRefusedUnread) {
+  const std::filesystem::path dir = testing::scratch_dir("config_files");
+  ConfigError d = error_of([&] { ConfigNode::load_file(dir.string()); });
+  EXPECT_EQ(d.file(), dir.string());
+  EXPECT_NE(d.message().find("is a directory"), std::string::npos) << d.what();
+  ConfigError z = error_of([] { ConfigNode::load_file("/dev/zero"); });
+  EXPECT_NE(z.message().find("not a regular file"), std::string::npos) << z.what();
+  const std::string big = (dir / "big.yaml").string();
+  { std::ofstream(big) << "a: 1\n"; }
+  std::filesystem::resize_file(big, kMaxInputFileBytes + 1);
+  ConfigError b = error_of([&] { ConfigNode::load_file(big); });
+  EXPECT_NE(b.message().find("the limit for an input file is 16 MiB"), std::string::npos)
+      << b.what();
+  const std::string small = (dir / "small.yaml").string();
+  { std::ofstream(small) << "a: 1\n"; }
+  EXPECT_EQ(ConfigNode::load_file(small).get_int("a", 0), 1);
 }
 
 struct Part {
