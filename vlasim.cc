@@ -209,6 +209,16 @@ struct OutputOptions {
   std::string dir;
   size_t trace_limit = 20000;
   bool quiet = false, progress = false;
+  // A simulation estimated past these is refused before it starts (check_work).
+  double max_requests = SimOptions().max_requests;
+  double max_memory_gb = SimOptions().max_memory_bytes / 1e9;
+  SimOptions sim_options() const {
+    SimOptions o;
+    o.trace_limit = trace_limit;
+    o.max_requests = max_requests;
+    o.max_memory_bytes = max_memory_gb * 1e9;
+    return o;
+  }
 };
 
 // Prints the summary and writes report.json, requests.csv and trace.json.
@@ -229,8 +239,7 @@ void write_outputs(const Prepared& pr, const SimResult& r, const std::string& mo
 int run_simulate(const Common& c, const std::string& path, long long seed, const OutputOptions& out) {
   if (!out.dir.empty()) check_output_dir("--out", out.dir);
   Prepared pr = prepare(c, path, seed, false, out.quiet);
-  SimOptions opt;
-  opt.trace_limit = out.trace_limit;
+  SimOptions opt = out.sim_options();
   if (out.progress) opt.progress = progress_bar;
   SimResult r = simulate(pr.s, pr.plan, opt);
   write_outputs(pr, r, "simulate", out);
@@ -264,7 +273,8 @@ int run_execute(const Common& c, const std::string& path, long long seed, const 
 
 int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<std::string>& sets,
                   const std::string& goal_name, double cap_gb, const std::string& mem_device,
-                  const std::string& dir, bool quiet) {
+                  const std::string& dir, const OutputOptions& out) {
+  const bool quiet = out.quiet;
   if (sets.size() != 1) {
     std::cerr << "vlasim sweep: give exactly one --set KEY=VALUES\n";
     return 2;
@@ -279,7 +289,7 @@ int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<st
   if (!dir.empty()) check_output_dir("--out", dir);
   SweepResult r = run_sweep(path, c.catalog, c.cards, axis, goal, cap_gb * 1e9, mem_device,
                             quiet ? std::function<void(double)>() : progress_bar, native_cpu_dtype(),
-                            c.profile);
+                            c.profile, out.sim_options());
   if (!quiet) std::cout << sweep_table(r);
   if (r.best >= 0) std::cout << "best " << axis.key << " for " << r.goal << ": " << r.rows[r.best].value << "\n";
   else std::cout << "no value meets the goal\n";
@@ -293,8 +303,7 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
                 const std::string& executor, int warmup, double margin) {
   if (!out.dir.empty()) check_output_dir("--out", out.dir);
   Prepared pr = prepare(c, path, seed, true, out.quiet);
-  SimOptions sopt;
-  sopt.trace_limit = out.trace_limit;
+  SimOptions sopt = out.sim_options();
   SimResult predicted = simulate(pr.s, pr.plan, sopt);
   ExecResult measured = run_for_real(pr, out, executor, warmup);
   Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured.result,
@@ -445,7 +454,14 @@ int run_graph(const Common& c, const std::string& card_name, int views, int prom
     std::cerr << "vlasim graph: unknown dtype '" << dtype << "'; valid names are: fp32, bf16, fp16, int8\n";
     return 2;
   }
-  OpGraph g = build_graph(card, shape);
+  OpGraph g;
+  try {
+    g = build_graph(card, shape);
+  } catch (const GraphTooLarge& e) {
+    std::cerr << "error: vlasim graph: " << card.name << " with " << shape.steps << " steps, "
+              << shape.views << " views, chunk " << shape.chunk << ": " << e.what() << "\n";
+    return 2;
+  }
   std::printf("%s: %zu ops, %.3f TFLOP, %.1f M parameters, prefix %lld tokens, suffix %lld tokens\n",
               card.name.c_str(), g.size(), g.flops() / 1e12, g.param_bytes() / dtype_bytes(shape.dtype) / 1e6,
               static_cast<long long>(g.prefix_tokens), static_cast<long long>(g.suffix_tokens));
@@ -486,8 +502,17 @@ int main(int argc, char** argv) {
     cmd->add_flag("-q,--quiet", out.quiet, "print nothing but errors");
     cmd->add_flag("--progress", out.progress, "show a progress bar on stderr");
   };
+  auto add_limit_options = [&](CLI::App* cmd) {
+    cmd->add_option("--max-requests", out.max_requests,
+                    "refuse a simulation estimated to issue more requests than this")
+        ->capture_default_str()->check(number_in(0, 1e12, true));
+    cmd->add_option("--max-memory-gb", out.max_memory_gb,
+                    "refuse a simulation estimated to keep more records than this (GB)")
+        ->capture_default_str()->check(number_in(0, 1e6, true));
+  };
   auto* sim = app.add_subcommand("simulate", "predict latency, throughput, memory and deadlines of a scenario");
   add_run_options(sim);
+  add_limit_options(sim);
   auto* exec = app.add_subcommand("execute", "run a scenario's workload for real on this machine's executors");
   add_run_options(exec);
   std::string executor = "onednn";
@@ -498,6 +523,7 @@ int main(int argc, char** argv) {
 
   auto* cmp = app.add_subcommand("compare", "run a scenario simulated and measured; errors, KS and equivalence tests, plots");
   add_run_options(cmp);
+  add_limit_options(cmp);
   double margin = 0.10;
   cmp->add_option("--executor", executor, "executor name")->capture_default_str();
   cmp->add_option("--warmup", warmup, "runs of every segment before the clock starts")
@@ -552,6 +578,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--memory-device", mem_device, "device whose peak memory is weighed (default: the first)");
   sweep->add_option("-o,--out", sweep_dir, "directory for sweep.csv, sweep.md and sweep.svg");
   sweep->add_flag("-q,--quiet", out.quiet, "print only the best value");
+  add_limit_options(sweep);
 
   auto* list = app.add_subcommand("list", "list the registered parts and their parameters");
   std::string family;
@@ -595,7 +622,7 @@ int main(int argc, char** argv) {
       return run_calibrate(c, cal_scenarios, cal_out, cal_device, cal_threads, cal_dtypes, cal_grid,
                            cal_reps, executor, cal_in_context, cal_io, cal_base, out.quiet);
     if (*cmp) return run_compare(c, scenario, seed, out, executor, warmup, margin);
-    if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, cap_gb, mem_device, sweep_dir, out.quiet);
+    if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, cap_gb, mem_device, sweep_dir, out);
     if (*list) return run_list(c, family);
     if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, ops);
   } catch (const ConfigError& e) {

@@ -34,7 +34,7 @@ YAML::Node at_path(YAML::Node root, const std::string& key, const std::string& f
     walked += (walked.empty() ? "" : ".") + part;
     bool index = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
     if (n.IsSequence() && index) {
-      size_t i = std::stoul(part);
+      const size_t i = part.size() > 9 ? n.size() : std::stoul(part);
       if (i >= n.size()) throw ConfigError(file, 0, 0, walked, "index out of range (" + std::to_string(n.size()) + " entries)");
       n.reset(n[i]);
     } else if (n.IsMap() && n[part].IsDefined()) {
@@ -69,8 +69,14 @@ SweepAxis parse_sweep_axis(const std::string& text) {
     if (p.size() < 2 || p.size() > 3) throw cli_error("a range is a:b or a:b:step, got '" + spec + "'");
     double step = p.size() == 3 ? p[2] : 1;
     if (!(step > 0) || p[1] < p[0]) throw cli_error("range '" + spec + "' needs a <= b and step > 0");
+    for (double v : p)
+      if (!std::isfinite(v)) throw cli_error("range '" + spec + "' needs finite numbers");
     if ((p[1] - p[0]) / step > 10000) throw cli_error("range '" + spec + "' has more than 10000 values");
-    for (int i = 0; p[0] + i * step <= p[1] + 1e-9 * step; ++i) a.values.push_back(fmt(p[0] + i * step));
+    if (p[0] + step == p[0] || p[1] + step == p[1])
+      throw cli_error("range '" + spec + "': step " + fmt(step) + " is lost against " + fmt(p[0]) +
+                      " in floating point; use a larger step");
+    const int n = static_cast<int>(std::floor((p[1] - p[0]) / step + 1e-9)) + 1;
+    for (int i = 0; i < n; ++i) a.values.push_back(fmt(p[0] + i * step));
   } else {
     std::stringstream ss(spec);
     std::string x;
@@ -85,7 +91,7 @@ SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
                       const std::string& cards_dir, const SweepAxis& axis, SplitGoal goal,
                       double memory_cap_bytes, const std::string& memory_device,
                       const std::function<void(double)>& progress, DType auto_cpu_dtype,
-                      const std::string& profile) {
+                      const std::string& profile, const SimOptions& sim_options) {
   SweepResult out;
   out.key = axis.key;
   out.goal = goal == SplitGoal::Throughput ? "throughput" : goal == SplitGoal::Latency ? "latency" : "memory";
@@ -108,7 +114,7 @@ SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
       if (out.scenario.empty()) out.scenario = s.name;
       Plan plan = plan_scenario(s);
       resolve_stream_loads(s, plan);
-      SimResult r = simulate(s, plan);
+      SimResult r = simulate(s, plan, sim_options);
       row.report = make_report(s, plan, r, "simulate");
       row.ok = true;
       o.mean_latency_s = row.report.latency.mean;

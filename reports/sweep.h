@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "reports/report.h"
+#include "sim/engine.h"
 #include "scheduler/partition.h"
 
 namespace vlasim {
@@ -43,7 +44,8 @@ SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
                       const std::string& cards_dir, const SweepAxis& axis, SplitGoal goal,
                       double memory_cap_bytes, const std::string& memory_device,
                       const std::function<void(double)>& progress, DType auto_cpu_dtype,
-                      const std::string& profile = "");  // non-empty: use the profiled cost model
+                      const std::string& profile = "",  // non-empty: use the profiled cost model
+                      const SimOptions& sim_options = {});
 
 // sweep.csv, sweep.md and (when gnuplot is installed) sweep.svg in `dir`; returns the paths.
 std::vector<std::string> write_sweep(const SweepResult& r, const std::string& dir);

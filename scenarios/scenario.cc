@@ -192,11 +192,11 @@ void parse_hardware(const ConfigNode& hw, const Catalog& catalog, Scenario& s) {
 
 RunShape parse_shape(const ConfigNode& m, const ModelCard& card) {
   RunShape r = card.defaults;
-  r.views = static_cast<int>(m.get_count("views", r.views, 1, 64));
-  r.prompt = static_cast<int>(m.get_count("prompt", r.prompt, 0, 1 << 20));
-  r.chunk = static_cast<int>(m.get_count("chunk", r.chunk, 1, 1 << 20));
-  r.steps = static_cast<int>(m.get_count("steps", r.steps, 1, 100000));
-  r.batch = static_cast<int>(m.get_count("batch", r.batch, 1, 4096));
+  r.views = static_cast<int>(m.get_count("views", r.views, 1, kMaxViews));
+  r.prompt = static_cast<int>(m.get_count("prompt", r.prompt, 0, kMaxPrompt));
+  r.chunk = static_cast<int>(m.get_count("chunk", r.chunk, 1, kMaxChunk));
+  r.steps = static_cast<int>(m.get_count("steps", r.steps, 1, kMaxSteps));
+  r.batch = static_cast<int>(m.get_count("batch", r.batch, 1, kMaxBatch));
   if (m.has("dtype")) {
     ConfigNode d = m.required("dtype");
     if (d.as_string() != "auto" && !parse_dtype(d.as_string(), &r.dtype))

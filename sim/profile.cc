@@ -621,11 +621,7 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
 }
 
 DeviceProfile load_profile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ConfigError(path, 0, 0, "", "cannot open profile file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_profile(ss.str(), path);
+  return parse_profile(read_input_file(path), path);
 }
 
 }  // namespace vlasim
