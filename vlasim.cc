@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -212,6 +214,7 @@ struct OutputOptions {
   // A simulation estimated past these is refused before it starts (check_work).
   double max_requests = SimOptions().max_requests;
   double max_memory_gb = SimOptions().max_memory_bytes / 1e9;
+  double max_wall_s = 0;  // simulate: stop after this many wall-clock seconds (0: no limit)
   SimOptions sim_options() const {
     SimOptions o;
     o.trace_limit = trace_limit;
@@ -236,14 +239,44 @@ void write_outputs(const Prepared& pr, const SimResult& r, const std::string& mo
               << "(open trace.json in ui.perfetto.dev or chrome://tracing)\n";
 }
 
+std::string fmt_g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+
+// Exit statuses of a simulation stopped early; its partial report is written all the same.
+constexpr int kExitWallLimit = 3;
+constexpr int kExitInterrupted = 130;
+
 int run_simulate(const Common& c, const std::string& path, long long seed, const OutputOptions& out) {
   if (!out.dir.empty()) check_output_dir("--out", out.dir);
   Prepared pr = prepare(c, path, seed, false, out.quiet);
   SimOptions opt = out.sim_options();
   if (out.progress) opt.progress = progress_bar;
+  // The first Ctrl-C stops the run at the next check and writes what ran; a second one kills.
+  struct sigaction sa = {};
+  sa.sa_handler = on_sigint;
+  sa.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &sa, nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  opt.should_stop = [&]() -> std::string {
+    if (g_interrupted) return "interrupted (SIGINT)";
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (out.max_wall_s > 0 && wall > out.max_wall_s)
+      return "--max-wall-s " + fmt_g(out.max_wall_s) + " reached";
+    return "";
+  };
   SimResult r = simulate(pr.s, pr.plan, opt);
+  signal(SIGINT, SIG_DFL);
   write_outputs(pr, r, "simulate", out);
-  return 0;
+  if (r.stopped.empty()) return 0;
+  std::cerr << "stopped early: " << r.stopped << " at " << fmt_g(r.end_time)
+            << " s of simulated time; the report covers what ran\n";
+  return g_interrupted ? kExitInterrupted : kExitWallLimit;
 }
 
 // Runs the prepared scenario on the real executors, telling the user what it does.
@@ -513,6 +546,10 @@ int main(int argc, char** argv) {
   auto* sim = app.add_subcommand("simulate", "predict latency, throughput, memory and deadlines of a scenario");
   add_run_options(sim);
   add_limit_options(sim);
+  sim->add_option("--max-wall-s", out.max_wall_s,
+                  "stop after this many wall-clock seconds and write the report of what ran, "
+                  "marked partial (exit 3); Ctrl-C does the same (exit 130)")
+      ->check(number_in(0, 1e9, true));
   auto* exec = app.add_subcommand("execute", "run a scenario's workload for real on this machine's executors");
   add_run_options(exec);
   std::string executor = "onednn";

@@ -58,6 +58,7 @@ Report make_report(const Scenario& s, const Plan& p, const SimResult& r, const s
       if (q.stage_done(st)) stage[q.model][st].push_back(q.stage_latency[st]);
   }
   rep.requests = r.requests.size();
+  rep.partial = r.stopped;
   rep.finished = all.size();
   rep.latency = latency_stats(all);
   // Throughput is measured over arrivals and completions together, so an overloaded system
@@ -139,6 +140,7 @@ void write_json(const Report& rep, const std::string& path) {
   j["scenario"] = rep.scenario;
   j["file"] = rep.file;
   j["mode"] = rep.mode;
+  if (!rep.partial.empty()) j["partial"] = rep.partial;
   j["seed"] = rep.seed;
   j["horizon_s"] = rep.horizon_s;
   j["end_s"] = rep.end_s;
@@ -247,6 +249,8 @@ std::string summary_text(const Report& rep) {
                 rep.scenario.c_str(), rep.mode.c_str(), static_cast<unsigned long long>(rep.seed),
                 rep.requests, rep.finished, rep.horizon_s);
   os << buf;
+  if (!rep.partial.empty())
+    os << "PARTIAL: " << rep.partial << "; the figures cover what ran until then\n";
   for (const auto& m : rep.models) {
     std::snprintf(buf, sizeof buf,
                   "\nmodel %s (card %s, %.1f GFLOP/request, %.2f ms alone)\n"

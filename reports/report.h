@@ -49,6 +49,7 @@ struct Report {
   std::vector<DeviceMetrics> devices;   // links included (type link)
   uint64_t activations = 0;
   bool trace_truncated = false;
+  std::string partial;  // non-empty: the run stopped early, and why (SimResult::stopped)
 };
 
 Report make_report(const Scenario& s, const Plan& p, const SimResult& r, const std::string& mode);

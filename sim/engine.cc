@@ -548,15 +548,22 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   std::unique_ptr<Background> background;
   if (!s.background.empty()) background = std::make_unique<Background>(s, plan, domains, &calendar);
   calendar.bind(&domains, &workload, background.get());
-  if (options.progress) {
-    // Run in slices so a long simulation can report progress.
+  if (options.progress || options.should_stop) {
+    // Run in slices so a long simulation can report progress and be stopped.
     const int slices = 50;
     for (int k = 1; k <= slices; ++k) {
       const double until = k == slices ? limit : limit * k / slices;  // end exactly at limit
       sc_core::sc_start(sc_time(until, SC_SEC) - sc_core::sc_time_stamp(),
                         sc_core::SC_EXIT_ON_STARVATION);
-      options.progress(std::min(1.0, now_s() / limit));
+      if (options.progress) options.progress(std::min(1.0, now_s() / limit));
       if (!sc_core::sc_pending_activity()) break;
+      if (k < slices && options.should_stop) {
+        r.stopped = options.should_stop();
+        if (!r.stopped.empty()) {
+          r.horizon = std::min(r.horizon, now_s());
+          break;
+        }
+      }
     }
   } else {
     sc_core::sc_start(sc_time(limit, SC_SEC), sc_core::SC_EXIT_ON_STARVATION);

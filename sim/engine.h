@@ -68,6 +68,9 @@ struct SimResult {
   uint64_t activations = 0;             // timed events handled (a domain completion check, an
                                         // arrival, a background change)
   uint64_t systemc_activations = 0;     // SystemC activations that ran them (SimOptions::quantum_s)
+  // Non-empty when the run stopped before its end (SimOptions::should_stop): why. The
+  // records then cover what ran until end_time; horizon is cut to it.
+  std::string stopped;
 };
 
 struct SimOptions {
@@ -79,6 +82,9 @@ struct SimOptions {
   double quantum_s = 1e-3;
   // Called now and then with the fraction of simulated time done (0..1).
   std::function<void(double)> progress;
+  // Asked now and then (about every 2% of simulated time); a non-empty answer stops the run
+  // there and becomes SimResult::stopped.
+  std::function<std::string()> should_stop;
   // Work a run may take (see check_work); a scenario estimated above either is refused.
   double max_requests = 1e8;
   double max_memory_bytes = 4e9;

@@ -120,5 +120,18 @@ expect_error "profile of another ISA" 2 "--profile.*ISA some_other_isa" --profil
 sed -e '/^  "isa":/d' "$src/scenarios/validation/profile.json" >"$tmp/no_isa.json"
 expect_error "profile without an ISA" 2 "does not record the CPU ISA" --profile "$tmp/no_isa.json" compare "$src/scenarios/default.yaml" -q
 
+# Long runs: work past the limits is refused before it starts, naming the option; a run past
+# --max-wall-s stops, writes the report of what ran marked partial, and exits 3.
+sed 's/rate_hz: 5, jitter_ms: 2/rate_hz: 1e9/' "$src/scenarios/default.yaml" >"$tmp/fast.yaml"
+expect_error "requests past the limit" 2 "fast.yaml:[0-9]*:.*workload\[0\].*2e+10 requests.*--max-requests" simulate "$tmp/fast.yaml" -q
+expect_error "memory past the limit" 2 "fast.yaml:.*GB of records.*--max-memory-gb" simulate "$tmp/fast.yaml" -q --max-requests 1e11
+sed 's/prompt: 0/prompt: 0\n    steps: 100000/' "$src/scenarios/default.yaml" >"$tmp/steps.yaml"
+expect_error "graph past the op limit" 2 "models\[0\].*100000 steps.*500000 ops" simulate "$tmp/steps.yaml" -q
+sed 's/duration_s: 10/duration_s: 86400/g' "$src/scenarios/systems/robion_h100.yaml" >"$tmp/day.yaml"
+timeout 300 "$bin" simulate "$tmp/day.yaml" -q --max-wall-s 0.2 -o "$tmp/partial" 2>"$tmp/partial.err"; rc=$?
+check "--max-wall-s stops with exit 3" test "$rc" -eq 3
+check "--max-wall-s says it stopped early" grep -q "stopped early: --max-wall-s 0.2 reached" "$tmp/partial.err"
+check "the partial report says so" grep -q '"partial": "--max-wall-s 0.2 reached"' "$tmp/partial/report.json"
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0

@@ -270,6 +270,24 @@ TEST(Engine, RepeatedSimulationsDoNotGrowTheHeap) {
   EXPECT_LT(after, before + 150000) << "heap grew by " << (after - before) << " bytes over 200 runs";
 }
 
+TEST(Engine, AStopRequestEndsTheRunEarlyWithWhatRanAndWhy) {
+  Fixture f;
+  int m = f.add_model({{0, 0.001, 1.0, 0.0}});
+  f.add_stream(m, 100.0, 100.0);
+  f.s.drain_s = 0.5;  // limit 100.5 s: 50 slices of 2.01 s
+  SimOptions o;
+  int asked = 0;
+  o.should_stop = [&]() -> std::string { return ++asked == 5 ? "enough" : ""; };
+  SimResult r = simulate(f.s, f.p, o);
+  EXPECT_EQ(r.stopped, "enough");
+  EXPECT_NEAR(r.horizon, 5 * 2.01, 1e-9);
+  EXPECT_LE(r.end_time, r.horizon + 1e-9);
+  EXPECT_NEAR(static_cast<double>(r.requests.size()), 100 * 5 * 2.01, 2);
+  SimResult whole = simulate(f.s, f.p);
+  EXPECT_TRUE(whole.stopped.empty());
+  EXPECT_EQ(whole.requests.size(), 10000u);
+}
+
 TEST(Engine, UnfinishedRequestsAreReportedNotDropped) {
   Fixture f;
   int m = f.add_model({{0, 0.100, 1.0, 0.0}});
