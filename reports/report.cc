@@ -1,5 +1,6 @@
 #include "reports/report.h"
 
+#include <boost/histogram.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -29,7 +30,99 @@ LatencyStats latency_stats(std::vector<double> v) {
   return s;
 }
 
+namespace {
+// Log-spaced bins from 1 ns to 1e6 s, each 0.2% wide: a value's bin centre (geometric) is
+// within 0.1% of it.
+constexpr double kHistLo = 1e-9, kHistHi = 1e6;
+const unsigned kHistBins =
+    static_cast<unsigned>(std::ceil(std::log(kHistHi / kHistLo) / std::log1p(2 * kStreamingQuantileError)));
+using LogAxis = boost::histogram::axis::regular<double, boost::histogram::axis::transform::log>;
+}  // namespace
+
+struct LatencySeries::Histogram {
+  decltype(boost::histogram::make_histogram(LogAxis(kHistBins, kHistLo, kHistHi))) h =
+      boost::histogram::make_histogram(LogAxis(kHistBins, kHistLo, kHistHi));
+};
+
+LatencySeries::LatencySeries(bool streaming)
+    : hist_(streaming ? std::make_unique<Histogram>() : nullptr) {}
+LatencySeries::~LatencySeries() = default;
+LatencySeries::LatencySeries(LatencySeries&&) noexcept = default;
+LatencySeries& LatencySeries::operator=(LatencySeries&&) noexcept = default;
+
+void LatencySeries::add(double v) {
+  if (!hist_) {
+    values_.push_back(v);
+    return;
+  }
+  hist_->h(v);
+  ++count_;
+  sum_ += v;
+  min_ = std::min(min_, v);
+  max_ = std::max(max_, v);
+}
+
+LatencyStats LatencySeries::stats() const {
+  if (!hist_) return latency_stats(values_);
+  LatencyStats st;
+  st.count = count_;
+  if (count_ == 0) return st;
+  st.mean = sum_ / static_cast<double>(count_);
+  st.max = max_;
+  // Nearest rank, as latency_stats: the bin holding the k-th smallest value, its centre
+  // clamped to the exact extremes (which also stand for the under- and overflow bins).
+  auto rank = [&](double q) {
+    const double k = std::max(1.0, std::ceil(q * static_cast<double>(count_)));
+    double seen = 0;
+    for (auto&& b : boost::histogram::indexed(hist_->h, boost::histogram::coverage::all)) {
+      seen += *b;
+      if (seen >= k) {
+        if (b.index() < 0) return min_;
+        if (b.index() >= static_cast<int>(kHistBins)) return max_;
+        return std::clamp(std::sqrt(b.bin().lower() * b.bin().upper()), min_, max_);
+      }
+    }
+    return max_;
+  };
+  st.p50 = rank(0.50);
+  st.p90 = rank(0.90);
+  st.p99 = rank(0.99);
+  return st;
+}
+
+ReportBuilder::ReportBuilder(const Scenario& s, bool streaming)
+    : s_(s), all_(streaming), count_(s.models.size(), 0), met_(s.models.size(), 0) {
+  for (size_t m = 0; m < s.models.size(); ++m) {
+    model_.emplace_back(streaming);
+    stage_.emplace_back();
+    for (int k = 0; k < kStages; ++k) stage_.back().emplace_back(streaming);
+  }
+}
+
+void ReportBuilder::add(const RequestRecord& q) {
+  ++requests_;
+  ++count_[q.model];
+  first_arrival_ = std::min(first_arrival_, q.arrival);
+  if (q.met()) {
+    ++total_met_;
+    ++met_[q.model];
+  }
+  if (!q.finished()) return;
+  last_end_ = std::max(last_end_, q.end);
+  all_.add(q.latency());
+  model_[q.model].add(q.latency());
+  for (int st = 0; st < kStages; ++st)
+    if (q.stage_done(st)) stage_[q.model][st].add(q.stage_latency[st]);
+}
+
 Report make_report(const Scenario& s, const Plan& p, const SimResult& r, const std::string& mode) {
+  ReportBuilder b(s, false);
+  for (const auto& q : r.requests) b.add(q);
+  return b.finish(p, r, mode);
+}
+
+Report ReportBuilder::finish(const Plan& p, const SimResult& r, const std::string& mode) const {
+  const Scenario& s = s_;
   Report rep;
   rep.scenario = s.name;
   rep.file = s.file;
@@ -39,49 +132,28 @@ Report make_report(const Scenario& s, const Plan& p, const SimResult& r, const s
   rep.end_s = r.end_time;
   rep.activations = r.activations;
   rep.trace_truncated = r.trace_truncated;
-  std::vector<double> all;
-  size_t met = 0;
-  std::vector<std::vector<double>> lat(s.models.size());
-  std::vector<std::vector<std::vector<double>>> stage(s.models.size(),
-                                                      std::vector<std::vector<double>>(kStages));
-  std::vector<size_t> count(s.models.size(), 0), mmet(s.models.size(), 0);
-  for (const auto& q : r.requests) {
-    ++count[q.model];
-    if (q.met()) {
-      ++met;
-      ++mmet[q.model];
-    }
-    if (!q.finished()) continue;
-    all.push_back(q.latency());
-    lat[q.model].push_back(q.latency());
-    for (int st = 0; st < kStages; ++st)
-      if (q.stage_done(st)) stage[q.model][st].push_back(q.stage_latency[st]);
-  }
-  rep.requests = r.requests.size();
+  rep.requests = requests_;
   rep.partial = r.stopped;
-  rep.finished = all.size();
-  rep.latency = latency_stats(all);
+  rep.latency = all_.stats();
+  rep.finished = rep.latency.count;
   // Throughput is measured over arrivals and completions together, so an overloaded system
   // (completions trailing past the last arrival) shows its service rate, not its load.
-  double first = INFINITY, last = 0;
-  for (const auto& q : r.requests) {
-    first = std::min(first, q.arrival);
-    if (q.finished()) last = std::max(last, q.end);
-  }
+  const double first = first_arrival_, last = last_end_;
   double horizon = std::max(r.horizon, last) - (std::isfinite(first) ? first : 0);
   if (horizon <= 0) horizon = 1;
   rep.throughput_hz = static_cast<double>(rep.finished) / horizon;
-  rep.deadline_attainment = rep.requests ? static_cast<double>(met) / static_cast<double>(rep.requests) : 1;
+  rep.deadline_attainment =
+      rep.requests ? static_cast<double>(total_met_) / static_cast<double>(rep.requests) : 1;
   for (size_t m = 0; m < s.models.size(); ++m) {
     ModelMetrics mm;
     mm.name = s.models[m].name;
     mm.card = s.models[m].card.name;
-    mm.requests = count[m];
-    mm.finished = lat[m].size();
-    mm.latency = latency_stats(lat[m]);
-    for (int st = 0; st < kStages; ++st) mm.stage[st] = latency_stats(stage[m][st]);
+    mm.requests = count_[m];
+    mm.latency = model_[m].stats();
+    mm.finished = mm.latency.count;
+    for (int st = 0; st < kStages; ++st) mm.stage[st] = stage_[m][st].stats();
     mm.throughput_hz = static_cast<double>(mm.finished) / horizon;
-    mm.deadline_attainment = count[m] ? static_cast<double>(mmet[m]) / static_cast<double>(count[m]) : 1;
+    mm.deadline_attainment = count_[m] ? static_cast<double>(met_[m]) / static_cast<double>(count_[m]) : 1;
     mm.predicted_alone_s = p.models[m].alone_seconds;
     mm.flops = p.models[m].graph.flops();
     rep.models.push_back(mm);
@@ -191,27 +263,40 @@ void write_json(const Report& rep, const std::string& path) {
   out << j.dump(2) << '\n';
 }
 
-void write_requests_csv(const Scenario& s, const Plan& p, const SimResult& r, const std::string& path) {
-  auto out = open_out(path);
-  out << "request,model,stream,cut,arrival_s,start_s,end_s,latency_s,deadline_s,met";
-  for (int k = 0; k < kStages; ++k) out << ',' << to_string(static_cast<Stage>(k)) << "_s";
-  out << '\n';
+RequestsCsv::RequestsCsv(const Scenario& s, const Plan& p, const std::string& path)
+    : s_(s), p_(p), path_(path), out_(open_out(path)) {
+  out_ << "request,model,stream,cut,arrival_s,start_s,end_s,latency_s,deadline_s,met";
+  for (int k = 0; k < kStages; ++k) out_ << ',' << to_string(static_cast<Stage>(k)) << "_s";
+  out_ << '\n';
+}
+
+void RequestsCsv::row(const RequestRecord& q) {
   char buf[64];
   auto num = [&](double v) {
     std::snprintf(buf, sizeof buf, "%.9g", v);
     return std::string(buf);
   };
-  for (const auto& q : r.requests) {
-    int cut = p.models[q.plan].cut;
-    out << q.id << ',' << s.models[q.model].name << ',' << s.streams[q.stream].name << ','
-        << (cut >= 0 ? std::to_string(cut) : "") << ','
-        << num(q.arrival) << ',' << (q.start >= 0 ? num(q.start) : "") << ','
-        << (q.finished() ? num(q.end) : "") << ',' << (q.finished() ? num(q.latency()) : "") << ','
-        << (q.deadline > 0 ? num(q.deadline) : "") << ',' << (q.met() ? 1 : 0);
-    for (int k = 0; k < kStages; ++k)
-      out << ',' << (q.stage_done(k) ? num(q.stage_latency[k]) : "");
-    out << '\n';
-  }
+  int cut = p_.models[q.plan].cut;
+  out_ << q.id << ',' << s_.models[q.model].name << ',' << s_.streams[q.stream].name << ','
+       << (cut >= 0 ? std::to_string(cut) : "") << ','
+       << num(q.arrival) << ',' << (q.start >= 0 ? num(q.start) : "") << ','
+       << (q.finished() ? num(q.end) : "") << ',' << (q.finished() ? num(q.latency()) : "") << ','
+       << (q.deadline > 0 ? num(q.deadline) : "") << ',' << (q.met() ? 1 : 0);
+  for (int k = 0; k < kStages; ++k)
+    out_ << ',' << (q.stage_done(k) ? num(q.stage_latency[k]) : "");
+  out_ << '\n';
+}
+
+void RequestsCsv::close() {
+  out_.flush();
+  if (!out_) throw std::runtime_error(path_ + ": failed to write");
+  out_.close();
+}
+
+void write_requests_csv(const Scenario& s, const Plan& p, const SimResult& r, const std::string& path) {
+  RequestsCsv csv(s, p, path);
+  for (const auto& q : r.requests) csv.row(q);
+  csv.close();
 }
 
 void write_trace(const Scenario& s, const Plan& p, const SimResult& r, const std::string& path) {
@@ -225,7 +310,6 @@ void write_trace(const Scenario& s, const Plan& p, const SimResult& r, const std
                       {"tid", u}, {"args", {{"name", p.units[u].name}}}});
   for (const auto& e : r.trace) {
     const Segment& seg = p.models[e.plan].segments[e.segment];
-    const RequestRecord& q = r.requests[e.request];
     events.push_back({{"name", s.models[e.model].name + " " + seg.label},
                       {"cat", seg.transfer ? "transfer" : "compute"},
                       {"ph", "X"},
@@ -233,7 +317,7 @@ void write_trace(const Scenario& s, const Plan& p, const SimResult& r, const std
                       {"tid", e.unit},
                       {"ts", e.start * 1e6},
                       {"dur", (e.end - e.start) * 1e6},
-                      {"args", {{"request", e.request}, {"stream", s.streams[q.stream].name},
+                      {"args", {{"request", e.request}, {"stream", s.streams[e.stream].name},
                                 {"cut", p.models[e.plan].cut}}}});
   }
   ordered_json j{{"traceEvents", events}, {"displayTimeUnit", "ms"}};

@@ -3,6 +3,9 @@
 // per device stream, core group and link), and a readable summary.
 #pragma once
 
+#include <cmath>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,7 +55,64 @@ struct Report {
   std::string partial;  // non-empty: the run stopped early, and why (SimResult::stopped)
 };
 
+// Latencies of one series (seconds): kept whole, for exact nearest-rank percentiles, or, when
+// streaming, in a log-binned histogram (Boost.Histogram) of fixed size whose percentiles are
+// within kStreamingQuantileError (relative) of the exact ones; count, mean and max stay exact.
+class LatencySeries {
+ public:
+  explicit LatencySeries(bool streaming);
+  ~LatencySeries();
+  LatencySeries(LatencySeries&&) noexcept;
+  LatencySeries& operator=(LatencySeries&&) noexcept;
+  void add(double seconds);
+  LatencyStats stats() const;
+
+ private:
+  struct Histogram;
+  std::vector<double> values_;
+  std::unique_ptr<Histogram> hist_;  // null when exact
+  size_t count_ = 0;
+  double sum_ = 0, min_ = INFINITY, max_ = 0;
+};
+inline constexpr double kStreamingQuantileError = 1e-3;
+
+// Builds a Report from records handed over one at a time (in any order), so a run can report
+// without keeping its records (SimOptions::on_record).
+class ReportBuilder {
+ public:
+  ReportBuilder(const Scenario& s, bool streaming);
+  void add(const RequestRecord& q);
+  // The report of the records added; r gives the run's times, units and domains.
+  Report finish(const Plan& p, const SimResult& r, const std::string& mode) const;
+
+ private:
+  const Scenario& s_;
+  LatencySeries all_;
+  std::vector<LatencySeries> model_;
+  std::vector<std::vector<LatencySeries>> stage_;  // [model][stage]
+  std::vector<size_t> count_, met_;
+  size_t requests_ = 0, total_met_ = 0;
+  double first_arrival_ = INFINITY, last_end_ = 0;
+};
+
+// The report of a run that kept its records (r.requests).
 Report make_report(const Scenario& s, const Plan& p, const SimResult& r, const std::string& mode);
+
+// requests.csv written a row at a time (the rows write_requests_csv writes).
+class RequestsCsv {
+ public:
+  // Throws std::runtime_error naming the path if it cannot be opened.
+  RequestsCsv(const Scenario& s, const Plan& p, const std::string& path);
+  void row(const RequestRecord& q);
+  // Flushes; throws std::runtime_error naming the path if anything failed to write.
+  void close();
+
+ private:
+  const Scenario& s_;
+  const Plan& p_;
+  std::string path_;
+  std::ofstream out_;
+};
 
 // Each writer throws std::runtime_error naming the path if it cannot write.
 void write_json(const Report& rep, const std::string& path);

@@ -478,8 +478,8 @@ SimWork estimate_work(const Scenario& s, const Plan& plan, size_t trace_limit) {
       w.busiest_stream = i;
     }
   }
-  w.memory_bytes = w.requests * kBytesPerRequest +
-                   static_cast<double>(std::min<double>(trace_limit, w.segments)) * sizeof(TraceEvent);
+  w.trace_bytes = std::min<double>(trace_limit, w.segments) * sizeof(TraceEvent);
+  w.memory_bytes = w.requests * kBytesPerRequest + w.trace_bytes;
   return w;
 }
 
@@ -493,7 +493,7 @@ void check_work(const Scenario& s, const SimWork& w, const SimOptions& options) 
   if (!(w.requests <= options.max_requests))
     why = "the scenario would simulate " + g(w.requests) + " requests; the limit is " +
           g(options.max_requests) + " (--max-requests raises it)";
-  else if (!(w.memory_bytes <= options.max_memory_bytes))
+  else if (!((options.on_record ? w.trace_bytes : w.memory_bytes) <= options.max_memory_bytes))
     why = "the scenario would keep about " + g(w.memory_bytes / 1e9) + " GB of records for its " +
           g(w.requests) + " requests; the limit is " + g(options.max_memory_bytes / 1e9) +
           " GB (--max-memory-gb raises it)";
@@ -539,7 +539,7 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
       j.usage_memory = seg.memory_frac * ui.memory_share;
     }
     d.started();
-  });
+  }, options.on_record);
   Calendar calendar("calendar", plan.domains, static_cast<int>(s.streams.size()),
                     options.quantum_s, limit);
   for (int d = 0; d < plan.domains; ++d)
@@ -568,6 +568,7 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   } else {
     sc_core::sc_start(sc_time(limit, SC_SEC), sc_core::SC_EXIT_ON_STARVATION);
   }
+  flow.flush();
   r.end_time = calendar.last_time();
   for (auto& d : domains) r.domains.push_back(d->stats);
   r.activations = calendar.events;

@@ -45,6 +45,7 @@ struct TraceEvent {
   uint64_t request = 0;
   int model = 0, segment = 0;
   int plan = 0;  // Plan::models index whose segment `segment` ran
+  int stream = 0;
 };
 
 struct UnitStats {
@@ -85,6 +86,10 @@ struct SimOptions {
   // Asked now and then (about every 2% of simulated time); a non-empty answer stops the run
   // there and becomes SimResult::stopped.
   std::function<std::string()> should_stop;
+  // Constant memory: given, each request's record goes here once, in arrival order, as soon
+  // as it and every earlier request have finished (the rest at the end), and
+  // SimResult::requests stays empty; the memory limit then weighs the trace only.
+  std::function<void(const RequestRecord&)> on_record;
   // Work a run may take (see check_work); a scenario estimated above either is refused.
   double max_requests = 1e8;
   double max_memory_bytes = 4e9;
@@ -95,6 +100,7 @@ struct SimWork {
   double requests = 0;      // arrivals over every stream
   double segments = 0;      // segment executions (each request's plan, whole)
   double memory_bytes = 0;  // the records it keeps: a request's record and queue state, the trace
+  double trace_bytes = 0;   // the trace's part of it
   size_t busiest_stream = 0;  // the stream issuing the most requests
 };
 SimWork estimate_work(const Scenario& s, const Plan& plan, size_t trace_limit);

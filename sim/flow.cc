@@ -7,8 +7,9 @@
 namespace vlasim {
 
 RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_t trace_limit,
-                         StartFn start)
-    : s_(s), p_(p), out_(out), trace_limit_(trace_limit), start_(std::move(start)) {
+                         StartFn start, RecordSink sink)
+    : s_(s), p_(p), out_(out), trace_limit_(trace_limit), start_(std::move(start)),
+      sink_(std::move(sink)) {
   queue_ = queue_policies().make(s.queue.name, s.queue.params, s.queue.where);
   auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
   for (const auto& mp : p.models) window_.push_back(pipe->window(mp.pipeline_stages));
@@ -54,13 +55,29 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
   }
   double expected = 0;  // requests the streams will issue, to size the record array once
   for (const auto& sd : s.streams) expected += sd.rate_hz * sd.duration_s * 1.05 + 16;
-  out_.requests.reserve(static_cast<size_t>(std::min(expected, 5e7)));
+  if (!sink_) out_.requests.reserve(static_cast<size_t>(std::min(expected, 5e7)));
+}
+
+void RequestFlow::release() {
+  while (!live_.empty() && live_.front().finished()) {
+    sink_(live_.front());
+    live_.pop_front();
+    ++live_base_;
+  }
+}
+
+void RequestFlow::flush() {
+  if (!sink_) return;
+  for (const RequestRecord& r : live_) sink_(r);
+  live_base_ += live_.size();
+  live_.clear();
 }
 
 void RequestFlow::arrive(int stream, double t, double now) {
   const StreamDecl& sd = s_.streams[stream];
-  RequestRecord& rec = out_.requests.emplace_back();  // in place: one write of fresh memory
-  rec.id = out_.requests.size() - 1;
+  // In place: one write of fresh memory.
+  RequestRecord& rec = sink_ ? live_.emplace_back() : out_.requests.emplace_back();
+  rec.id = issued_++;
   rec.model = sd.model;
   rec.plan = sd.model;
   rec.stream = stream;
@@ -72,7 +89,7 @@ void RequestFlow::arrive(int stream, double t, double now) {
 
 void RequestFlow::segment_done(int unit, const WorkItem& item, double start, double end,
                                const double* stage_seconds) {
-  RequestRecord& rec = out_.requests[item.request];
+  RequestRecord& rec = this->rec(item.request);
   const ModelPlan& mp = p_.models[rec.plan];
   const Segment& done = mp.segments[item.segment];
   if (done.seconds > 0) slowdown_[unit] = 0.8 * slowdown_[unit] + 0.2 * (end - start) / done.seconds;
@@ -107,7 +124,7 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
   us.busy_seconds += end - start;
   ++us.segments;
   if (out_.trace.size() < trace_limit_)
-    out_.trace.push_back(TraceEvent{unit, start, end, item.request, rec.model, item.segment, rec.plan});
+    out_.trace.push_back(TraceEvent{unit, start, end, item.request, rec.model, item.segment, rec.plan, rec.stream});
   else
     out_.trace_truncated = true;
   unit_busy_[unit] = 0;
@@ -116,8 +133,10 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
   } else {
     rec.end = end;
     ++finished_;
-    --in_flight_[rec.model];
-    auto& w = waiting_[rec.model];
+    const int model = rec.model;
+    --in_flight_[model];
+    if (sink_) release();  // rec may be gone from here on
+    auto& w = waiting_[model];
     if (!w.empty()) {
       uint64_t next = w.front();
       w.pop_front();
@@ -128,7 +147,7 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
 }
 
 void RequestFlow::admit(uint64_t id, double now) {
-  RequestRecord& rec = out_.requests[id];
+  RequestRecord& rec = this->rec(id);
   ++in_flight_[rec.model];
   if (zone_[rec.model]) rec.plan = choose_plan(rec.model, now);
   enqueue(id, 0, now);
@@ -155,7 +174,7 @@ int RequestFlow::choose_plan(int m, double now) {
 }
 
 void RequestFlow::enqueue(uint64_t id, int segment, double now) {
-  const RequestRecord& rec = out_.requests[id];
+  const RequestRecord& rec = this->rec(id);
   const Segment& seg = p_.models[rec.plan].segments[segment];
   WorkItem& w = unit_queue_[seg.unit].emplace_back();
   w.request = id;
@@ -184,7 +203,7 @@ void RequestFlow::dispatch(int unit, double now) {
   unit_busy_[unit] = 1;
   running_start_[unit] = now;
   running_estimate_[unit] = w.estimate;
-  RequestRecord& rec = out_.requests[w.request];
+  RequestRecord& rec = this->rec(w.request);
   if (rec.start < 0) rec.start = now;
   start_(unit, w);
 }

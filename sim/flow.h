@@ -24,8 +24,17 @@ class RequestFlow {
   // item.request). The caller later reports the end through segment_done().
   using StartFn = std::function<void(int unit, const WorkItem& item)>;
 
-  // Makes the scenario's queue and pipeline policies. Records go to `out`.
-  RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_t trace_limit, StartFn start);
+  // Called with each request's record once, in id (arrival) order, when it and every earlier
+  // request have finished (or at flush()).
+  using RecordSink = std::function<void(const RequestRecord&)>;
+
+  // Makes the scenario's queue and pipeline policies. Records go to out.requests, or, given
+  // a sink, to the sink as they leave (constant memory: only requests in flight, and those
+  // behind the oldest unfinished one, are held).
+  RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_t trace_limit, StartFn start,
+              RecordSink sink = nullptr);
+  // Hands the sink every record still held, finished or not (at the end of a run).
+  void flush();
 
   // A request of stream `stream` arrived at time t (also the current time).
   void arrive(int stream, double t) { arrive(stream, t, t); }
@@ -39,10 +48,13 @@ class RequestFlow {
   void segment_done(int unit, const WorkItem& item, double start, double end,
                     const double* stage_seconds);
 
-  size_t requests() const { return out_.requests.size(); }
+  size_t requests() const { return issued_; }
   size_t finished() const { return finished_; }
 
  private:
+  RequestRecord& rec(uint64_t id) { return sink_ ? live_[id - live_base_] : out_.requests[id]; }
+  // Hands the sink the finished records at the front of live_.
+  void release();
   void admit(uint64_t id, double now);
   // The plan a newly admitted request of model m follows (its zone policy's choice).
   int choose_plan(int m, double now);
@@ -65,6 +77,9 @@ class RequestFlow {
   };
   std::vector<std::vector<StageSpan>> stage_span_;
   size_t finished_ = 0;
+  RecordSink sink_;
+  std::deque<RequestRecord> live_;  // with a sink: records from id live_base_ on
+  uint64_t live_base_ = 0, issued_ = 0;
   // Dynamic-zone signals per unit: observed / predicted duration (EWMA), and the running
   // segment's start and prediction.
   std::vector<std::unique_ptr<ZonePolicy>> zone_;  // per scenario model, null without a zone

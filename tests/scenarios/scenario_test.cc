@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <random>
 #include <fstream>
 #include <sstream>
 
@@ -203,6 +204,78 @@ TEST(Scenario, RunsOverTheWorkLimitsAreRefusedBeforeTheyStart) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.key(), "models[0]") << e.what();
     EXPECT_NE(std::string(e.what()).find("100000 steps"), std::string::npos) << e.what();
+  }
+}
+
+// Constant-memory runs (SimOptions::on_record) hand over every record once, in arrival order,
+// unfinished ones included; their requests.csv is byte-identical to a kept run's, and their
+// report agrees: counts, attainment and max exactly, the mean to rounding, percentiles within
+// the histogram's bound.
+TEST(Scenario, StreamedRecordsGiveTheKeptRunsCsvAndReportWithinTheHistogramBound) {
+  for (double drain : {60.0, 0.002}) {  // 0.002 s: requests still running are cut off
+    SCOPED_TRACE(drain);
+    ScenarioRun kept = run_file(kRoot + "/scenarios/systems/robion_h100.yaml", false);
+    kept.s.drain_s = drain;
+    kept.result = simulate(kept.s, kept.plan);
+    const std::string dir = testing::scratch_dir("streamed").string();
+    write_requests_csv(kept.s, kept.plan, kept.result, dir + "/kept.csv");
+    const Report want = make_report(kept.s, kept.plan, kept.result, "simulate");
+
+    ReportBuilder builder(kept.s, true);
+    RequestsCsv csv(kept.s, kept.plan, dir + "/streamed.csv");
+    SimOptions o;
+    uint64_t next_id = 0;
+    size_t unfinished = 0;
+    o.on_record = [&](const RequestRecord& q) {
+      EXPECT_EQ(q.id, next_id++);
+      unfinished += !q.finished();
+      builder.add(q);
+      csv.row(q);
+    };
+    SimResult streamed = simulate(kept.s, kept.plan, o);
+    csv.close();
+    EXPECT_TRUE(streamed.requests.empty());
+    EXPECT_EQ(next_id, kept.result.requests.size());
+    if (drain < 1) EXPECT_GT(unfinished, 0u);
+    EXPECT_EQ(read(dir + "/kept.csv"), read(dir + "/streamed.csv"));
+
+    const Report got = builder.finish(kept.plan, streamed, "simulate");
+    EXPECT_EQ(got.requests, want.requests);
+    EXPECT_EQ(got.finished, want.finished);
+    EXPECT_EQ(got.deadline_attainment, want.deadline_attainment);
+    EXPECT_DOUBLE_EQ(got.throughput_hz, want.throughput_hz);
+    auto agree = [](const LatencyStats& a, const LatencyStats& b) {
+      EXPECT_EQ(a.count, b.count);
+      EXPECT_EQ(a.max, b.max);
+      EXPECT_NEAR(a.mean, b.mean, 1e-12 * b.mean);
+      for (auto [x, y] : {std::pair{a.p50, b.p50}, {a.p90, b.p90}, {a.p99, b.p99}})
+        EXPECT_NEAR(x, y, kStreamingQuantileError * y) << "streamed " << x << ", exact " << y;
+    };
+    agree(got.latency, want.latency);
+    ASSERT_EQ(got.models.size(), want.models.size());
+    for (size_t m = 0; m < want.models.size(); ++m) {
+      agree(got.models[m].latency, want.models[m].latency);
+      for (int k = 0; k < kStages; ++k) agree(got.models[m].stage[k], want.models[m].stage[k]);
+    }
+  }
+}
+
+// The histogram's percentiles on a wide spread of values stay within its stated bound.
+TEST(LatencySeries, StreamedPercentilesAreWithinTheBoundOfTheExactOnes) {
+  LatencySeries exact(false), streamed(true);
+  std::mt19937_64 rng(3);
+  std::lognormal_distribution<double> d(std::log(0.03), 1.5);
+  for (int i = 0; i < 200000; ++i) {
+    const double v = d(rng);
+    exact.add(v);
+    streamed.add(v);
+  }
+  const LatencyStats a = exact.stats(), b = streamed.stats();
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.max, b.max);
+  for (auto [x, y] : {std::pair{b.p50, a.p50}, {b.p90, a.p90}, {b.p99, a.p99}}) {
+    EXPECT_NEAR(x, y, kStreamingQuantileError * y);
+    EXPECT_NE(x, y);  // it is an approximation: equal would mean the exact path ran
   }
 }
 
