@@ -316,8 +316,14 @@ ExecResult run_for_real(const Prepared& pr, const OutputOptions& out, const std:
   ExecResult r = execute(pr.s, pr.plan, opt);
   if (!out.quiet)
     for (auto& d : r.devices) std::cerr << "executor " << d << "\n";
+  if (r.failed)
+    std::cerr << "error: " << r.failed << " requests failed in their executor; the first: "
+              << r.first_error << "\n";
   return r;
 }
+
+// Exit status of a real run some of whose requests failed in their executor (reports written).
+constexpr int kExitExecutorFailed = 4;
 
 int run_execute(const Common& c, const std::string& path, long long seed, const OutputOptions& out,
                 const std::string& executor, int warmup) {
@@ -325,7 +331,7 @@ int run_execute(const Common& c, const std::string& path, long long seed, const 
   Prepared pr = prepare(c, path, seed, false, out.quiet);  // no prediction is compared
   ExecResult r = run_for_real(pr, out, executor, warmup);
   write_outputs(pr, r.result, "execute", out);
-  return 0;
+  return r.failed ? kExitExecutorFailed : 0;
 }
 
 int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<std::string>& sets,
@@ -388,7 +394,7 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
       std::cout << "\n";
     }
   }
-  return 0;
+  return measured.failed ? kExitExecutorFailed : 0;
 }
 
 int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, const std::string& out_path,

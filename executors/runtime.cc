@@ -85,7 +85,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       check_cpus(units[u]->cpus);
     } catch (const std::invalid_argument& e) {
       fail("core group '" + ud.name + "' needs CPUs " + yaml_list(units[u]->cpus) +
-           " that this machine does not have: " + e.what());
+           " that this process may not run on: " + e.what());
     }
   }
 
@@ -104,7 +104,8 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         std::string yaml = "{dtype: " + std::string(to_string(dtype)) + ", cpus: " +
                            yaml_list(ur.cpus) + ", seed: " + std::to_string(s.seed) + "}";
         ConfigNode n = ConfigNode::load_string(yaml, "<execute>");
-        ex = executor_registry().make(o.executor, Params(n), n);
+        ex = o.make_executor ? o.make_executor(Params(n), n)
+                             : executor_registry().make(o.executor, Params(n), n);
         out.devices.push_back(p.units[seg.unit].name + ": " + ex->device());
       }
       ur.handles[{static_cast<int>(m), static_cast<int>(k)}] = {ex.get(), ex->prepare(mp.graph, seg.ops)};
@@ -148,11 +149,18 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         double start = now();
         double stage[kStages] = {0, 0, 0, 0, 0};
         const SegmentTiming* timing = nullptr;
-        if (seg.transfer) {
-          std::memcpy(ur.dst.data(), ur.src.data(), static_cast<size_t>(seg.bytes));
-        } else {
-          auto [ex, handle] = ur.handles.at({w.plan, w.segment});
-          timing = &ex->run(handle);
+        std::string error;
+        try {
+          if (seg.transfer) {
+            std::memcpy(ur.dst.data(), ur.src.data(), static_cast<size_t>(seg.bytes));
+          } else {
+            auto [ex, handle] = ur.handles.at({w.plan, w.segment});
+            timing = &ex->run(handle);
+          }
+        } catch (const std::exception& e) {
+          error = e.what();
+        } catch (...) {
+          error = "an exception that is not a std::exception";
         }
         double end = now();
         lock.lock();
@@ -160,6 +168,12 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         // waited for the lock may carry a later time than `end`.
         end = std::max(end, flow_clock);
         flow_clock = end;
+        if (!error.empty()) {
+          if (out.first_error.empty()) out.first_error = p.units[u].name + ": " + error;
+          flow.segment_failed(static_cast<int>(u), w, start, end);
+          done_cv.notify_all();
+          continue;
+        }
         if (timing) {
           const OpGraph& g = p.models[w.plan].graph;
           for (size_t i = 0; i < timing->ops.size(); ++i) {
@@ -231,7 +245,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
     std::unique_lock<std::mutex> lock(mu);
     auto limit = t0 + std::chrono::duration_cast<Clock::duration>(
                           std::chrono::duration<double>(r.horizon + s.drain_s));
-    done_cv.wait_until(lock, limit, [&] { return flow.finished() == flow.requests(); });
+    done_cv.wait_until(lock, limit, [&] { return flow.ended() == flow.requests(); });
     stop = true;
     for (auto& u : units)
       if (u) u->cv.notify_one();
@@ -239,6 +253,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   for (auto& u : units)
     if (u && u->thread.joinable()) u->thread.join();
   r.end_time = now();
+  out.failed = flow.failed();
   bg_stop = true;
   for (auto& t : bg_threads) t.join();
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "executors/executor.h"
 #include "scenarios/scenario.h"
 #include "sim/engine.h"
 #include "sim/plan.h"
@@ -20,6 +21,9 @@ struct ExecuteOptions {
   size_t trace_limit = 20000;
   // Called now and then from the calling thread with the fraction of arrivals issued.
   std::function<void(double)> progress;
+  // Fault injection and other wrappers: when set, makes each unit's executor from the
+  // registry's params instead of executor_registry().make(executor, ...).
+  std::function<std::unique_ptr<Executor>(const Params&, const ConfigNode&)> make_executor;
 };
 
 struct ExecResult {
@@ -27,9 +31,14 @@ struct ExecResult {
   // Per scenario model, per op id: median measured seconds (NaN for ops never run).
   std::vector<std::vector<double>> op_seconds;
   std::vector<std::string> devices;  // per unit used: the executor's device description
+  size_t failed = 0;                 // requests whose segment threw (RequestRecord::failed)
+  std::string first_error;           // the first such error: "unit: message"
 };
 
-// Runs `s` as planned in `p`. Every unit the plan uses must be a CPU core group whose cores
+// Runs `s` as planned in `p`. A segment whose executor throws ends its request as failed
+// (counted in ExecResult::failed) and its unit goes on with the next item; every request ends
+// finished, failed or unfinished, and the run ends by arrivals end + drain_s plus at most the
+// segments then running. Every unit the plan uses must be a CPU core group whose cores
 // exist on this machine (logical CPU ids first_core .. first_core + cores - 1). Throws
 // ConfigError (scenario file, device line) when a unit cannot run here (a GPU, missing
 // CPUs) or a model's dtype cannot run on this CPU (at its dtype key, naming the host's ISA;

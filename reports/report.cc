@@ -101,6 +101,7 @@ ReportBuilder::ReportBuilder(const Scenario& s, bool streaming)
 
 void ReportBuilder::add(const RequestRecord& q) {
   ++requests_;
+  failed_ += q.failed;
   ++count_[q.model];
   first_arrival_ = std::min(first_arrival_, q.arrival);
   if (q.met()) {
@@ -133,6 +134,7 @@ Report ReportBuilder::finish(const Plan& p, const SimResult& r, const std::strin
   rep.activations = r.activations;
   rep.trace_truncated = r.trace_truncated;
   rep.requests = requests_;
+  rep.failed = failed_;
   rep.partial = r.stopped;
   rep.latency = all_.stats();
   rep.finished = rep.latency.count;
@@ -218,6 +220,7 @@ void write_json(const Report& rep, const std::string& path) {
   j["end_s"] = rep.end_s;
   j["requests"] = rep.requests;
   j["finished"] = rep.finished;
+  if (rep.failed) j["failed"] = rep.failed;
   j["latency"] = to_json(rep.latency);
   j["throughput_hz"] = rep.throughput_hz;
   j["deadline_attainment"] = rep.deadline_attainment;
@@ -333,6 +336,8 @@ std::string summary_text(const Report& rep) {
                 rep.scenario.c_str(), rep.mode.c_str(), static_cast<unsigned long long>(rep.seed),
                 rep.requests, rep.finished, rep.horizon_s);
   os << buf;
+  if (rep.failed)
+    os << "FAILED: " << rep.failed << " requests ended in an executor error (not finished)\n";
   if (!rep.partial.empty())
     os << "PARTIAL: " << rep.partial << "; the figures cover what ran until then\n";
   for (const auto& m : rep.models) {

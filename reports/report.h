@@ -46,6 +46,7 @@ struct Report {
   uint64_t seed = 0;
   double horizon_s = 0, end_s = 0;
   size_t requests = 0, finished = 0;
+  size_t failed = 0;  // a real run's requests whose executor failed (RequestRecord::failed)
   LatencyStats latency;
   double throughput_hz = 0, deadline_attainment = 1;
   std::vector<ModelMetrics> models;
@@ -91,7 +92,7 @@ class ReportBuilder {
   std::vector<LatencySeries> model_;
   std::vector<std::vector<LatencySeries>> stage_;  // [model][stage]
   std::vector<size_t> count_, met_;
-  size_t requests_ = 0, total_met_ = 0;
+  size_t requests_ = 0, total_met_ = 0, failed_ = 0;
   double first_arrival_ = INFINITY, last_end_ = 0;
 };
 

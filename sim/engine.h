@@ -29,6 +29,7 @@ struct RequestRecord {
   // from its first start to its last end. Without the bit, stage_latency[k] means nothing
   // (while the stage runs, the request flow keeps the stage's start there).
   uint8_t stages_done = 0;
+  bool failed = false;  // a real run's executor failed one of its segments (it did not finish)
   double arrival = 0, start = -1, end = -1;
   double deadline = 0;  // absolute; 0 when the stream has none
   double stage_latency[kStages] = {};

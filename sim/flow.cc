@@ -59,7 +59,7 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
 }
 
 void RequestFlow::release() {
-  while (!live_.empty() && live_.front().finished()) {
+  while (!live_.empty() && (live_.front().finished() || live_.front().failed)) {
     sink_(live_.front());
     live_.pop_front();
     ++live_base_;
@@ -131,19 +131,38 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
   if (static_cast<size_t>(item.segment) + 1 < mp.segments.size()) {
     enqueue(item.request, item.segment + 1, end);
   } else {
-    rec.end = end;
-    ++finished_;
-    const int model = rec.model;
-    --in_flight_[model];
-    if (sink_) release();  // rec may be gone from here on
-    auto& w = waiting_[model];
-    if (!w.empty()) {
-      uint64_t next = w.front();
-      w.pop_front();
-      admit(next, end);
-    }
+    end_request(rec, end);
   }
   dispatch(unit, end);
+}
+
+void RequestFlow::segment_failed(int unit, const WorkItem& item, double start, double end) {
+  RequestRecord& rec = this->rec(item.request);
+  UnitStats& us = out_.units[unit];
+  us.busy_seconds += end - start;
+  ++us.segments;
+  unit_busy_[unit] = 0;
+  rec.failed = true;
+  end_request(rec, end);
+  dispatch(unit, end);
+}
+
+void RequestFlow::end_request(RequestRecord& rec, double end) {
+  if (rec.failed) {
+    ++failed_;
+  } else {
+    rec.end = end;
+    ++finished_;
+  }
+  const int model = rec.model;
+  --in_flight_[model];
+  if (sink_) release();  // rec may be gone from here on
+  auto& w = waiting_[model];
+  if (!w.empty()) {
+    uint64_t next = w.front();
+    w.pop_front();
+    admit(next, end);
+  }
 }
 
 void RequestFlow::admit(uint64_t id, double now) {

@@ -48,13 +48,22 @@ class RequestFlow {
   void segment_done(int unit, const WorkItem& item, double start, double end,
                     const double* stage_seconds);
 
+  // Segment `item` failed on `unit` (a real executor threw) between start and end (now): the
+  // request ends there, failed and unfinished, and the unit takes its next item.
+  void segment_failed(int unit, const WorkItem& item, double start, double end);
+
   size_t requests() const { return issued_; }
   size_t finished() const { return finished_; }
+  size_t failed() const { return failed_; }
+  size_t ended() const { return finished_ + failed_; }
 
  private:
   RequestRecord& rec(uint64_t id) { return sink_ ? live_[id - live_base_] : out_.requests[id]; }
   // Hands the sink the finished records at the front of live_.
   void release();
+  // Ends request `rec` at `end` (finished, or failed when rec.failed): frees its place in the
+  // pipeline window for the next waiting request.
+  void end_request(RequestRecord& rec, double end);
   void admit(uint64_t id, double now);
   // The plan a newly admitted request of model m follows (its zone policy's choice).
   int choose_plan(int m, double now);
@@ -76,7 +85,7 @@ class RequestFlow {
     uint8_t first = 0, last = 0;
   };
   std::vector<std::vector<StageSpan>> stage_span_;
-  size_t finished_ = 0;
+  size_t finished_ = 0, failed_ = 0;
   RecordSink sink_;
   std::deque<RequestRecord> live_;  // with a sink: records from id live_base_ on
   uint64_t live_base_ = 0, issued_ = 0;

@@ -1,7 +1,13 @@
 // The real runtime runs scenarios with the simulator's plans and policies.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
+#include <functional>
+#include <thread>
 
 #include "executors/host.h"
 #include "executors/runtime.h"
@@ -213,6 +219,123 @@ workload: [{model: m, rate_hz: 20, duration_s: 0.2}]
   EXPECT_FALSE(model_uses_cpu(g, g.models[0]));
   resolve_auto_dtypes(g, DType::F32);
   EXPECT_EQ(g.models[0].shape.dtype, DType::BF16);
+}
+
+// Fault injection: a real executor wrapped so that chosen runs throw or take longer.
+class FaultyExecutor : public Executor {
+ public:
+  // fault(k) is called before the k-th run (from 1) of this executor; it may throw or sleep.
+  FaultyExecutor(std::unique_ptr<Executor> inner, std::function<void(int)> fault)
+      : inner_(std::move(inner)), fault_(std::move(fault)) {}
+  int prepare(const OpGraph& g, const std::vector<int>& ops) override { return inner_->prepare(g, ops); }
+  const SegmentTiming& run(int segment) override {
+    if (++runs_ > warmups_) fault_(runs_ - warmups_);
+    return inner_->run(segment);
+  }
+  std::vector<TensorInfo> inputs(int segment) const override { return inner_->inputs(segment); }
+  void set_input(int segment, TensorKey key, const std::vector<float>& data) override {
+    inner_->set_input(segment, key, data);
+  }
+  std::vector<float> get_output(int segment, int op) const override { return inner_->get_output(segment, op); }
+  std::string name() const override { return "faulty " + inner_->name(); }
+  std::string device() const override { return inner_->device(); }
+  int warmups_ = 0;  // runs before the clock starts, never faulted
+
+ private:
+  std::unique_ptr<Executor> inner_;
+  std::function<void(int)> fault_;
+  int runs_ = 0;
+};
+
+ExecuteOptions faulty(std::function<void(int)> fault) {
+  ExecuteOptions o;
+  o.warmup = 0;
+  o.make_executor = [fault](const Params& params, const ConfigNode& where) -> std::unique_ptr<Executor> {
+    return std::make_unique<FaultyExecutor>(executor_registry().make("onednn", params, where), fault);
+  };
+  return o;
+}
+
+// Every request ended one way: finished, failed, or (cut off by the drain) neither.
+void expect_accounted(const ExecResult& r, size_t requests) {
+  ASSERT_EQ(r.result.requests.size(), requests);
+  size_t failed = 0;
+  for (const auto& q : r.result.requests) {
+    EXPECT_FALSE(q.finished() && q.failed);
+    failed += q.failed;
+  }
+  EXPECT_EQ(r.failed, failed);
+}
+
+TEST(RuntimeFaults, AKernelThatThrowsFailsItsRequestAndTheOthersRunOn) {
+  alarm(120);
+  Scenario s = scenario(kTwoGroups);
+  ExecResult r = execute(s, plan_of(s), faulty([](int k) {
+    if (k % 3 == 0) throw std::runtime_error("injected kernel fault");
+  }));
+  expect_accounted(r, 20);
+  EXPECT_GT(r.failed, 0u);
+  size_t finished = 0;
+  for (const auto& q : r.result.requests) finished += q.finished();
+  EXPECT_GT(finished, 0u);
+  EXPECT_EQ(finished + r.failed, 20u);  // no request was left hanging
+  EXPECT_NE(r.first_error.find("injected kernel fault"), std::string::npos) << r.first_error;
+  EXPECT_NE(r.first_error.find("cpu0."), std::string::npos) << r.first_error;
+  alarm(0);
+}
+
+TEST(RuntimeFaults, AWorkerThatDiesOnEveryRunFailsEveryRequestAndTheRunEndsAtOnce) {
+  alarm(120);
+  Scenario s = scenario(kTwoGroups);
+  ExecResult r = execute(s, plan_of(s), faulty([](int) { throw 42; }));  // not a std::exception
+  expect_accounted(r, 20);
+  EXPECT_EQ(r.failed, 20u);
+  EXPECT_NE(r.first_error.find("not a std::exception"), std::string::npos) << r.first_error;
+  EXPECT_LT(r.result.end_time, s.arrivals_end() + 1.0);  // not held to the 5 s drain
+  alarm(0);
+}
+
+TEST(RuntimeFaults, AnExecutorFarSlowerThanTheDeadlineLeavesRequestsUnfinishedAndTheRunEnds) {
+  alarm(120);
+  std::string yaml = kTwoGroups;
+  yaml.replace(yaml.find("drain_s: 5"), 10, "drain_s: 0.2");
+  yaml.replace(yaml.find("duration_s: 0.5}"), 16, "duration_s: 0.5, deadline_ms: 20}");
+  Scenario s = scenario(yaml);
+  // ~100x the tiny model's few milliseconds, well past its 20 ms deadline.
+  ExecResult r = execute(s, plan_of(s), faulty([](int) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }));
+  expect_accounted(r, 20);
+  EXPECT_EQ(r.failed, 0u);
+  size_t unfinished = 0, met = 0;
+  for (const auto& q : r.result.requests) {
+    unfinished += !q.finished();
+    met += q.met();
+  }
+  EXPECT_GT(unfinished, 10u);
+  EXPECT_EQ(met, 0u);
+  // Stopped at arrivals end + drain, plus at most the segments then running (0.3 s each).
+  EXPECT_LT(r.result.end_time, s.arrivals_end() + s.drain_s + 1.0);
+  alarm(0);
+}
+
+TEST(RuntimeFaults, RefusesACoreGroupWhoseCpusThisProcessMayNotRunOn) {
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "needs two allowed CPUs to take one away";
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(allowed_cpus().front(), &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  Scenario s = scenario(kTwoGroups);  // core groups on CPUs 0 and 1
+  std::string what;
+  try {
+    execute(s, plan_of(s), ExecuteOptions{});
+  } catch (const ConfigError& e) {
+    what = e.what();
+  }
+  sched_setaffinity(0, sizeof saved, &saved);
+  EXPECT_NE(what.find("may not run on"), std::string::npos) << what;
 }
 
 }  // namespace
