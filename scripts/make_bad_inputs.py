@@ -373,6 +373,28 @@ def card_mutations():
             expect = fname + (" && " + key if key else "") + (" && " + extra if extra else "")
             code, expect = OVERRIDE.get(cid, (2, expect))
             add(cid, CARD_CMD % name, code, expect, "models/cards/%s: %s" % (fname, tag), rel, mut)
+    # Integer sizes that pass every type check but make a graph too large or absurd.
+    tiny = strip_comments(read("models/cards/pi0_tiny.yaml"))
+    big = [
+        # DEFECT (open): depth 1000000 builds 500k ops (1.5 s, 290 MB), then exits 1 with
+        # "error: the operator graph would pass 500000 ops" naming neither the card nor the key
+        # (graph --steps 100000 gets exit 2). Right behaviour: exit 2 naming the card.
+        ("card_pi0_tiny__depth_1e6_graph", "depth: 4", "depth: 1000000", CARD_CMD % "pi0_tiny", 2, "pi0_tiny && 500000 ops",
+         "depth 1000000 in graph: past the op limit"),
+        ("card_pi0_tiny__depth_1e6_simulate", "depth: 4", "depth: 1000000",
+         "{vlasim} --cards {dir} simulate {file}.scenario -q -o {tmp}/out", 2, "pi0_tiny && 500000 ops",
+         "depth 1000000 in a simulated model: past the op limit"),
+        ("card_pi0_tiny__patch_1", "patch: 14", "patch: 1", CARD_CMD % "pi0_tiny", 0, "-", "patch 1 (3136 tokens a view): valid, quick"),
+        ("card_pi0_tiny__image_size_100002", "image_size: 56", "image_size: 100002", CARD_CMD % "pi0_tiny", 0, "-",
+         "image_size 100002 (51 M tokens a view): the graph is still 479 ops, valid"),
+    ]
+    for cid, old, new, cmd, code, expect, desc in big:
+        rel = "cards/%s/pi0_tiny.yaml" % cid
+        add(cid, cmd.replace("{file}.scenario", "{dir}/scenario.yaml"), code, expect, "models/cards/pi0_tiny.yaml: " + desc,
+            rel, tiny.replace(old, new, 1))
+        if "simulate" in cmd:
+            with open(os.path.join(OUT, "cards", cid, "scenario.yaml"), "w") as f:
+                f.write(strip_comments(read("scenarios/default.yaml")).replace("card: pi0_small", "card: pi0_tiny"))
     # a card reached through a scenario, not only through `graph`
     text = strip_comments(read("models/cards/pi0_small.yaml"))
     m = re.search(r"^  steps: \d+", text, re.M)
