@@ -798,6 +798,31 @@ def issue_cases():
         ("cli_execute_out_is_file", "touch {tmp}/f && {vlasim} execute %s -q -o {tmp}/f" % DEF, 2, "--out && not a directory", "execute -o a file"),
         ("cli_execute_broken_scenario", "{vlasim} execute {src}/tests/data/broken_scenarios/null_sms.yaml -q -o {tmp}/out", 2, "null_sms.yaml && sms", "execute of a broken scenario"),
         ("cli_execute_seed_neg", "{vlasim} execute %s -q --seed -5 -o {tmp}/out" % DEF, 2, "--seed", "execute --seed -5"),
+        # The issue's scenarios through the real runtime: refused before any kernel runs.
+        ("cli_execute_duration_1e12", "{vlasim} execute {src}/tests/data/bad_inputs/scenarios/issue1_duration_1e12.yaml -q -o {tmp}/out", 2,
+         "issue1_duration_1e12.yaml && duration_s", "execute: duration_s 1e12"),
+        ("cli_execute_drain_1e300", "{vlasim} execute {src}/tests/data/bad_inputs/scenarios/issue2_drain_1e300.yaml -q -o {tmp}/out", 2,
+         "issue2_drain_1e300.yaml && drain_s", "execute: drain_s 1e300"),
+        ("cli_execute_steps_100000", "{vlasim} execute {src}/tests/data/bad_inputs/scenarios/issue5_steps_100000.yaml -q -o {tmp}/out", 2,
+         "issue5_steps_100000.yaml && 500000 ops", "execute: steps 100000"),
+        ("cli_compare_rate_1e9", "{vlasim} compare {src}/tests/data/bad_inputs/scenarios/issue5_rate_1e9.yaml -q -o {tmp}/out", 2,
+         "issue5_rate_1e9.yaml && --max-requests", "compare: rate_hz 1e9"),
+        # DEFECT (open): execute applies no request or memory limit (simulate and compare do):
+        # rate_hz 1e9 ends in "error: std::bad_alloc", exit 1, after 2.4 s; the aliased
+        # count 100000 x 100 after 7.4 s and 2 GB. Right behaviour: the same refusal as simulate.
+        ("cli_execute_rate_1e9", "{vlasim} execute {src}/tests/data/bad_inputs/scenarios/issue5_rate_1e9.yaml -q -o {tmp}/out", 2,
+         "issue5_rate_1e9.yaml && requests", "execute: rate_hz 1e9 (2e10 requests)"),
+        ("cli_execute_aliased_count", "{vlasim} execute {src}/tests/data/bad_inputs/scenarios/issue5_aliased_count_100000.yaml -q -o {tmp}/out", 2,
+         "issue5_aliased_count_100000.yaml && requests", "execute: 100 aliased entries x count 100000"),
+        # DEFECT (open): execute of a scenario whose arrivals start at 1e7 s waits in real time
+        # (timeout here; compare the same). Right behaviour: refused, naming start_s or the wall limit.
+        ("cli_execute_start_1e7", "{vlasim} execute {src}/tests/data/bad_inputs/scenarios/issue2_start_1e7.yaml -q -o {tmp}/out", 2,
+         "issue2_start_1e7.yaml", "execute: first arrival at 1e7 s, 115 days of real time"),
+        # DEFECT (open): calibrate of a scenario with steps 100000 exits 1 with "error: the
+        # operator graph would pass 500000 ops", naming neither file nor model (simulate and
+        # execute name both and exit 2).
+        ("cli_calibrate_steps_100000", C + " {src}/tests/data/bad_inputs/scenarios/issue5_steps_100000.yaml", 2,
+         "issue5_steps_100000.yaml && 500000 ops", "calibrate: a scenario with steps 100000"),
         ("cli_compare_margin_zero", "{vlasim} compare %s -q --margin 0 -o {tmp}/out" % DEF, 2, "--margin", "compare --margin 0"),
         ("cli_compare_margin_nan", "{vlasim} compare %s -q --margin nan -o {tmp}/out" % DEF, 2, "--margin", "compare --margin nan"),
         ("cli_compare_margin_big", "{vlasim} compare %s -q --margin 2 -o {tmp}/out" % DEF, 2, "--margin", "compare --margin 2"),
