@@ -1,0 +1,860 @@
+#!/usr/bin/env python3
+"""Generates the bad-input regression corpus tests/data/bad_inputs/ (issue 15).
+
+Every case is a mutation of a shipped input (scenarios, model cards, hardware catalog, the
+validation device profile) or a command line with a bad option value. The corpus is committed;
+this script regenerates it byte for byte (no randomness) after a shipped input changes:
+
+    python3 scripts/make_bad_inputs.py
+
+Output: one file per file case under tests/data/bad_inputs/{scenarios,cards,catalog,profiles}/
+and the manifest tests/data/bad_inputs/cases.tsv, one line per case:
+
+    id <TAB> command <TAB> expected exit <TAB> expected stderr <TAB> description
+
+The command is run by bash after these placeholders are replaced (tests/bad_inputs_test.sh):
+{vlasim} the binary, {src} the source tree, {file} this case's file, {dir} the folder holding
+it, {tmp} a fresh empty folder for this case. Expected stderr is one or more fixed strings
+separated by ' && ', every one of which must appear. Python 3 standard library only.
+"""
+import json
+import os
+import re
+import shutil
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tests", "data", "bad_inputs")
+REL_ROOT_FROM_SCENARIOS = "../../../.."  # tests/data/bad_inputs/scenarios -> repository root
+
+# Values every numeric key is set to. Each is bad for every numeric key of the shipped inputs
+# except where DROP below says otherwise.
+NUMERIC_VALUES = [
+    ("neg1", "-1"), ("zero", "0"), ("huge", "1e300"), ("tiny", "1e-300"), ("nan", ".nan"),
+    ("inf", ".inf"), ("text", "abc"), ("null", "~"), ("list", "[1, 2]"), ("map", "{a: 1}"),
+]
+# The reduced set for the scenarios other than default.yaml (each still gets every value on
+# some key: the list rotates per file).
+NAME_BAD = "no_such_name_xyz"
+
+cases = []
+ids = set()
+
+
+def add(cid, cmd, code, expect, desc, relfile=None, content=None):
+    assert cid not in ids, cid
+    assert "\t" not in cmd + expect + desc and "\n" not in cmd + expect + desc, cid
+    ids.add(cid)
+    if relfile is not None:
+        path = os.path.join(OUT, relfile)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(content)
+    cases.append((cid, relfile or "-", cmd, str(code), expect or "-", desc))
+
+
+def read(rel):
+    with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+        return f.read()
+
+
+# A scalar value of a `key: value` pair, in block style (`  key: value`) or flow style
+# (`{a: 1, key: value}`): the value runs to the next ',', '}', ']', ' #' or end of line.
+PAIR = re.compile(r"(?P<pre>(?:^|[{,\s-]))(?P<key>[A-Za-z_][A-Za-z0-9_]*):[ ]+"
+                  r"(?P<val>[^\s,{}\[\]#][^,{}\[\]#\n]*?)[ ]*(?=[,}\]]|[ ]#|$)", re.M)
+NUM = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+
+
+def strip_comments(text):
+    """Drops comments and blank lines so that every pair found is real YAML."""
+    lines = (re.sub(r"\s+#.*$", "", l.rstrip("\n")) for l in text.splitlines(True)
+             if l.strip() and not l.lstrip().startswith("#"))
+    return "".join(l + "\n" for l in lines if l.strip())
+
+
+def truncate(text):
+    """Cuts the file inside the key of the first line past its middle: "    widt" (malformed)."""
+    i = text.index("\n", len(text) // 2) + 1
+    while i < len(text) and text[i] in " -":
+        i += 1
+    return text[: i + 3]
+
+
+def pairs(text):
+    """Every (key, value, start, end of value) of the file, in order; block scalars skipped."""
+    out = []
+    for m in PAIR.finditer(text):
+        out.append((m.group("key"), m.group("val"), m.start("val"), m.end("val"), m.start("key")))
+    return out
+
+
+def first_per_key(ps, pred):
+    seen, out = set(), []
+    for p in ps:
+        if pred(p[1]) and p[0] not in seen:
+            seen.add(p[0])
+            out.append(p)
+    return out
+
+
+def line_of(text, pos):
+    return text.count("\n", 0, pos) + 1
+
+
+def fix_profile_paths(text):
+    # validation scenarios name profile.json next to them; the copies live elsewhere.
+    return text.replace("profile: profile.json",
+                        "profile: " + REL_ROOT_FROM_SCENARIOS + "/scenarios/validation/profile.json")
+
+
+# ---------------------------------------------------------------------------------------------
+# Scenarios
+# ---------------------------------------------------------------------------------------------
+SCENARIOS = ["scenarios/default.yaml", "scenarios/cpu_pipeline_small.yaml",
+             "scenarios/pi0_rtx4090.yaml"]
+SCENARIOS += ["scenarios/systems/" + f for f in sorted(os.listdir(os.path.join(ROOT, "scenarios/systems")))
+              if f.endswith(".yaml")]
+SCENARIOS += ["scenarios/validation/" + f for f in sorted(os.listdir(os.path.join(ROOT, "scenarios/validation")))
+              if f.endswith(".yaml")]
+
+SIM = "{vlasim} simulate {file} -q -o {tmp}/out"
+
+# Mutations the loader rightly accepts (found by running the corpus): optional keys removed,
+# zeros and extremes that mean something (seed 0, jitter 0, deadline 0 = no deadline, prompt 0,
+# NUMA node 0, a catalog figure only reports use). Not bad input: left out.
+DROP = {
+    "card_diffusion_policy__prompt__zero", "card_minddrive__prompt__zero", "card_pi0_tiny__max_prompt__zero",
+    "cat_epyc_2vcpu__mem_gb__huge", "cat_epyc_2vcpu__vector_fp32__huge", "cat_h100_sxm__l2_mb__huge",
+    "cat_h100_sxm__l2_mb__tiny", "cat_h100_sxm__tdp_w__huge", "cat_h100_sxm__tdp_w__tiny",
+    "cat_pcie4_x16__h2d_gbs__huge", "cat_pcie4_x16__h2d_gbs__tiny", "cat_pcie4_x16__latency_us__zero",
+    "scn_default__deadline_ms__huge", "scn_default__deadline_ms__tiny", "scn_default__deadline_ms__zero",
+    "scn_default__jitter_ms__tiny", "scn_default__jitter_ms__zero", "scn_default__prompt__zero",
+    "scn_default__seed__zero", "scn_sys_hybrid_orion_l20__jitter_ms__tiny", "scn_sys_hybrid_orion_l20__node__zero",
+    "scn_sys_realtime_pi0_4090__seed__zero", "scn_sys_robion_h100__seed__zero",
+    "scn_sys_xpu_characterisation__deadline_ms__huge", "scn_val_single_bf16__drain_s__tiny",
+    "scn_val_single_bf16__jitter_ms__zero", "scn_val_split3_async__seed__zero", "scn_val_split3_serial__seed__zero",
+    # memcpy figures are not used by a simulation on one host (copies take the catalog's link)
+    "prof__memcpy_bytes_per_s_tiny", "prof__memcpy_latency_s_huge",
+}
+# Catalog extremes that only make the simulated machine faster or slower by a sane amount.
+DROP |= {"cat_" + k for k in (
+    "epyc_2vcpu__bw_gbs_per_node__huge", "epyc_2vcpu__core_bw_gbs__huge", "epyc_2vcpu__ghz__huge",
+    "epyc_2vcpu__llc_mb__huge", "epyc_2vcpu__llc_mb__tiny", "epyc_2vcpu__matrix_bf16__huge",
+    "epyc_2vcpu__matrix_bf16__tiny", "epyc_2vcpu__matrix_fp32__huge", "epyc_2vcpu__op_overhead_us__tiny",
+    "h100_sxm__bw_gbs__huge", "h100_sxm__context_gb__tiny", "h100_sxm__graph_launch_us__tiny",
+    "h100_sxm__launch_us__huge", "h100_sxm__launch_us__tiny", "h100_sxm__mem_gb__huge",
+    "h100_sxm__tflops_bf16__huge", "h100_sxm__tflops_fp32__huge", "pcie4_x16__d2h_gbs__huge",
+    "pcie4_x16__d2h_pageable_gbs__huge", "pcie4_x16__d2h_pageable_gbs__tiny",
+    "pcie4_x16__h2d_pageable_gbs__huge", "pcie4_x16__h2d_pageable_gbs__tiny", "pcie4_x16__latency_us__tiny")}
+# DEFECT (open): catalog figures that make one operator or copy last ~1e300 s are accepted; the
+# run then reports "N requests, 0 finished" (and a 300-digit "ms alone") and exits 0, the
+# unchecked time arithmetic of issue 15 item 2 reached through the catalog. Right behaviour:
+# exit 2 naming the key (refused at the catalog, or at the time limit naming it).
+CATALOG_ZERO_FINISHED = [
+    "epyc_2vcpu__attention_compute__tiny", "epyc_2vcpu__bw_gbs_per_node__tiny", "epyc_2vcpu__core_bw_gbs__tiny",
+    "epyc_2vcpu__gemm_compute__tiny", "epyc_2vcpu__ghz__tiny", "epyc_2vcpu__matrix_fp32__tiny",
+    "epyc_2vcpu__memory__tiny", "epyc_2vcpu__op_overhead_us__huge", "epyc_2vcpu__vector_compute__tiny",
+    "epyc_2vcpu__vector_fp32__tiny", "h100_sxm__attention_compute__tiny", "h100_sxm__bw_gbs__tiny",
+    "h100_sxm__gemm_compute__tiny", "h100_sxm__graph_launch_us__huge", "h100_sxm__memory__tiny",
+    "h100_sxm__tflops_bf16__tiny", "h100_sxm__tflops_fp32__tiny", "h100_sxm__vector_compute__tiny",
+    "pcie4_x16__d2h_gbs__tiny", "pcie4_x16__latency_us__huge"]
+# Optional keys: removing them is valid input.
+OPTIONAL = {"seed", "deadline_ms", "dtype", "jitter_ms", "pipeline", "prompt", "queue", "views", "isa",
+            "memory", "node", "reserved_gb", "chunk", "depth", "graph_capture", "steps", "count", "sms",
+            "drain_s", "stage", "core_bw_gbs", "default_isa", "llc_mb", "numa_nodes", "op_overhead_us",
+            "sockets", "context_gb", "graph_launch_us", "l2_mb", "launch_us", "sm_granularity", "tdp_w",
+            "d2h_pageable_gbs", "h2d_pageable_gbs", "latency_us"}
+# case id -> (exit, expected stderr) where right behaviour differs from the default expectation
+# (exit 2 naming file:line and the key): the error is rightly reported where a consequence shows.
+OVERRIDE = {
+    # null / text / list in an expert's key: it no longer matches the decoder it shares weights with
+    "card_minddrive__head_dim__null": (2, "minddrive.yaml && head_dim"),
+    "card_minddrive__kv_heads__text": (2, "minddrive.yaml && kv_heads"),
+    "card_minddrive__vocab__list": (2, "minddrive.yaml && vocab"),
+    "card_pi05__max_prompt__zero": (2, "pi05.yaml && max_prompt"),
+    "cat_epyc_2vcpu__mem_gb__tiny": (2, "epyc-2vcpu && does not fit"),
+    "issue5_rate_1e9": (2, "issue5_rate_1e9.yaml && 2e+10 requests && --max-requests"),
+    "issue2_start_1e7": (0, "-"),
+    # context_gb 1e300 / mem_gb 1e-300: rightly refused as a placement that does not fit
+    "cat_h100_sxm__context_gb__huge": (2, "h100-sxm && does not fit"),
+    "cat_h100_sxm__mem_gb__tiny": (2, "h100-sxm && does not fit"),
+}
+# DEFECT (open), the same through a device profile: op_overhead_s 1e300 gives 0 finished, exit 0.
+OVERRIDE["prof__section_op_overhead_s_huge"] = (2, "op_overhead_s")
+for _k in ("overhead_s", "s_per_byte", "s_per_flop"):  # 1e300 in every fit: same, "inf ms alone"
+    OVERRIDE["prof__fit_%s_huge" % _k] = (2, _k)
+# DEFECT (open): a JSON profile with a duplicate key is accepted (the last wins); the YAML reader
+# refuses duplicates. Right behaviour: exit 2 naming the key (default expectation, kept).
+for _k in CATALOG_ZERO_FINISHED:
+    OVERRIDE["cat_" + _k] = (2, _k.split("__")[1])
+
+
+def scen_case(cid, stem, text, key, desc, line=None, code=2, extra=None):
+    rel = "scenarios/%s.yaml" % cid
+    base = os.path.basename(rel)
+    expect = base + (":%d" % line if line else "") + (" && " + key if key else "")
+    if extra:
+        expect = expect + " && " + extra
+    code, expect = OVERRIDE.get(cid, (code, expect))
+    if cid in DROP:
+        return
+    add(cid, SIM, code, expect, desc, rel, text)
+
+
+def scenario_mutations():
+    rot = 0
+    seen_names = {}
+    for src in SCENARIOS:
+        stem = os.path.splitext(os.path.basename(src))[0]
+        if "validation" in src:
+            stem = "val_" + stem
+        elif "systems" in src:
+            stem = "sys_" + stem
+        text = fix_profile_paths(strip_comments(read(src)))
+        ps = pairs(text)
+        full = src == "scenarios/default.yaml"
+        # numeric keys: every value on default.yaml, three rotating values elsewhere
+        for key, val, s, e, ks in first_per_key(ps, lambda v: NUM.match(v)):
+            if full:
+                chosen = NUMERIC_VALUES
+            else:
+                chosen = [NUMERIC_VALUES[rot % len(NUMERIC_VALUES)]]
+                rot += 1
+            for tag, bad in chosen:
+                cid = "scn_%s__%s__%s" % (stem, key, tag)
+                scen_case(cid, stem, text[:s] + bad + text[e:], key,
+                          "%s: %s set to %s" % (src, key, bad), line_of(text, s))
+        # name / reference keys: an unknown name (only where a name refers to something)
+        for key, val, s, e, ks in first_per_key(
+                ps, lambda v: WORD.match(v) and v not in ("true", "false")):
+            if key in ("name", "description"):
+                continue
+            seen_names[key] = seen_names.get(key, 0) + 1
+            if not full and seen_names[key] > 2:
+                continue  # each reference key gets an unknown name in two files besides default
+            cid = "scn_%s__%s__unknown" % (stem, key)
+            scen_case(cid, stem, text[:s] + NAME_BAD + text[e:], key,
+                      "%s: %s set to an unknown name" % (src, key), line_of(text, s),
+                      extra=NAME_BAD)
+        # removing a key (the first of each name), block or flow style
+        if full or stem in ("sys_robion_h100", "sys_hybrid_orion_l20", "val_split3_async",
+                            "sys_realtime_pi0_4090"):
+            for key, val, s, e, ks in first_per_key(ps, lambda v: True):
+                if key in ("description",):
+                    continue
+                # remove "key: value" plus a following ", " (flow) or the whole line (block)
+                ls = text.rfind("\n", 0, ks) + 1
+                le = text.find("\n", e)
+                le = len(text) if le < 0 else le + 1
+                line = text[ls:le]
+                if line.strip().startswith(key + ":") or line.strip().startswith("- " + key + ":"):
+                    if line.strip().startswith("- "):
+                        mut = text[:ks] + text[le:]  # keeps "- " so the next key joins the item
+                        mut = text[:ls] + line[: ks - ls] + text[le:].lstrip(" ")
+                    else:
+                        mut = text[:ls] + text[le:]
+                else:
+                    tail = text[e:]
+                    m = re.match(r"[ ]*,[ ]*", tail)
+                    if m:
+                        mut = text[:ks] + tail[m.end():]
+                    else:
+                        # last pair of a flow map: drop the ", " before it instead
+                        head = text[:ks]
+                        m2 = re.search(r",[ ]*$", head)
+                        mut = (head[: m2.start()] if m2 else head) + tail
+                if key in OPTIONAL:
+                    continue
+                cid = "scn_%s__%s__removed" % (stem, key)
+                scen_case(cid, stem, mut, key, "%s: key %s removed" % (src, key))
+        # an unknown key at the top, in a device, a model and a workload entry
+        cid = "scn_%s__unknown_top_key" % stem
+        scen_case(cid, stem, text + "colour: blue\n", "colour", "%s: unknown top-level key" % src)
+        if full:
+            m = re.search(r"\{name: camera, ", text)
+            cid = "scn_%s__unknown_workload_key" % stem
+            scen_case(cid, stem, text[: m.end()] + "ratehz: 5, " + text[m.end():], "ratehz",
+                      "%s: misspelt workload key" % src)
+            cid = "scn_%s__unknown_model_key" % stem
+            scen_case(cid, stem, text.replace("    card: pi0_small\n", "    card: pi0_small\n    cardd: pi0\n"),
+                      "cardd", "%s: misspelt model key" % src)
+            cid = "scn_%s__unknown_device_key" % stem
+            scen_case(cid, stem, text.replace("      catalog: epyc-2vcpu\n", "      catalog: epyc-2vcpu\n      cataloq: x\n"),
+                      "cataloq", "%s: misspelt device key" % src)
+            cid = "scn_%s__unknown_policies_key" % stem
+            scen_case(cid, stem, text.replace("  queue: fifo\n", "  queue: fifo\n  quue: edf\n"),
+                      "quue", "%s: misspelt policies key" % src)
+        # duplicate keys: top-level, and inside a flow map
+        first_key = ps[0]
+        cid = "scn_%s__duplicate_top_key" % stem
+        dup = text + "%s: %s\n" % (first_key[0], first_key[1])
+        scen_case(cid, stem, dup, first_key[0], "%s: top-level key %s given twice" % (src, first_key[0]),
+                  extra="already given")
+        # a second YAML document
+        cid = "scn_%s__second_document" % stem
+        scen_case(cid, stem, text + "---\n" + text, None, "%s: followed by a second document" % src,
+                  extra="second YAML document")
+        # truncated in the middle (and at one third)
+        cid = "scn_%s__truncated_half" % stem
+        scen_case(cid, stem, truncate(text), None, "%s: cut off in a key past its middle" % src)
+        # wrong types at top level: the whole file a list / a scalar; sections with the wrong type
+        if full or stem == "sys_robion_h100":
+            for tag, body, key in (("top_list", "- " + text.replace("\n", "\n  ").rstrip() + "\n", None),
+                                   ("top_scalar", "just a string\n", None),
+                                   ("top_number", "42\n", None)):
+                cid = "scn_%s__%s" % (stem, tag)
+                scen_case(cid, stem, body, key, "%s: document is not a map (%s)" % (src, tag))
+            for section in ("hardware", "models", "workload", "policies"):
+                for tag, bad in (("scalar", "7"), ("null", "~"), ("wrongshape", None)):
+                    m = re.search(r"^%s:.*\n((?:[ ].*\n)*)" % section, text, re.M)
+                    if not m:
+                        continue
+                    if bad is None:
+                        bad = "{x: 1}" if section in ("models", "workload") else "[1, 2]"
+                    mut = text[: m.start()] + "%s: %s\n" % (section, bad) + text[m.end():]
+                    cid = "scn_%s__%s_%s" % (stem, section, tag)
+                    scen_case(cid, stem, mut, section, "%s: section %s set to %s" % (src, section, bad))
+
+
+# ---------------------------------------------------------------------------------------------
+# Model cards: each mutated card lives alone in cards/<case>/<card>.yaml, loaded with --cards.
+# ---------------------------------------------------------------------------------------------
+CARD_CMD = "{vlasim} --cards {dir} graph %s"
+
+
+def card_mutations():
+    rot = 0
+    card_keys = {}
+    cards = sorted(f for f in os.listdir(os.path.join(ROOT, "models/cards")) if f.endswith(".yaml"))
+    for fname in cards:
+        name = fname[:-5]
+        text = strip_comments(read("models/cards/" + fname))
+        ps = pairs(text)
+        full = name == "pi0_tiny"
+        for key, val, s, e, ks in first_per_key(ps, lambda v: NUM.match(v)):
+            n = 3 if full else 1
+            chosen = [NUMERIC_VALUES[(rot + i) % len(NUMERIC_VALUES)] for i in range(n)]
+            rot += n
+            card_keys[key] = card_keys.get(key, 0) + 1
+            if not full and card_keys[key] > 3:
+                continue  # a key name already mutated in three cards
+            for tag, bad in chosen:
+                cid = "card_%s__%s__%s" % (name, key, tag)
+                if cid in DROP:
+                    continue
+                rel = "cards/%s/%s" % (cid, fname)
+                code, expect = OVERRIDE.get(cid, (2, "%s:%d && %s" % (fname, line_of(text, s), key)))
+                add(cid, CARD_CMD % name, code, expect, "models/cards/%s: %s set to %s" % (fname, key, bad),
+                    rel, text[:s] + bad + text[e:])
+        for key, val, s, e, ks in first_per_key(ps, lambda v: WORD.match(v) and v not in ("true", "false")):
+            if key in ("description", "source") or not full and key == "name":
+                continue
+            card_keys["name:" + key] = card_keys.get("name:" + key, 0) + 1
+            if not full and card_keys["name:" + key] > 2:
+                continue
+            cid = "card_%s__%s__unknown" % (name, key)
+            if cid in DROP:
+                continue
+            rel = "cards/%s/%s" % (cid, fname)
+            code, expect = OVERRIDE.get(cid, (2, "%s:%d && %s" % (fname, line_of(text, s), key)))
+            add(cid, CARD_CMD % name, code, expect, "models/cards/%s: %s set to an unknown name" % (fname, key),
+                rel, text[:s] + NAME_BAD + text[e:])
+        for tag, mut, key, extra in (
+                ("duplicate_top_key", text + "name: %s\n" % name, "name", "already given"),
+                ("second_document", text + "---\n" + text, None, "second YAML document"),
+                ("truncated_half", truncate(text), None, None),
+                ("unknown_top_key", text + "colour: blue\n", "colour", None),
+                ("top_list", "- 1\n- 2\n", None, None)):
+            cid = "card_%s__%s" % (name, tag)
+            if cid in DROP or (not full and tag in ("top_list",)):
+                continue
+            rel = "cards/%s/%s" % (cid, fname)
+            expect = fname + (" && " + key if key else "") + (" && " + extra if extra else "")
+            code, expect = OVERRIDE.get(cid, (2, expect))
+            add(cid, CARD_CMD % name, code, expect, "models/cards/%s: %s" % (fname, tag), rel, mut)
+    # Integer sizes that pass every type check but make a graph too large or absurd.
+    tiny = strip_comments(read("models/cards/pi0_tiny.yaml"))
+    big = [
+        # DEFECT (open): depth 1000000 builds 500k ops (1.5 s, 290 MB), then exits 1 with
+        # "error: the operator graph would pass 500000 ops" naming neither the card nor the key
+        # (graph --steps 100000 gets exit 2). Right behaviour: exit 2 naming the card.
+        ("card_pi0_tiny__depth_1e6_graph", "depth: 4", "depth: 1000000", CARD_CMD % "pi0_tiny", 2, "pi0_tiny && 500000 ops",
+         "depth 1000000 in graph: past the op limit"),
+        ("card_pi0_tiny__depth_1e6_simulate", "depth: 4", "depth: 1000000",
+         "{vlasim} --cards {dir} simulate {file}.scenario -q -o {tmp}/out", 2, "pi0_tiny && 500000 ops",
+         "depth 1000000 in a simulated model: past the op limit"),
+        ("card_pi0_tiny__patch_1", "patch: 14", "patch: 1", CARD_CMD % "pi0_tiny", 0, "-", "patch 1 (3136 tokens a view): valid, quick"),
+        ("card_pi0_tiny__image_size_100002", "image_size: 56", "image_size: 100002", CARD_CMD % "pi0_tiny", 0, "-",
+         "image_size 100002 (51 M tokens a view): the graph is still 479 ops, valid"),
+    ]
+    for cid, old, new, cmd, code, expect, desc in big:
+        rel = "cards/%s/pi0_tiny.yaml" % cid
+        add(cid, cmd.replace("{file}.scenario", "{dir}/scenario.yaml"), code, expect, "models/cards/pi0_tiny.yaml: " + desc,
+            rel, tiny.replace(old, new, 1))
+        if "simulate" in cmd:
+            with open(os.path.join(OUT, "cards", cid, "scenario.yaml"), "w") as f:
+                f.write(strip_comments(read("scenarios/default.yaml")).replace("card: pi0_small", "card: pi0_tiny"))
+    # a card reached through a scenario, not only through `graph`
+    text = strip_comments(read("models/cards/pi0_small.yaml"))
+    m = re.search(r"^  steps: \d+", text, re.M)
+    cid = "card_pi0_small__via_scenario_steps_neg1"
+    rel = "cards/%s/pi0_small.yaml" % cid
+    add(cid, "{vlasim} --cards {dir} simulate {src}/scenarios/default.yaml -q -o {tmp}/out", 2,
+        "pi0_small.yaml:%d && steps" % line_of(text, m.start()),
+        "a card with steps -1 loaded by a scenario", rel, text[: m.start()] + "  steps: -1" + text[m.end():])
+
+
+# ---------------------------------------------------------------------------------------------
+# Hardware catalog: the mutated file alone in catalog/<case>/, loaded with --catalog, for the
+# entries the quick scenarios use (epyc-2vcpu, h100-sxm, pcie4-x16).
+# ---------------------------------------------------------------------------------------------
+# The shipped catalog copied to {tmp}, the mutated file over it, and a scenario using the entry.
+CAT_CMD = ("cp {src}/sim/catalog/*.yaml {tmp}/ && cp {file} {tmp}/ && "
+           "{vlasim} --catalog {tmp} simulate {src}/scenarios/%s -q -o {tmp}/out")
+CAT_SCENARIO = {"epyc-2vcpu": "default.yaml", "h100-sxm": "systems/robion_h100.yaml",
+                "pcie4-x16": "systems/hybrid_orion_l20.yaml"}
+
+
+def catalog_mutations():
+    rot = 0
+    for fname, entry in (("cpus.yaml", "epyc-2vcpu"), ("gpus.yaml", "h100-sxm"), ("links.yaml", "pcie4-x16")):
+        text = strip_comments(read("sim/catalog/" + fname))
+        start = text.index("\n%s:\n" % entry) + 1 if not text.startswith(entry + ":") else 0
+        body = text.index("\n", start) + 1
+        nxt = re.search(r"^[A-Za-z0-9]", text[body:], re.M)
+        end = body + nxt.start() if nxt else len(text)
+        ps = [p for p in pairs(text) if start <= p[2] < end]
+        CAT = CAT_CMD % CAT_SCENARIO[entry]
+        for key, val, s, e, ks in first_per_key(ps, lambda v: NUM.match(v)):
+            chosen = [NUMERIC_VALUES[(rot + i) % len(NUMERIC_VALUES)] for i in range(2)]
+            rot += 2
+            # every rate and size also at 1e-300 and 1e300: they reach the time arithmetic
+            chosen += [v for v in NUMERIC_VALUES if v[0] in ("tiny", "huge") and v not in chosen]
+            for tag, bad in chosen:
+                cid = "cat_%s__%s__%s" % (entry.replace("-", "_"), key, tag)
+                if cid in DROP:
+                    continue
+                rel = "catalog/%s/%s" % (cid, fname)
+                code, expect = OVERRIDE.get(cid, (2, "%s:%d && %s" % (fname, line_of(text, s), key)))
+                add(cid, CAT, code, expect, "sim/catalog/%s %s: %s set to %s" % (fname, entry, key, bad),
+                    rel, text[:s] + bad + text[e:])
+        for key, val, s, e, ks in first_per_key(ps, lambda v: WORD.match(v) and v not in ("true", "false")):
+            cid = "cat_%s__%s__unknown" % (entry.replace("-", "_"), key)
+            if cid in DROP:
+                continue
+            rel = "catalog/%s/%s" % (cid, fname)
+            code, expect = OVERRIDE.get(cid, (2, "%s:%d && %s" % (fname, line_of(text, s), key)))
+            add(cid, CAT, code, expect, "sim/catalog/%s %s: %s set to an unknown name" % (fname, entry, key),
+                rel, text[:s] + NAME_BAD + text[e:])
+        # required keys removed (block lines of the entry)
+        for key, val, s, e, ks in first_per_key(ps, lambda v: True):
+            if key in ("description", "source"):
+                continue
+            ls = text.rfind("\n", 0, ks) + 1
+            if text[ls:ks].strip():
+                continue  # inside a flow map
+            le = text.find("\n", e) + 1
+            if key in OPTIONAL:
+                continue
+            cid = "cat_%s__%s__removed" % (entry.replace("-", "_"), key)
+            if cid in DROP:
+                continue
+            rel = "catalog/%s/%s" % (cid, fname)
+            code, expect = OVERRIDE.get(cid, (2, "%s && %s" % (fname, key)))
+            add(cid, CAT, code, expect, "sim/catalog/%s %s: key %s removed" % (fname, entry, key),
+                rel, text[:ls] + text[le:])
+        stem = entry.replace("-", "_")
+        for tag, mut, key, extra in (
+                ("unknown_key", text[:end] + "  colour: blue\n" + text[end:], "colour", None),
+                ("duplicate_entry", text + text[start:end], entry, "already given"),
+                ("second_document", text + "---\n" + text, None, "second YAML document"),
+                ("truncated_half", truncate(text), None, None),
+                ("entry_scalar", text[:start] + entry + ": 3\n" + text[end:], entry, None)):
+            cid = "cat_%s__%s" % (stem, tag)
+            if cid in DROP:
+                continue
+            rel = "catalog/%s/%s" % (cid, fname)
+            expect = fname + (" && " + key if key else "") + (" && " + extra if extra else "")
+            code, expect = OVERRIDE.get(cid, (2, expect))
+            add(cid, CAT, code, expect, "sim/catalog/%s: %s" % (fname, tag), rel, mut)
+
+
+# ---------------------------------------------------------------------------------------------
+# Device profile (JSON, read with --profile).
+# ---------------------------------------------------------------------------------------------
+PROF_CMD = "{vlasim} --profile {file} simulate {src}/scenarios/default.yaml -q -o {tmp}/out"
+
+
+def profile_mutations():
+    # The shipped profile is 600 kB; the cases start from a trimmed copy (every section with its
+    # fits and quantiles, four table rows each), itself a valid profile (case prof__trimmed_valid).
+    base = json.loads(read("scenarios/validation/profile.json"))
+    for sec in base["sections"]:
+        sec["table"] = {k: sec["table"][k] for k in sorted(sec["table"])[:4]}
+
+    def dump(obj):
+        return json.dumps(obj, indent=1, sort_keys=True) + "\n"
+
+    def case(tag, content, key, desc):
+        cid = "prof__" + tag
+        if cid in DROP:
+            return
+        rel = "profiles/%s.json" % cid
+        expect = "%s.json" % cid + (" && " + key if key else "")
+        code, expect = OVERRIDE.get(cid, (2, expect))
+        add(cid, PROF_CMD, code, expect, "scenarios/validation/profile.json: " + desc, rel, content)
+
+    cid = "prof__trimmed_valid"
+    add(cid, PROF_CMD, 0, "", "the trimmed profile the profile cases start from: valid",
+        "profiles/%s.json" % cid, dump(base))
+    for key in sorted(base):
+        m = dict(base)
+        del m[key]
+        case("%s_removed" % key, dump(m), key, "key %s removed" % key)
+        for tag, bad in (("null", None), ("number", -1), ("text", "abc")):
+            if key == "format" and tag != "text":
+                continue
+            m = dict(base)
+            m[key] = bad
+            case("%s_%s" % (key, tag), dump(m), key, "%s set to %r" % (key, bad))
+    m = dict(base)
+    m["format"] = "something-else"
+    case("format_other", dump(m), "format", "format names another kind of file")
+    m = dict(base)
+    m["colour"] = "blue"
+    case("unknown_top_key", dump(m), "colour", "an unknown top-level key")
+    # every fit of every section (the one a host picks depends on its ISA and the scenario)
+    for fkey in ("s_per_flop", "s_per_byte", "overhead_s"):
+        for tag, bad in (("neg", -1.0), ("text", "abc"), ("huge", 1e300)):
+            m = json.loads(json.dumps(base))
+            for sec in m["sections"]:
+                for fit in sec["fits"].values():
+                    fit[fkey] = bad
+            case("fit_%s_%s" % (fkey, tag), dump(m), fkey, "every fit's %s set to %r" % (fkey, bad))
+    for skey, tag, bad in (("op_overhead_s", "huge", 1e300), ("op_overhead_s", "neg", -1.0),
+                           ("threads", "zero", 0), ("threads", "huge", 1e300), ("dtype", "unknown", "fp8")):
+        m = json.loads(json.dumps(base))
+        for sec in m["sections"]:
+            sec[skey] = bad
+        case("section_%s_%s" % (skey, tag), dump(m), skey, "every section's %s set to %r" % (skey, bad))
+    for mkey, tag, bad in (("bytes_per_s", "tiny", 1e-300), ("bytes_per_s", "neg", -1.0),
+                           ("latency_s", "huge", 1e300), ("points", "text", "abc")):
+        m = json.loads(json.dumps(base))
+        m["memcpy"][mkey] = bad
+        case("memcpy_%s_%s" % (mkey, tag), dump(m), mkey, "memcpy %s set to %r" % (mkey, bad))
+    full = dump(base)
+    case("truncated_half", full[: len(full) // 2], None, "cut off at half its bytes")
+    case("empty", "", None, "an empty file")
+    case("not_json", "this is: not json\n", None, "YAML, not JSON")
+    case("top_list", "[1, 2, 3]\n", None, "a list, not an object")
+    case("duplicate_key", full.rstrip().rstrip("}") + ', "format": "vlasim-device-profile"\n}\n',
+         "format", "the key format given twice")
+
+
+# ---------------------------------------------------------------------------------------------
+# The cases issue 15 names, one by one, and the command-line cases.
+# ---------------------------------------------------------------------------------------------
+def issue_cases():
+    d = strip_comments(read("scenarios/default.yaml"))
+    robion = strip_comments(read("scenarios/systems/robion_h100.yaml"))
+
+    def wl(text, old, new):
+        assert old in text, old
+        return text.replace(old, new, 1)
+
+    DEF_WL = "rate_hz: 5, jitter_ms: 2, deadline_ms: 200, duration_s: 20"
+    issue = [
+        # 1. long simulated time
+        ("issue1_robion_duration_8200", wl(robion, "duration_s: 10}", "duration_s: 8200}"),
+         0, "", "robion_h100 with duration_s 8200 on one stream (~0.7 M requests): must finish"),
+        ("issue1_default_start_2e5", wl(d, "duration_s: 20}", "duration_s: 20, start_s: 2e5}"),
+         0, "", "default.yaml with start_s 2e5: must finish"),
+        ("issue1_rate_0001_over_2e6", wl(d, DEF_WL, "rate_hz: 0.001, deadline_ms: 200, duration_s: 2e6"),
+         0, "", "rate_hz 0.001 over 2e6 s (2000 requests): must finish"),
+        ("issue1_duration_1e12", wl(d, "duration_s: 20}", "duration_s: 1e12}"),
+         2, "duration_s", "duration_s 1e12: refused, naming the key"),
+        # 2. float-to-integer overflow in ticks()
+        ("issue2_start_1e7", wl(d, "duration_s: 20}", "duration_s: 20, start_s: 1e7}"),
+         2, "start_s", "start_s 1e7: past the time limit, refused (was: 0 requests, exit 0)"),
+        ("issue2_drain_1e300", d + "drain_s: 1e300\n", 2, "drain_s", "drain_s 1e300: refused (was: overflow, 0 requests)"),
+        # 3. null capacity
+        ("issue2_sm_fraction_1e_300", wl(robion, "sms: 96}", "sm_fraction: 1e-300}"), 2, "sm_fraction",
+         "sm_fraction 1e-300 on a stream (was: 0 requests, exit 0)"),
+        ("issue2_sm_fraction_huge", wl(robion, "sms: 96}", "sm_fraction: 1e300}"), 2, "sm_fraction",
+         "sm_fraction 1e300 on a stream"),
+        ("issue3_null_cores", wl(d, "cores: 2}", "cores: ~}"), 2, "cores && null", "cores: ~ on a core group"),
+        ("issue3_null_sms", wl(robion, "sms: 96}", "sms: ~}"), 2, "sms && null", "sms: ~ on a stream"),
+        # 5. unbounded work
+        ("issue5_rate_1e9", wl(d, DEF_WL, "rate_hz: 1e9, deadline_ms: 200, duration_s: 20"), 2, "rate_hz", "rate_hz 1e9 (2e10 requests): refused before running"),
+        ("issue5_steps_100000", wl(d, "    prompt: 0\n", "    prompt: 0\n    steps: 100000\n"), 2, "steps",
+         "steps 100000 on pi0_small: refused (15 M ops)"),
+        # 6. accepted nonsense
+        ("issue6_duplicate_rate", wl(d, "rate_hz: 5,", "rate_hz: 5, rate_hz: 7,"), 2, "rate_hz && already given",
+         "rate_hz given twice in a workload entry"),
+        ("issue6_second_document", d + "---\nname: other\n", 2, "second YAML document", "a second YAML document"),
+        ("issue6_card_outside", wl(d, "card: pi0_small", "card: ../../scenarios/default"), 2, "card && not a card name",
+         "card: ../../scenarios/default"),
+        ("issue6_card_absolute", wl(d, "card: pi0_small", "card: /etc/passwd"), 2, "card && not a card name",
+         "card: an absolute path"),
+        ("issue6_duration_1e_300", wl(d, "duration_s: 20}", "duration_s: 1e-300}"), 2, "duration_s",
+         "duration_s 1e-300: no request at all, refused (was: 100% attainment over 0 requests)"),
+        # 7. messages
+        ("issue7_deep_nesting", "name: " + "[" * 10000 + "\n", 2, "nesting deeper than", "10000 nested lists"),
+        ("issue7_deep_nesting_maps", "name: " + "{a: " * 2000 + "1" + "}" * 2000 + "\n", 2, "nesting deeper than",
+         "2000 nested flow maps"),
+    ]
+    # 100 aliased workload entries x count 100000
+    entries = "workload:\n  - &w {name: camera, model: pi0s, count: 100000, rate_hz: 5, deadline_ms: 200, duration_s: 20}\n"
+    entries += "".join("  - *w\n" for _ in range(99))
+    aliased = re.sub(r"^workload:\n(  - .*\n)+", entries, d, flags=re.M)
+    issue.append(("issue5_aliased_count_100000", aliased, 2, "count",
+                  "100 aliased workload entries x count 100000: refused, naming the limit"))
+    one = re.sub(r"^workload:\n(  - .*\n)+", entries.split("\n")[0] + "\n" + entries.split("\n")[1] + "\n", d, flags=re.M)
+    issue.append(("issue5_count_100000_memory_cap_1", one, 2, "2.02 GB && --max-memory-gb",
+                  "one entry x count 100000 (1e7 requests, ~2 GB of records) under --max-memory-gb 1"))
+    issue.append(("issue5_count_100000", one, 2, "--max-memory-gb",
+                  "one entry x count 100000 (1e7 requests, ~2 GB of records estimated) at the default limits"))
+    for cid, text, code, key, desc in issue:
+        rel = "scenarios/%s.yaml" % cid
+        expect = os.path.basename(rel) if code == 2 else ""
+        if key:
+            expect += " && " + key
+        code, expect = OVERRIDE.get(cid, (code, expect))
+        add(cid, SIM + (" --max-memory-gb 1" if cid.endswith("memory_cap_1") else ""), code, expect, desc, rel, text)
+
+    # YAML-level attacks and encodings on default.yaml: (id, text, exit, expect, description)
+    laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        "a%d: &a%d [%s]\n" % (i, i, ", ".join(["*a%d" % (i - 1)] * 10)) for i in range(1, 10))
+    yaml_cases = [
+        ("yaml_recursive_alias", "name: x\na: &a [*a]\n", 2, "yaml_recursive_alias.yaml && alias", "an alias inside the list it names"),
+        ("yaml_billion_laughs", laughs + d, 2, "yaml_billion_laughs.yaml && alias", "nine levels of ten aliases (1e9 values)"),
+        ("yaml_alias_to_unknown_key", d.replace("models:\n", "models: &m\n", 1) + "extra: *m\n", 2, "extra && unknown key", "a valid section aliased under an unknown key"),
+        ("yaml_cores_2e19", wl(d, "cores: 2}", "cores: 99999999999999999999}"), 2, "cores && expected an integer", "cores past 2^64"),
+        ("yaml_cores_fraction", wl(d, "cores: 2}", "cores: 2.5}"), 2, "cores && expected an integer", "cores 2.5"),
+        ("yaml_cores_hex", wl(d, "cores: 2}", "cores: 0x2}"), 2, "cores", "cores 0x2"),
+        ("yaml_views_bool", wl(d, "views: 2", "views: true"), 2, "views", "views: true"),
+        ("yaml_tab_indent", wl(d, "  queue: fifo", "\tqueue: fifo"), 2, "yaml_tab_indent.yaml", "a tab as indentation"),
+        ("yaml_unclosed_flow", wl(d, "cores: 2}]", "cores: 2}"), 2, "yaml_unclosed_flow.yaml", "a flow list never closed"),
+        ("yaml_unclosed_quote", wl(d, "name: default", "name: \"default"), 2, "yaml_unclosed_quote.yaml", "a quoted string never closed"),
+        ("yaml_key_only", d + "seed\n", 2, "yaml_key_only.yaml", "a bare word at top level"),
+        ("yaml_null_document", "~\n", 2, "yaml_null_document.yaml", "a document that is null"),
+        ("yaml_comment_only", "# nothing here\n", 2, "yaml_comment_only.yaml", "a file of comments only"),
+        ("yaml_crlf", d.replace("\n", "\r\n"), 0, "-", "CRLF line ends: valid, runs"),
+        ("yaml_bom", "\ufeff" + d, 0, "-", "a UTF-8 byte-order mark: valid, runs"),
+        ("yaml_null_key", d + "~: 1\n", 2, "yaml_null_key.yaml", "a null key"),
+        ("yaml_list_key", d + "[a, b]: 1\n", 2, "yaml_list_key.yaml", "a list as key"),
+        ("yaml_merge_key", wl(d, "policies:\n", "policies:\n  <<: {queue: edf}\n"), 2, "<<", "a merge key"),
+    ]
+    for cid, text, code, expect, desc in yaml_cases:
+        code, expect = OVERRIDE.get(cid, (code, expect))
+        if cid not in DROP:
+            add(cid, SIM, code, expect, desc, "scenarios/%s.yaml" % cid, text)
+    # DEFECT (open): invalid UTF-8 in a scenario or workload name is accepted by the loader
+    # (model names are checked), then writing report.json throws nlohmann's type_error.316 after
+    # the whole simulation: exit 1, "error: [json.exception.type_error.316] invalid UTF-8 byte".
+    # Right behaviour: exit 2 naming the file, line and key before the run.
+    raw = [
+        ("yaml_bad_utf8_scenario_name", wl(d, "name: default", "name: \"caf\xff\""), 2, "yaml_bad_utf8_scenario_name.yaml && name",
+         "invalid UTF-8 in the scenario name"),
+        ("yaml_bad_utf8_workload_name", wl(d, "name: camera", "name: \"cam\xff\""), 2, "yaml_bad_utf8_workload_name.yaml && name",
+         "invalid UTF-8 in a workload name"),
+        ("yaml_bad_utf8_model_name", wl(wl(d, "name: pi0s", "name: \"pi\xff\""), "model: pi0s", "model: \"pi\xff\""), 2,
+         "yaml_bad_utf8_model_name.yaml && models[0]", "invalid UTF-8 in a model name"),
+        ("yaml_nul_byte", wl(d, "seed: 1\n", "seed: 1\nx\x00y\n"), 2, "yaml_nul_byte.yaml", "a NUL byte in the file"),
+    ]
+    for cid, text, code, expect, desc in raw:
+        rel = "scenarios/%s.yaml" % cid
+        path = os.path.join(OUT, rel)
+        with open(path, "wb") as f:
+            f.write(text.encode("latin-1"))
+        code, expect = OVERRIDE.get(cid, (code, expect))
+        cases.append((cid, rel, SIM, str(code), expect, desc))
+        ids.add(cid)
+
+    # command-line-only cases: (id, command, exit, expect, description)
+    DEF = "{src}/scenarios/default.yaml"
+    G = "{vlasim} graph pi0_tiny"
+    C = "{vlasim} calibrate --grid none -q -o {tmp}/p.json"
+    cli = [
+        ("cli_big_yaml_200mb", "yes -- '- 1' | head -c 200000000 > {tmp}/big.yaml && {vlasim} simulate {tmp}/big.yaml -q -o {tmp}/out",
+         2, "big.yaml && limit", "a 200 MB YAML list (made at test time)"),
+        ("cli_dev_zero_scenario", "{vlasim} simulate /dev/zero -q -o {tmp}/out", 2, "/dev/zero && not a regular file", "/dev/zero as scenario"),
+        ("cli_dev_zero_profile", "{vlasim} --profile /dev/zero simulate %s -q -o {tmp}/out" % DEF, 2, "--profile && not a regular file", "/dev/zero as --profile"),
+        ("cli_dev_null_scenario", "{vlasim} simulate /dev/null -q -o {tmp}/out", 2, "/dev/null", "/dev/null as scenario"),
+        ("cli_fifo_scenario", "mkfifo {tmp}/f && {vlasim} simulate {tmp}/f -q -o {tmp}/out", 2, "not a regular file", "a FIFO as scenario (would block)"),
+        ("cli_directory_scenario", "{vlasim} simulate {src}/scenarios -q -o {tmp}/out", 2, "is a directory", "a directory as scenario"),
+        ("cli_missing_scenario", "{vlasim} simulate {tmp}/nope.yaml -q", 2, "nope.yaml && cannot open", "a missing scenario"),
+        ("cli_empty_scenario", ": > {tmp}/e.yaml && {vlasim} simulate {tmp}/e.yaml -q", 2, "e.yaml && empty", "an empty file"),
+        ("cli_binary_scenario", "head -c 4096 {vlasim} > {tmp}/b.yaml && {vlasim} simulate {tmp}/b.yaml -q", 2, "b.yaml", "binary bytes as scenario"),
+        ("cli_17mb_scenario", "truncate -s 17M {tmp}/big.yaml && {vlasim} simulate {tmp}/big.yaml -q", 2, "big.yaml && 16 MiB", "a 17 MB file of NUL bytes"),
+        ("cli_sweep_vanishing_step", "{vlasim} sweep %s --set workload.0.rate_hz=1e300:1e300:1 -q" % DEF, 2, "--set", "sweep 1e300:1e300:1: the step vanishes"),
+        ("cli_sweep_zero_step", "{vlasim} sweep %s --set workload.0.rate_hz=1:2:0 -q" % DEF, 2, "--set", "sweep step 0"),
+        ("cli_sweep_negative_step", "{vlasim} sweep %s --set workload.0.rate_hz=1:2:-1 -q" % DEF, 2, "--set", "sweep step -1"),
+        ("cli_sweep_tiny_step", "{vlasim} sweep %s --set workload.0.rate_hz=1:2:1e-9 -q" % DEF, 2, "--set", "sweep of 1e9 points"),
+        ("cli_sweep_nan_range", "{vlasim} sweep %s --set workload.0.rate_hz=nan:2:1 -q" % DEF, 2, "--set", "sweep from nan"),
+        ("cli_sweep_inf_range", "{vlasim} sweep %s --set workload.0.rate_hz=1:inf:1 -q" % DEF, 2, "--set", "sweep to inf"),
+        ("cli_sweep_bad_number", "{vlasim} sweep %s --set workload.0.rate_hz=1:x:1 -q" % DEF, 2, "--set", "sweep bound not a number"),
+        ("cli_sweep_no_equals", "{vlasim} sweep %s --set workload.0.rate_hz -q" % DEF, 2, "--set", "--set without =value"),
+        ("cli_sweep_empty_values", "{vlasim} sweep %s --set workload.0.rate_hz= -q" % DEF, 2, "--set", "--set with no values"),
+        ("cli_sweep_unknown_key", "{vlasim} sweep %s --set workload.0.ratehz=1,2 -q" % DEF, 2, "ratehz", "--set of a misspelt key"),
+        ("cli_sweep_unknown_section", "{vlasim} sweep %s --set nosuch.key=1,2 -q" % DEF, 2, "nosuch", "--set of an unknown section"),
+        ("cli_sweep_index_huge", "{vlasim} sweep %s --set workload.99999999999999999999.rate_hz=1 -q" % DEF, 2, "--set && out of range", "--set index past 2^64"),
+        ("cli_sweep_index_negative", "{vlasim} sweep %s --set workload.-1.rate_hz=1 -q" % DEF, 2, "workload.-1", "--set index -1"),
+        ("cli_sweep_index_one_past", "{vlasim} sweep %s --set workload.1.rate_hz=1 -q" % DEF, 2, "--set && out of range", "--set index one past the end"),
+        ("cli_sweep_bad_value", "{vlasim} sweep %s --set workload.0.rate_hz=-5,-1 -q" % DEF, 2, "rate_hz && refused at every value", "--set to negative rates only"),
+        ("cli_sweep_one_bad_value", "{vlasim} sweep %s --set workload.0.rate_hz=-5,1 -q" % DEF, 0, "-", "--set to one bad and one good rate: the bad point refused in the table, exit 0"),
+        ("cli_sweep_value_text", "{vlasim} sweep %s --set workload.0.rate_hz=abc -q" % DEF, 2, "rate_hz", "--set to text for a number"),
+        ("cli_sweep_unknown_goal", "{vlasim} sweep %s --set workload.0.rate_hz=1,2 --goal speed -q" % DEF, 2, "unknown goal 'speed'", "unknown --goal"),
+        ("cli_sweep_memory_cap_nan", "{vlasim} sweep %s --set workload.0.rate_hz=1,2 --memory-cap-gb nan -q" % DEF, 2, "--memory-cap-gb", "--memory-cap-gb nan"),
+        ("cli_sweep_memory_cap_neg", "{vlasim} sweep %s --set workload.0.rate_hz=1,2 --memory-cap-gb -1 -q" % DEF, 2, "--memory-cap-gb", "--memory-cap-gb -1"),
+        ("cli_sweep_memory_cap_inf", "{vlasim} sweep %s --set workload.0.rate_hz=1,2 --memory-cap-gb inf -q" % DEF, 2, "--memory-cap-gb", "--memory-cap-gb inf"),
+        ("cli_sweep_memory_device_unknown", "{vlasim} sweep %s --set workload.0.rate_hz=1,2 --goal memory --memory-cap-gb 10 --memory-device nope -q" % DEF,
+         2, "nope", "--memory-device naming no device"),
+        ("cli_sweep_out_is_file", "touch {tmp}/f && {vlasim} sweep %s --set workload.0.rate_hz=1,2 -q -o {tmp}/f" % DEF, 2, "--out && not a directory", "sweep -o a file"),
+        ("cli_sweep_many_values", "{vlasim} sweep %s --set workload.0.rate_hz=1:100000:1 -q" % DEF, 2, "--set", "sweep of 100000 points"),
+        ("cli_sweep_set_map", "{vlasim} sweep %s --set models.0=1,2 -q" % DEF, 2, "single values only", "--set of a whole map"),
+        ("cli_sweep_set_twice", "{vlasim} sweep %s --set workload.0.rate_hz=1,2 --set workload.0.rate_hz=3 -q" % DEF, 2, "exactly one --set", "two --set options"),
+        # DEFECT (open): reports/sweep.cc tests (b - a) / step > 10000, so 0:10000:1 (10001
+        # values) passes the 10000-value limit and runs for minutes (timeout here).
+        ("cli_sweep_range_10001", "{vlasim} sweep %s --set seed=0:10000:1 -q" % DEF, 2, "more than 10000 values", "a range of 10001 values (0:10000:1)"),
+        ("cli_sweep_range_10002", "{vlasim} sweep %s --set seed=0:10001:1 -q" % DEF, 2, "more than 10000 values", "a range of 10002 values"),
+        # DEFECT (open): each point is checked against --max-requests, the sweep's total is not:
+        # rate 1..10000 Hz over 20 s is ~1e9 requests in all, and runs for many minutes.
+        ("cli_sweep_total_requests", "{vlasim} sweep %s --set workload.0.rate_hz=1:10000:1 -q" % DEF, 2, "--max-requests",
+         "a sweep of 10000 rates, ~1e9 requests in all: refused before running"),
+        ("cli_sweep_card_path", "{vlasim} sweep %s --set models.0.card=pi0_tiny,../../x -q" % DEF, 0, "-", "one sweep value a path, not a card: refused in the table, exit 0"),
+        ("cli_sweep_no_set", "{vlasim} sweep %s -q" % DEF, 2, "--set", "sweep without --set"),
+        ("cli_simulate_trace_limit_neg", "{vlasim} simulate %s -q --trace-limit -1 -o {tmp}/out" % DEF, 2, "--trace-limit", "--trace-limit -1"),
+        ("cli_simulate_trace_limit_huge", "{vlasim} simulate %s -q --trace-limit 1e300 -o {tmp}/out" % DEF, 2, "--trace-limit", "--trace-limit 1e300"),
+        ("cli_simulate_trace_limit_text", "{vlasim} simulate %s -q --trace-limit lots -o {tmp}/out" % DEF, 2, "--trace-limit", "--trace-limit text"),
+        ("cli_simulate_seed_neg", "{vlasim} simulate %s -q --seed -5 -o {tmp}/out" % DEF, 2, "--seed", "--seed -5"),
+        ("cli_simulate_seed_huge", "{vlasim} simulate %s -q --seed 99999999999999999999 -o {tmp}/out" % DEF, 2, "--seed", "--seed past 2^64"),
+        ("cli_simulate_seed_float", "{vlasim} simulate %s -q --seed 1.5 -o {tmp}/out" % DEF, 2, "--seed", "--seed 1.5"),
+        ("cli_simulate_seed_nan", "{vlasim} simulate %s -q --seed nan -o {tmp}/out" % DEF, 2, "--seed", "--seed nan"),
+        ("cli_simulate_max_requests_neg", "{vlasim} simulate %s -q --max-requests -1 -o {tmp}/out" % DEF, 2, "--max-requests", "--max-requests -1"),
+        ("cli_simulate_max_requests_nan", "{vlasim} simulate %s -q --max-requests nan -o {tmp}/out" % DEF, 2, "--max-requests", "--max-requests nan"),
+        ("cli_simulate_max_requests_small", "{vlasim} simulate %s -q --max-requests 10 -o {tmp}/out" % DEF, 2, "--max-requests", "100 requests over --max-requests 10"),
+        ("cli_simulate_max_memory_nan", "{vlasim} simulate %s -q --max-memory-gb nan -o {tmp}/out" % DEF, 2, "--max-memory-gb", "--max-memory-gb nan"),
+        ("cli_simulate_max_memory_neg", "{vlasim} simulate %s -q --max-memory-gb -2 -o {tmp}/out" % DEF, 2, "--max-memory-gb", "--max-memory-gb -2"),
+        ("cli_simulate_max_memory_huge", "{vlasim} simulate %s -q --max-memory-gb 1e300 -o {tmp}/out" % DEF, 2, "--max-memory-gb", "--max-memory-gb 1e300"),
+        ("cli_simulate_out_is_file", "touch {tmp}/f && {vlasim} simulate %s -q -o {tmp}/f" % DEF, 2, "--out && not a directory", "simulate -o a file"),
+        ("cli_simulate_out_under_file", "touch {tmp}/f && {vlasim} simulate %s -q -o {tmp}/f/sub" % DEF, 2, "--out && cannot be created", "simulate -o under a file"),
+        ("cli_simulate_unknown_option", "{vlasim} simulate %s --nope" % DEF, 2, "--nope", "an unknown option"),
+        ("cli_simulate_missing_value", "{vlasim} simulate %s --seed" % DEF, 2, "--seed", "an option without its value"),
+        ("cli_simulate_no_scenario", "{vlasim} simulate", 2, "scenario", "simulate without a scenario"),
+        ("cli_simulate_two_scenarios", "{vlasim} simulate %s %s -q" % (DEF, DEF), 2, "error", "two scenarios"),
+        ("cli_no_subcommand", "{vlasim}", 2, "subcommands are", "no subcommand"),
+        ("cli_unknown_subcommand", "{vlasim} simulat %s" % DEF, 2, "simulat", "a misspelt subcommand"),
+        ("cli_catalog_missing", "{vlasim} --catalog {tmp}/nope simulate %s -q" % DEF, 2, "nope", "--catalog of a missing folder"),
+        ("cli_catalog_is_file", "{vlasim} --catalog %s simulate %s -q" % (DEF, DEF), 2, "catalog directory", "--catalog a file"),
+        ("cli_catalog_empty_dir", "{vlasim} --catalog {tmp} simulate %s -q -o {tmp}/out" % DEF, 2, "epyc-2vcpu", "--catalog an empty folder"),
+        ("cli_cards_missing", "{vlasim} --cards {tmp}/nope simulate %s -q" % DEF, 2, "nope", "--cards of a missing folder"),
+        ("cli_cards_empty_dir", "{vlasim} --cards {tmp} simulate %s -q -o {tmp}/out" % DEF, 2, "pi0_small", "--cards an empty folder"),
+        ("cli_profile_missing", "{vlasim} --profile {tmp}/nope.json simulate %s -q" % DEF, 2, "--profile && nope.json", "--profile of a missing file"),
+        ("cli_profile_directory", "{vlasim} --profile {tmp} simulate %s -q" % DEF, 2, "--profile", "--profile a folder"),
+        ("cli_profile_scenario_yaml", "{vlasim} --profile %s simulate %s -q -o {tmp}/out" % (DEF, DEF), 2, "default.yaml && malformed JSON", "--profile given a scenario YAML"),
+        ("cli_graph_views_neg", G + " --views -5", 2, "--views", "graph --views -5"),
+        ("cli_graph_views_huge", G + " --views 65", 2, "--views", "graph --views 65"),
+        ("cli_graph_views_over_card", G + " --views 4", 2, "views", "graph --views past the card's max_views 3"),
+        ("cli_graph_chunk_neg", G + " --chunk -1", 2, "--chunk", "graph --chunk -1"),
+        ("cli_graph_chunk_zero", G + " --chunk 0", 2, "--chunk", "graph --chunk 0"),
+        ("cli_graph_chunk_huge", G + " --chunk 99999999999", 2, "--chunk", "graph --chunk past int"),
+        ("cli_graph_steps_neg", G + " --steps -3", 2, "--steps", "graph --steps -3"),
+        ("cli_graph_steps_100001", G + " --steps 100001", 2, "--steps", "graph --steps over the limit"),
+        ("cli_graph_steps_nan", G + " --steps nan", 2, "--steps", "graph --steps nan"),
+        ("cli_graph_prompt_neg", G + " --prompt -1", 2, "--prompt", "graph --prompt -1"),
+        ("cli_graph_prompt_over_card", G + " --prompt 49", 2, "prompt", "graph --prompt past the card's max_prompt 48"),
+        ("cli_graph_batch_zero", G + " --batch 0", 2, "--batch", "graph --batch 0"),
+        ("cli_graph_batch_huge", G + " --batch 5000", 2, "--batch", "graph --batch 5000"),
+        ("cli_graph_dtype_unknown", G + " --dtype fp8", 2, "fp8", "graph --dtype fp8"),
+        ("cli_graph_unknown_card", "{vlasim} graph nope", 2, "nope", "graph of an unknown card"),
+        ("cli_graph_card_path", "{vlasim} graph ../../scenarios/default", 2, "not a card name", "graph of a path outside the cards"),
+        ("cli_graph_card_empty", "{vlasim} graph ''", 2, "card", "graph of an empty name"),
+        ("cli_graph_steps_1e5_pi0", "{vlasim} graph pi0 --steps 100000", 2, "500000 ops", "graph pi0 --steps 100000 (15 M ops): refused at the op limit"),
+        ("cli_list_unknown_family", "{vlasim} list nope", 2, "valid names are", "list of an unknown family"),
+        ("cli_list_bad_catalog", "{vlasim} --catalog {src}/tests/data/broken_catalog list devices", 2, "broken_catalog", "list devices over a broken catalog"),
+        ("cli_calibrate_reps_2e9", C + " --reps 2e9", 2, "--reps", "calibrate --reps 2e9"),
+        ("cli_calibrate_reps_zero", C + " --reps 0", 2, "--reps", "calibrate --reps 0"),
+        ("cli_calibrate_reps_neg", C + " --reps -1", 2, "--reps", "calibrate --reps -1"),
+        ("cli_calibrate_threads_zero", C + " --threads 0", 2, "--threads", "calibrate --threads 0"),
+        ("cli_calibrate_threads_huge", C + " --threads 99999", 2, "--threads", "calibrate --threads 99999"),
+        ("cli_calibrate_threads_text", C + " --threads a,b", 2, "--threads", "calibrate --threads text"),
+        ("cli_calibrate_grid_unknown", C + " --grid huge", 2, "--grid", "calibrate --grid huge"),
+        ("cli_calibrate_dtype_unknown", C + " --dtypes fp8", 2, "fp8", "calibrate --dtypes fp8"),
+        ("cli_calibrate_device_unknown", C + " --device nope", 2, "nope", "calibrate --device nope"),
+        ("cli_calibrate_executor_unknown", C + " --executor nope", 2, "nope", "calibrate --executor nope"),
+        ("cli_calibrate_context_requests_neg", C + " --in-context --context-requests -1", 2, "--context-requests", "calibrate --context-requests -1"),
+        ("cli_calibrate_context_seconds_nan", C + " --in-context --context-seconds nan", 2, "--context-seconds", "calibrate --context-seconds nan"),
+        ("cli_calibrate_context_seconds_inf", C + " --context-seconds inf", 2, "--context-seconds", "calibrate --context-seconds inf"),
+        ("cli_calibrate_base_missing", C + " --in-context --base {tmp}/nope.json %s" % DEF, 2, "nope.json", "calibrate --base of a missing profile"),
+        ("cli_calibrate_out_dir", "{vlasim} calibrate --grid none -q -o {tmp}", 2, "--out && is a directory", "calibrate -o a folder"),
+        ("cli_calibrate_out_missing_dir", C.replace("{tmp}/p.json", "{tmp}/no/p.json"), 2, "--out && cannot be written", "calibrate -o in a missing folder"),
+        ("cli_calibrate_bad_scenario", C + " {src}/tests/data/broken_scenarios/null_cores.yaml", 2, "null_cores.yaml && cores", "calibrate of a broken scenario"),
+        ("cli_calibrate_missing_scenario", C + " {tmp}/nope.yaml", 2, "nope.yaml", "calibrate of a missing scenario"),
+        ("cli_execute_unknown_executor", "{vlasim} execute %s -q --executor nope -o {tmp}/out" % DEF, 2, "nope", "execute --executor nope"),
+        ("cli_execute_warmup_neg", "{vlasim} execute %s -q --warmup -1 -o {tmp}/out" % DEF, 2, "--warmup", "execute --warmup -1"),
+        ("cli_execute_warmup_huge", "{vlasim} execute %s -q --warmup 1001 -o {tmp}/out" % DEF, 2, "--warmup", "execute --warmup 1001"),
+        ("cli_execute_out_is_file", "touch {tmp}/f && {vlasim} execute %s -q -o {tmp}/f" % DEF, 2, "--out && not a directory", "execute -o a file"),
+        ("cli_execute_broken_scenario", "{vlasim} execute {src}/tests/data/broken_scenarios/null_sms.yaml -q -o {tmp}/out", 2, "null_sms.yaml && sms", "execute of a broken scenario"),
+        ("cli_execute_seed_neg", "{vlasim} execute %s -q --seed -5 -o {tmp}/out" % DEF, 2, "--seed", "execute --seed -5"),
+        # The issue's scenarios through the real runtime: refused before any kernel runs.
+        ("cli_execute_duration_1e12", "{vlasim} execute {src}/tests/data/bad_inputs/scenarios/issue1_duration_1e12.yaml -q -o {tmp}/out", 2,
+         "issue1_duration_1e12.yaml && duration_s", "execute: duration_s 1e12"),
+        ("cli_execute_drain_1e300", "{vlasim} execute {src}/tests/data/bad_inputs/scenarios/issue2_drain_1e300.yaml -q -o {tmp}/out", 2,
+         "issue2_drain_1e300.yaml && drain_s", "execute: drain_s 1e300"),
+        ("cli_execute_steps_100000", "{vlasim} execute {src}/tests/data/bad_inputs/scenarios/issue5_steps_100000.yaml -q -o {tmp}/out", 2,
+         "issue5_steps_100000.yaml && 500000 ops", "execute: steps 100000"),
+        ("cli_compare_rate_1e9", "{vlasim} compare {src}/tests/data/bad_inputs/scenarios/issue5_rate_1e9.yaml -q -o {tmp}/out", 2,
+         "issue5_rate_1e9.yaml && --max-requests", "compare: rate_hz 1e9"),
+        # DEFECT (open): execute applies no request or memory limit (simulate and compare do):
+        # rate_hz 1e9 ends in "error: std::bad_alloc", exit 1, after 2.4 s; the aliased
+        # count 100000 x 100 after 7.4 s and 2 GB. Right behaviour: the same refusal as simulate.
+        ("cli_execute_rate_1e9", "{vlasim} execute {src}/tests/data/bad_inputs/scenarios/issue5_rate_1e9.yaml -q -o {tmp}/out", 2,
+         "issue5_rate_1e9.yaml && requests", "execute: rate_hz 1e9 (2e10 requests)"),
+        ("cli_execute_aliased_count", "{vlasim} execute {src}/tests/data/bad_inputs/scenarios/issue5_aliased_count_100000.yaml -q -o {tmp}/out", 2,
+         "issue5_aliased_count_100000.yaml && requests", "execute: 100 aliased entries x count 100000"),
+        # DEFECT (open): execute of a scenario whose arrivals start at 1e7 s waits in real time
+        # (timeout here; compare the same). Right behaviour: refused, naming start_s or the wall limit.
+        ("cli_execute_start_1e7", "{vlasim} execute {src}/tests/data/bad_inputs/scenarios/issue2_start_1e7.yaml -q -o {tmp}/out", 2,
+         "issue2_start_1e7.yaml", "execute: first arrival at 1e7 s, 115 days of real time"),
+        # DEFECT (open): calibrate of a scenario with steps 100000 exits 1 with "error: the
+        # operator graph would pass 500000 ops", naming neither file nor model (simulate and
+        # execute name both and exit 2).
+        ("cli_calibrate_steps_100000", C + " {src}/tests/data/bad_inputs/scenarios/issue5_steps_100000.yaml", 2,
+         "issue5_steps_100000.yaml && 500000 ops", "calibrate: a scenario with steps 100000"),
+        ("cli_compare_margin_zero", "{vlasim} compare %s -q --margin 0 -o {tmp}/out" % DEF, 2, "--margin", "compare --margin 0"),
+        ("cli_compare_margin_nan", "{vlasim} compare %s -q --margin nan -o {tmp}/out" % DEF, 2, "--margin", "compare --margin nan"),
+        ("cli_compare_margin_big", "{vlasim} compare %s -q --margin 2 -o {tmp}/out" % DEF, 2, "--margin", "compare --margin 2"),
+        ("cli_compare_out_is_file", "touch {tmp}/f && {vlasim} compare %s -q -o {tmp}/f" % DEF, 2, "--out && not a directory", "compare -o a file"),
+        ("cli_compare_trace_limit_neg", "{vlasim} compare %s -q --trace-limit -1 -o {tmp}/out" % DEF, 2, "--trace-limit", "compare --trace-limit -1"),
+        ("cli_compare_unknown_executor", "{vlasim} compare %s -q --executor nope -o {tmp}/out" % DEF, 2, "nope", "compare --executor nope"),
+    ]
+    for cid, cmd, code, expect, desc in cli:
+        code, expect = OVERRIDE.get(cid, (code, expect))
+        if cid not in DROP:
+            add(cid, cmd, code, expect, desc)
+
+
+def main():
+    if os.path.isdir(OUT):
+        shutil.rmtree(OUT)
+    os.makedirs(OUT)
+    scenario_mutations()
+    card_mutations()
+    catalog_mutations()
+    profile_mutations()
+    issue_cases()
+    with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
+        f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")
+        for c in cases:
+            f.write("\t".join(c) + "\n")
+    kinds = {}
+    for c in cases:
+        k = c[0].split("_")[0]
+        kinds[k] = kinds.get(k, 0) + 1
+    print("%d cases: %s" % (len(cases), ", ".join("%s %d" % kv for kv in sorted(kinds.items()))))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
