@@ -217,6 +217,7 @@ struct OutputOptions {
   double max_memory_gb = SimOptions().max_memory_bytes / 1e9;
   double max_wall_s = 0;  // simulate: stop after this many wall-clock seconds (0: no limit)
   bool stream_records = false;  // simulate: constant memory (SimOptions::on_record)
+  double max_run_s = ExecuteOptions().max_seconds;  // execute, compare: longest real run accepted
   SimOptions sim_options() const {
     SimOptions o;
     o.trace_limit = trace_limit;
@@ -310,6 +311,9 @@ ExecResult run_for_real(const Prepared& pr, const OutputOptions& out, const std:
   opt.executor = executor;
   opt.warmup = warmup;
   opt.trace_limit = out.trace_limit;
+  opt.max_requests = out.max_requests;
+  opt.max_memory_bytes = out.max_memory_gb * 1e9;
+  opt.max_seconds = out.max_run_s;
   if (out.progress) opt.progress = progress_bar;
   if (!out.quiet)
     std::cerr << "measuring: " << pr.s.arrivals_end() << " s of arrivals in wall-clock time...\n";
@@ -567,10 +571,10 @@ int main(int argc, char** argv) {
   };
   auto add_limit_options = [&](CLI::App* cmd) {
     cmd->add_option("--max-requests", out.max_requests,
-                    "refuse a simulation estimated to issue more requests than this")
+                    "refuse a run estimated to issue more requests than this")
         ->capture_default_str()->check(number_in(0, 1e12, true));
     cmd->add_option("--max-memory-gb", out.max_memory_gb,
-                    "refuse a simulation estimated to keep more records than this (GB)")
+                    "refuse a run estimated to keep more records than this (GB)")
         ->capture_default_str()->check(number_in(0, 1e6, true));
   };
   auto* sim = app.add_subcommand("simulate", "predict latency, throughput, memory and deadlines of a scenario");
@@ -586,6 +590,13 @@ int main(int argc, char** argv) {
                 "of keeping every record");
   auto* exec = app.add_subcommand("execute", "run a scenario's workload for real on this machine's executors");
   add_run_options(exec);
+  add_limit_options(exec);
+  auto add_run_length = [&](CLI::App* cmd) {
+    cmd->add_option("--max-run-s", out.max_run_s,
+                    "refuse a real run whose arrivals end later than this many wall-clock seconds")
+        ->capture_default_str()->check(number_in(0, 1e9, true));
+  };
+  add_run_length(exec);
   std::string executor = "onednn";
   int warmup = 2;
   exec->add_option("--executor", executor, "executor name (see `vlasim list executors`)")->capture_default_str();
@@ -595,6 +606,7 @@ int main(int argc, char** argv) {
   auto* cmp = app.add_subcommand("compare", "run a scenario simulated and measured; errors, KS and equivalence tests, plots");
   add_run_options(cmp);
   add_limit_options(cmp);
+  add_run_length(cmp);
   double margin = 0.10;
   cmp->add_option("--executor", executor, "executor name")->capture_default_str();
   cmp->add_option("--warmup", warmup, "runs of every segment before the clock starts")

@@ -52,6 +52,24 @@ void check_cpu_dtypes(const Scenario& s) {
 }
 
 ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
+  {
+    SimOptions limits;
+    limits.max_requests = o.max_requests;
+    limits.max_memory_bytes = o.max_memory_bytes;
+    check_work(s, estimate_work(s, p, o.trace_limit), limits);
+    if (!(s.arrivals_end() <= o.max_seconds)) {
+      size_t last = 0;
+      for (size_t i = 0; i < s.streams.size(); ++i)
+        if (s.streams[i].start_s + s.streams[i].duration_s >
+            s.streams[last].start_s + s.streams[last].duration_s)
+          last = i;
+      const std::string why = "a real run issues arrivals in wall-clock time, and these end at " +
+                              std::to_string(s.arrivals_end()) + " s; the limit is " +
+                              std::to_string(o.max_seconds) + " s (--max-run-s raises it)";
+      if (s.streams[last].where.defined()) s.streams[last].where.fail(why);
+      throw std::invalid_argument("execute: " + why);
+    }
+  }
   ExecResult out;
   SimResult& r = out.result;
   r.horizon = s.arrivals_end();

@@ -24,6 +24,11 @@ struct ExecuteOptions {
   // Fault injection and other wrappers: when set, makes each unit's executor from the
   // registry's params instead of executor_registry().make(executor, ...).
   std::function<std::unique_ptr<Executor>(const Params&, const ConfigNode&)> make_executor;
+  // A run is refused before it starts when its arrivals end past max_seconds of wall-clock
+  // time, or its work passes the simulator's limits (check_work).
+  double max_seconds = 3600;
+  double max_requests = SimOptions().max_requests;
+  double max_memory_bytes = SimOptions().max_memory_bytes;
 };
 
 struct ExecResult {

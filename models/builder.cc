@@ -264,7 +264,11 @@ ModelCard load_card(const std::string& path) {
   }
   // Everything that depends on several components (widths, depths) is checked by building.
   RunShape defaults = card.defaults;
-  build_graph(card, defaults);
+  try {
+    build_graph(card, defaults);
+  } catch (const GraphTooLarge& e) {
+    root.fail("card '" + card.name + "' at its defaults: " + e.what());
+  }
   return card;
 }
 

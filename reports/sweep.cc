@@ -71,7 +71,7 @@ SweepAxis parse_sweep_axis(const std::string& text) {
     if (!(step > 0) || p[1] < p[0]) throw cli_error("range '" + spec + "' needs a <= b and step > 0");
     for (double v : p)
       if (!std::isfinite(v)) throw cli_error("range '" + spec + "' needs finite numbers");
-    if ((p[1] - p[0]) / step > 10000) throw cli_error("range '" + spec + "' has more than 10000 values");
+    if ((p[1] - p[0]) / step >= 10000) throw cli_error("range '" + spec + "' has more than 10000 values");
     if (p[0] + step == p[0] || p[1] + step == p[1])
       throw cli_error("range '" + spec + "': step " + fmt(step) + " is lost against " + fmt(p[0]) +
                       " in floating point; use a larger step");
@@ -96,6 +96,32 @@ SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
   out.key = axis.key;
   out.goal = goal == SplitGoal::Throughput ? "throughput" : goal == SplitGoal::Latency ? "latency" : "memory";
   std::vector<SplitOutcome> outcomes;
+  // The sweep's whole work, bounded before any point runs by the number of values times the
+  // larger of its end points' requests (a swept rate, duration or count grows toward one end).
+  double most = 0;
+  for (size_t i : {size_t{0}, axis.values.size() - 1}) {
+    try {
+      ConfigNode root = ConfigNode::load_file(path);
+      at_path(root.raw(), axis.key, path) = axis.values[i];
+      Scenario s = load_scenario_node(root, catalog_dir, cards_dir);
+      resolve_auto_dtypes(s, auto_cpu_dtype);
+      if (!profile.empty()) use_profiled_cost_model(s, profile);
+      Plan plan = plan_scenario(s);
+      resolve_stream_loads(s, plan);
+      most = std::max(most, estimate_work(s, plan, 0).requests);
+    } catch (const ConfigError&) {
+      // A value that fails makes a row of its own below.
+    }
+  }
+  const double total = most * static_cast<double>(axis.values.size());
+  if (total > sim_options.max_requests) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "the sweep would simulate up to %.3g requests (%zu values, up to %.3g each); "
+                  "the limit is %.3g (--max-requests raises it)",
+                  total, axis.values.size(), most, sim_options.max_requests);
+    throw ConfigError("<command line>", 0, 0, "--set", buf);
+  }
   for (size_t i = 0; i < axis.values.size(); ++i) {
     ConfigNode root = ConfigNode::load_file(path);  // fresh each time: edits are in place
     YAML::Node target = at_path(root.raw(), axis.key, path);

@@ -276,8 +276,35 @@ void ConfigNode::check_keys(const std::vector<std::string>& allowed) const {
   }
 }
 
+namespace {
+// True if s is well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF).
+bool valid_utf8(const std::string& s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    const unsigned char c = *p++;
+    if (c < 0x80) continue;
+    int more;
+    unsigned cp;
+    if ((c & 0xE0) == 0xC0) more = 1, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0) more = 2, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0) more = 3, cp = c & 0x07;
+    else return false;
+    if (end - p < more) return false;
+    for (int k = 0; k < more; ++k, ++p) {
+      if ((*p & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (*p & 0x3F);
+    }
+    static const unsigned kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[more] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+  }
+  return true;
+}
+}  // namespace
+
 std::string ConfigNode::as_string() const {
   if (!node_.IsScalar()) fail("expected a single value");
+  if (!valid_utf8(node_.Scalar())) fail("is not valid UTF-8 text");
   return node_.Scalar();
 }
 

@@ -408,7 +408,11 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     if (!workloads().find(sd.arrival))
       w.required("arrival").fail("unknown workload '" + sd.arrival + "'; valid names are: " +
                                  join_names(workloads().names()));
-    long long count = w.get_count("count", 1, 1, 100000);
+    long long count = w.get_count("count", 1, 1, kMaxStreams);
+    if (static_cast<long long>(s.streams.size()) + count > kMaxStreams)
+      w.required("count").fail("the workload would have " +
+                               std::to_string(static_cast<long long>(s.streams.size()) + count) +
+                               " streams; a scenario has at most " + std::to_string(kMaxStreams));
     std::string base = w.get_string("name", mname);
     for (long long i = 0; i < count; ++i) {
       StreamDecl c = sd;

@@ -111,6 +111,8 @@ struct PolicyDecl {
 // three years). Times are kept as doubles in seconds, so up to it an instant is resolved to
 // 15 ns or better (to a picosecond up to ~9000 s).
 constexpr double kMaxSimulatedSeconds = 1e8;
+// The most workload streams a scenario may have (entries times their count).
+constexpr long long kMaxStreams = 100000;
 
 struct Scenario {
   std::string name, description, file;

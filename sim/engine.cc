@@ -496,7 +496,7 @@ void check_work(const Scenario& s, const SimWork& w, const SimOptions& options) 
   else if (!((options.on_record ? w.trace_bytes : w.memory_bytes) <= options.max_memory_bytes))
     why = "the scenario would keep about " + g(w.memory_bytes / 1e9) + " GB of records for its " +
           g(w.requests) + " requests; the limit is " + g(options.max_memory_bytes / 1e9) +
-          " GB (--max-memory-gb raises it)";
+          " GB (--max-memory-gb raises it; simulate --stream-records keeps none)";
   if (why.empty()) return;
   if (w.busiest_stream < s.streams.size() && s.streams[w.busiest_stream].where.defined())
     s.streams[w.busiest_stream].where.fail(why);

@@ -93,7 +93,7 @@ struct SimOptions {
   std::function<void(const RequestRecord&)> on_record;
   // Work a run may take (see check_work); a scenario estimated above either is refused.
   double max_requests = 1e8;
-  double max_memory_bytes = 4e9;
+  double max_memory_bytes = 1e9;
 };
 
 // What a simulation will take, estimated from its scenario and plan before it runs.

@@ -1,7 +1,9 @@
 #include "sim/hardware.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "scenarios/data_dir.h"
 
@@ -37,7 +39,7 @@ Efficiency parse_efficiency(const ConfigNode& n, Efficiency e) {
     ConfigNode c = n.optional(key);
     if (!c.defined()) return fallback;
     double v = c.as_double();
-    if (!(v > 0 && v <= 1)) c.fail("efficiency must be in (0, 1], got " + c.as_string());
+    if (!(v >= 1e-3 && v <= 1)) c.fail("efficiency must be from 0.001 to 1, got " + c.as_string());
     return v;
   };
   e.gemm_compute = frac("gemm_compute", e.gemm_compute);
@@ -45,6 +47,21 @@ Efficiency parse_efficiency(const ConfigNode& n, Efficiency e) {
   e.vector_compute = frac("vector_compute", e.vector_compute);
   e.memory = frac("memory", e.memory);
   return e;
+}
+
+// n's `key` (a number > 0, or `fallback` when absent; no fallback: required) checked to lie in
+// [lo, hi] of its own unit: a figure outside makes no real device (and would make one operator
+// take ~1e300 s, or no time at all).
+double figure(const ConfigNode& n, const std::string& key, double lo, double hi,
+              std::optional<double> fallback = std::nullopt) {
+  const double v = fallback ? (n.has(key) ? n.get_nonneg(key, 0) : *fallback)
+                            : n.get_positive(key);
+  if (n.has(key) && !(v >= lo && v <= hi)) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "must be from %g to %g, got %g", lo, hi, v);
+    n.required(key).fail(buf);
+  }
+  return v;
 }
 
 DeviceType parse_type(const ConfigNode& n) {
@@ -78,17 +95,17 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
                          "graph_launch_us", "context_gb", "sm_granularity"}));
       d.sms = static_cast<int>(n.get_count("sms", 0, 1, 100000));
       if (!n.has("sms")) n.required("sms");
-      d.peak.matrix_bf16 = n.get_positive("tflops_bf16") * kT;
-      d.peak.matrix_fp16 = n.get_positive("tflops_fp16", d.peak.matrix_bf16 / kT) * kT;
-      d.peak.vector_fp32 = n.get_positive("tflops_fp32") * kT;
+      d.peak.matrix_bf16 = figure(n, "tflops_bf16", 1e-3, 1e5) * kT;
+      d.peak.matrix_fp16 = figure(n, "tflops_fp16", 1e-3, 1e5, d.peak.matrix_bf16 / kT) * kT;
+      d.peak.vector_fp32 = figure(n, "tflops_fp32", 1e-3, 1e5) * kT;
       d.peak.matrix_fp32 = d.peak.vector_fp32;
-      d.peak.matrix_int8 = n.get_positive("tops_int8", 2 * d.peak.matrix_bf16 / kT) * kT;
+      d.peak.matrix_int8 = figure(n, "tops_int8", 1e-3, 1e5, 2 * d.peak.matrix_bf16 / kT) * kT;
       d.mem_bytes = n.get_positive("mem_gb") * kGB;
-      d.mem_bw = n.get_positive("bw_gbs") * kGB;
+      d.mem_bw = figure(n, "bw_gbs", 1e-3, 1e6) * kGB;
       d.l2_bytes = n.get_nonneg("l2_mb", 0) * kMB;
       d.max_streams = static_cast<int>(n.get_count("max_streams", 32, 1, 1024));
-      d.launch_s = n.get_nonneg("launch_us", 5) * 1e-6;
-      d.graph_launch_s = n.get_nonneg("graph_launch_us", 1) * 1e-6;
+      d.launch_s = figure(n, "launch_us", 0, 1e6, 5) * 1e-6;
+      d.graph_launch_s = figure(n, "graph_launch_us", 0, 1e6, 1) * 1e-6;
       d.context_bytes = n.get_nonneg("context_gb", 0.5) * kGB;
       d.sm_granularity = static_cast<int>(n.get_count("sm_granularity", 1, 1, d.sms));
       d.eff = parse_efficiency(n.optional("efficiency"), Efficiency{});
@@ -105,24 +122,24 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
       if (d.cores() % d.numa_nodes != 0)
         n.required("numa_nodes").fail("cores (" + std::to_string(d.cores()) +
                                       ") must divide evenly into NUMA nodes");
-      double ghz = n.get_positive("ghz");
-      d.mem_bw = n.get_positive("bw_gbs_per_node") * kGB;
-      d.core_bw = n.get_positive("core_bw_gbs", d.mem_bw / kGB) * kGB;
+      double ghz = figure(n, "ghz", 0.1, 20);
+      d.mem_bw = figure(n, "bw_gbs_per_node", 1e-3, 1e6) * kGB;
+      d.core_bw = figure(n, "core_bw_gbs", 1e-3, 1e6, d.mem_bw / kGB) * kGB;
       d.mem_bytes = n.get_positive("mem_gb") * kGB;
       d.l2_bytes = n.get_nonneg("llc_mb", 0) * kMB;
-      d.op_overhead_s = n.get_nonneg("op_overhead_us", 2) * 1e-6;
-      d.interconnect_bw = n.get_positive("interconnect_gbs", d.mem_bw / kGB) * kGB;
+      d.op_overhead_s = figure(n, "op_overhead_us", 0, 1e6, 2) * 1e-6;
+      d.interconnect_bw = figure(n, "interconnect_gbs", 1e-3, 1e6, d.mem_bw / kGB) * kGB;
       d.eff = parse_efficiency(n.optional("efficiency"), Efficiency{});
       ConfigNode isa = n.required("isa");
       for (auto& [isa_name, in] : isa.entries()) {
         in.check_keys({"matrix_bf16", "matrix_fp32", "matrix_int8", "vector_fp32", "efficiency"});
         PeakRates p;
         // Figures are FLOP per cycle per core.
-        p.vector_fp32 = in.get_positive("vector_fp32") * ghz * 1e9;
-        p.matrix_fp32 = in.get_positive("matrix_fp32", p.vector_fp32 / (ghz * 1e9)) * ghz * 1e9;
-        p.matrix_bf16 = in.get_positive("matrix_bf16", p.matrix_fp32 / (ghz * 1e9)) * ghz * 1e9;
+        p.vector_fp32 = figure(in, "vector_fp32", 0.1, 1e5) * ghz * 1e9;
+        p.matrix_fp32 = figure(in, "matrix_fp32", 0.1, 1e5, p.vector_fp32 / (ghz * 1e9)) * ghz * 1e9;
+        p.matrix_bf16 = figure(in, "matrix_bf16", 0.1, 1e5, p.matrix_fp32 / (ghz * 1e9)) * ghz * 1e9;
         p.matrix_fp16 = p.matrix_bf16;
-        p.matrix_int8 = in.get_positive("matrix_int8", 2 * p.matrix_bf16 / (ghz * 1e9)) * ghz * 1e9;
+        p.matrix_int8 = figure(in, "matrix_int8", 0.1, 1e5, 2 * p.matrix_bf16 / (ghz * 1e9)) * ghz * 1e9;
         d.isa[isa_name] = p;
         d.isa_efficiency[isa_name] = parse_efficiency(in.optional("efficiency"), d.eff);
       }
@@ -140,11 +157,11 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
     case DeviceType::Link: {
       n.check_keys(with({"h2d_gbs", "d2h_gbs", "h2d_pageable_gbs", "d2h_pageable_gbs",
                          "latency_us"}));
-      d.h2d_bw = n.get_positive("h2d_gbs") * kGB;
-      d.d2h_bw = n.get_positive("d2h_gbs") * kGB;
-      d.h2d_bw_pageable = n.get_positive("h2d_pageable_gbs", d.h2d_bw / kGB) * kGB;
-      d.d2h_bw_pageable = n.get_positive("d2h_pageable_gbs", d.d2h_bw / kGB) * kGB;
-      d.latency_s = n.get_nonneg("latency_us", 5) * 1e-6;
+      d.h2d_bw = figure(n, "h2d_gbs", 1e-3, 1e6) * kGB;
+      d.d2h_bw = figure(n, "d2h_gbs", 1e-3, 1e6) * kGB;
+      d.h2d_bw_pageable = figure(n, "h2d_pageable_gbs", 1e-3, 1e6, d.h2d_bw / kGB) * kGB;
+      d.d2h_bw_pageable = figure(n, "d2h_pageable_gbs", 1e-3, 1e6, d.d2h_bw / kGB) * kGB;
+      d.latency_s = figure(n, "latency_us", 0, 1e6, 5) * 1e-6;
       break;
     }
   }

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -405,6 +406,12 @@ class At {
     if (v < 0) fail("must be >= 0");
     return v;
   }
+  // A number from 0 to hi.
+  double at_most(double hi) const {
+    double v = nonneg();
+    if (v > hi) fail("must be at most " + std::to_string(hi));
+    return v;
+  }
   double positive() const {
     double v = num();
     if (!(v > 0)) fail("must be > 0");
@@ -451,9 +458,10 @@ FitModel parse_fit(const At& a) {
   if (form == "roofline") f.form = FitForm::Roofline;
   else if (form == "linear") f.form = FitForm::Linear;
   else a.key("form").fail("unknown fit form '" + form + "'; valid: roofline, linear");
-  f.overhead_s = a.key("overhead_s").nonneg();
-  f.s_per_flop = a.key("s_per_flop").nonneg();
-  f.s_per_byte = a.key("s_per_byte").nonneg();
+  // At most a second an op, a microsecond a FLOP or byte: past them no kernel was timed.
+  f.overhead_s = a.key("overhead_s").at_most(1);
+  f.s_per_flop = a.key("s_per_flop").at_most(1e-6);
+  f.s_per_byte = a.key("s_per_byte").at_most(1e-6);
   f.points = a.key("points").integer(1, 1 << 30);
   f.cv_roofline = a.key("cv_roofline").num();
   f.cv_linear = a.key("cv_linear").num();
@@ -518,8 +526,18 @@ void save_profile(const DeviceProfile& p, const std::string& path) {
 
 DeviceProfile parse_profile(const std::string& text, const std::string& name) {
   json j;
+  // Keys seen so far in each object being parsed, innermost last: a key given twice is an
+  // error (nlohmann keeps the last silently).
+  std::vector<std::set<std::string>> keys;
+  auto no_duplicates = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) keys.emplace_back();
+    else if (event == json::parse_event_t::object_end) keys.pop_back();
+    else if (event == json::parse_event_t::key && !keys.back().insert(parsed.get<std::string>()).second)
+      throw ConfigError(name, 0, 0, parsed.get<std::string>(), "duplicate key in a JSON object");
+    return true;
+  };
   try {
-    j = json::parse(text);
+    j = json::parse(text, no_duplicates);
   } catch (const json::parse_error& e) {
     throw ConfigError(name, 0, 0, "", std::string("malformed JSON: ") + e.what());
   }
@@ -603,7 +621,7 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
     }
     for (const auto& [key, fa] : sa.key("fits").entries()) s.fits[key] = parse_fit(fa);
     for (const auto& [sig, why] : sa.key("skipped").entries()) s.skipped[sig] = why.str();
-    if (sa.has("op_overhead_s")) s.op_overhead_s = sa.key("op_overhead_s").nonneg();
+    if (sa.has("op_overhead_s")) s.op_overhead_s = sa.key("op_overhead_s").at_most(1);
     if (sa.has("service_quantiles")) {
       for (const At& q : sa.key("service_quantiles").items()) {
         const double v = q.positive();

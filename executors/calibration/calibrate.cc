@@ -206,7 +206,12 @@ void add_scenario(CalibrateOptions& o, const Scenario& s) {
       mi.dtype_where.fail("model '" + mi.name + "': dtype auto is not resolved (resolve_auto_dtypes)");
   check_cpu_dtypes(s);
   for (const ModelInstance& mi : s.models) {
-    OpGraph g = build_graph(mi.card, mi.shape);
+    OpGraph g;
+    try {
+      g = build_graph(mi.card, mi.shape);
+    } catch (const GraphTooLarge& e) {
+      mi.where.fail("model '" + mi.name + "' (" + std::to_string(mi.shape.steps) + " steps): " + e.what());
+    }
     if (g.size() > 0 && std::find(o.dtypes.begin(), o.dtypes.end(), g.op(0).dtype) == o.dtypes.end())
       o.dtypes.push_back(g.op(0).dtype);
     o.graphs.push_back(std::move(g));

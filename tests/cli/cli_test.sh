@@ -128,7 +128,7 @@ expect_error "memory past the limit" 2 "fast.yaml:.*GB of records.*--max-memory-
 sed 's/prompt: 0/prompt: 0\n    steps: 100000/' "$src/scenarios/default.yaml" >"$tmp/steps.yaml"
 expect_error "graph past the op limit" 2 "models\[0\].*100000 steps.*500000 ops" simulate "$tmp/steps.yaml" -q
 sed 's/duration_s: 10/duration_s: 86400/g' "$src/scenarios/systems/robion_h100.yaml" >"$tmp/day.yaml"
-timeout 300 "$bin" simulate "$tmp/day.yaml" -q --max-wall-s 0.2 -o "$tmp/partial" 2>"$tmp/partial.err"; rc=$?
+timeout 300 "$bin" simulate "$tmp/day.yaml" -q --stream-records --max-wall-s 0.2 -o "$tmp/partial" 2>"$tmp/partial.err"; rc=$?
 check "--max-wall-s stops with exit 3" test "$rc" -eq 3
 check "--max-wall-s says it stopped early" grep -q "stopped early: --max-wall-s 0.2 reached" "$tmp/partial.err"
 check "the partial report says so" grep -q '"partial": "--max-wall-s 0.2 reached"' "$tmp/partial/report.json"
