@@ -28,3 +28,25 @@ if(VLASIM_SANITIZE)
   add_link_options("$<$<LINK_LANGUAGE:CXX>:${_vlasim_san_flags}>")
   message(STATUS "vlasim: sanitizers ${VLASIM_SANITIZE} (${_vlasim_san_flags})")
 endif()
+
+# vlasim_unity_keep_sc_main(): for a unity build (CMAKE_UNITY_BUILD=ON, as scripts/sanitize.sh
+# configures to halve its compile time), keeps sim/sc_main.cc out of the unity sources of every
+# target. It is an interface source of vlasim::systemc, compiled into each consumer; merged
+# into a static library's unity object it would come along with everything else in that
+# object and define sc_main a second time in each program. Called once all folders are added
+# (source properties are per folder, and the file is compiled in many).
+function(vlasim_unity_keep_sc_main)
+  if(NOT CMAKE_UNITY_BUILD)
+    return()
+  endif()
+  set(dirs ${PROJECT_SOURCE_DIR})
+  set(todo ${PROJECT_SOURCE_DIR})
+  while(todo)
+    list(POP_FRONT todo d)
+    get_property(sub DIRECTORY ${d} PROPERTY SUBDIRECTORIES)
+    list(APPEND dirs ${sub})
+    list(APPEND todo ${sub})
+  endwhile()
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/sim/sc_main.cc DIRECTORY ${dirs}
+                              PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+endfunction()
