@@ -11,6 +11,7 @@
 # tests/sanitizers/*.supp, each line with its reason, never a frame of our own code.
 # Run after scripts/setup.sh (the packages). SAN_JOBS: build jobs (default: nproc).
 set -euo pipefail
+exclude=""
 here=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-address}
 supp=$here/tests/sanitizers
@@ -35,6 +36,11 @@ case $mode in
     # vlasim starts itself (unit runners, core workers, background load), synchronised with
     # the pthread calls TSan intercepts.
     export OMP_NUM_THREADS=1
+    # RunsDynamicZoneVariants must finish 60 requests (200 Hz, 0.3 s) within its 5 s drain of
+    # wall time, beside a background load spinning on one of the two cores; TSan's slowdown
+    # makes that about 14 s, so ~20 of them are cut off unfinished (a time limit, no race:
+    # with drain_s: 60 it passes under TSan with no report). Left to the other legs.
+    exclude='^Runtime\.RunsDynamicZoneVariants$'
     ;;
   *) echo "usage: $0 [address|thread]" >&2; exit 2 ;;
 esac
@@ -59,5 +65,5 @@ cmake --build "$build" -j "${SAN_JOBS:-$(nproc)}" --target vlasim_sanitize_tests
 built=$SECONDS
 labels=$(IFS='|'; echo "^(${tests[*]})\$")
 echo "== $mode sanitizer: ${tests[*]}"
-ctest --test-dir "$build" -L "$labels" --output-on-failure --timeout 600
+ctest --test-dir "$build" -L "$labels" ${exclude:+-E "$exclude"} --output-on-failure --timeout 600
 echo "== $mode sanitizer leg: build $((built - start)) s, tests $((SECONDS - built)) s"
