@@ -4,6 +4,11 @@
 # suite with ctest, and, on a CPU above AVX2, runs the tests that measure real kernels once
 # more with oneDNN capped at AVX2 (ONEDNN_MAX_CPU_ISA=AVX2), so that an AVX2-only CPU, where
 # bf16 cannot run and dtype auto is fp32, is tested on every host.
+# Then (scripts/sanitize.sh) the loader, model, engine and runtime tests once more in an
+# ASan+UBSan build of their own (build-asan/): a leak, an out-of-bounds access or undefined
+# behaviour (float-to-integer overflow included) fails the run. SANITIZE=0 skips that leg;
+# SANITIZE=all adds the runtime tests under TSan (about 4 more minutes on 2 cores, which CI's
+# 20-minute limit has no room for today).
 # Tests run one at a time: several measure real kernels (core-group concurrency, calibration,
 # the predicted-vs-measured gate), and two of them at once on 2 cores would measure each other.
 set -euo pipefail
@@ -21,4 +26,12 @@ if [[ $avx2_host == 0 ]]; then
   echo "== the same executor, calibration, runtime and validation tests on an AVX2-capped oneDNN"
   ONEDNN_MAX_CPU_ISA=AVX2 ctest --output-on-failure --timeout 600 \
     -R 'Executor|OpsTest|Calibration|Profile|Runtime|Validation|cli_test'
+fi
+if [[ ${SANITIZE:-1} != 0 ]]; then
+  echo "== the loader, model, engine and runtime tests under ASan+UBSan (scripts/sanitize.sh)"
+  bash "$here/scripts/sanitize.sh" address
+fi
+if [[ ${SANITIZE:-1} == all ]]; then
+  echo "== the runtime tests under TSan (scripts/sanitize.sh thread)"
+  bash "$here/scripts/sanitize.sh" thread
 fi
