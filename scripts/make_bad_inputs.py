@@ -837,9 +837,16 @@ def issue_cases():
 
 
 def main():
-    if os.path.isdir(OUT):
-        shutil.rmtree(OUT)
-    os.makedirs(OUT)
+    # Everything here is generated except README.md, which is kept.
+    os.makedirs(OUT, exist_ok=True)
+    for entry in os.listdir(OUT):
+        path = os.path.join(OUT, entry)
+        if entry == "README.md":
+            continue
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
     scenario_mutations()
     card_mutations()
     catalog_mutations()
