@@ -640,6 +640,9 @@ def issue_cases():
         ("yaml_key_only", d + "seed\n", 2, "yaml_key_only.yaml", "a bare word at top level"),
         ("yaml_null_document", "~\n", 2, "yaml_null_document.yaml", "a document that is null"),
         ("yaml_comment_only", "# nothing here\n", 2, "yaml_comment_only.yaml", "a file of comments only"),
+        # Found by tests/fuzz: yaml-cpp's LoadAll returned null documents without end (a hang).
+        ("yaml_comma_document", ",\n", 2, "yaml_comma_document.yaml && cannot start with", "a document of one comma"),
+        ("yaml_comment_then_comma", "# note\n  , x\n" + d, 2, "yaml_comment_then_comma.yaml:2 && cannot start with", "a comma after a comment line"),
         ("yaml_crlf", d.replace("\n", "\r\n"), 0, "-", "CRLF line ends: valid, runs"),
         ("yaml_bom", "\ufeff" + d, 0, "-", "a UTF-8 byte-order mark: valid, runs"),
         ("yaml_null_key", d + "~: 1\n", 2, "yaml_null_key.yaml", "a null key"),
