@@ -7,6 +7,19 @@
 # enough, and the stacks still name our functions and lines;
 # it comes after CMAKE_CXX_FLAGS_<CONFIG> on the command line, so it wins over -O2/-O3.
 # scripts/sanitize.sh configures and runs these builds; a normal build leaves this empty.
+# -DVLASIM_FUZZ=ON (clang; scripts/fuzz.sh) adds libFuzzer's coverage instrumentation to every
+# target and builds the fuzz programs of tests/fuzz; its sanitizer build is at -O1, where the
+# fuzzers run several times as many inputs a second as at -O0.
+option(VLASIM_FUZZ "Build the libFuzzer programs of tests/fuzz (clang only)" OFF)
+if(VLASIM_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "VLASIM_FUZZ needs clang (libFuzzer); e.g. CXX=clang++-14 (scripts/fuzz.sh)")
+  endif()
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
+  set(_vlasim_san_opt -O1 -g1)
+else()
+  set(_vlasim_san_opt -O0 -g1)
+endif()
 set(VLASIM_SANITIZE "" CACHE STRING
     "Sanitizers to build with, as -fsanitize= takes them (address,undefined or thread); empty: none")
 
@@ -24,7 +37,7 @@ if(VLASIM_SANITIZE)
     list(APPEND _vlasim_san_flags -fsanitize=float-cast-overflow
                                   -fno-sanitize-recover=undefined,float-cast-overflow)
   endif()
-  list(APPEND _vlasim_san_flags -fno-omit-frame-pointer -O0 -g1)
+  list(APPEND _vlasim_san_flags -fno-omit-frame-pointer ${_vlasim_san_opt})
   add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${_vlasim_san_flags}>")
   add_link_options("$<$<LINK_LANGUAGE:CXX>:${_vlasim_san_flags}>")
   message(STATUS "vlasim: sanitizers ${VLASIM_SANITIZE} (${_vlasim_san_flags})")

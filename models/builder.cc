@@ -196,9 +196,19 @@ RunShape resolve(const ModelCard& card, const RunShape& shape) {
 }  // namespace
 
 ModelCard load_card(const std::string& path) {
+  return parse_card(ConfigNode::load_file(path), path);
+}
+
+ModelCard load_card_text(const std::string& text, const std::string& path) {
+  ConfigNode root = ConfigNode::load_string(text, path);
+  if (!root.defined()) throw ConfigError(path, 0, 0, "", "file is empty");
+  return parse_card(root, path);
+}
+
+ModelCard parse_card(const ConfigNode& document, const std::string& path) {
   ModelCard card;
   card.file = path;
-  card.node = ConfigNode::load_file(path);
+  card.node = document;
   const ConfigNode& root = card.node;
   if (!root.is_map()) root.fail("a model card must be a map");
   root.check_keys(kCardKeys);

@@ -73,6 +73,10 @@ struct ModelCard {
 // Loads and validates a card file (including a build at its defaults, which checks widths and
 // depths across components). Throws ConfigError (file, line, key) on a bad card.
 ModelCard load_card(const std::string& path);
+// The same checks on a card already read: `text` is the file's contents, `path` its name (whose
+// stem the card's name must match). For tests and fuzzing.
+ModelCard load_card_text(const std::string& text, const std::string& path);
+ModelCard parse_card(const ConfigNode& document, const std::string& path);
 // Finds `name` in `dir` (dir/name.yaml). `name` is a card name, optionally under subfolders
 // of `dir` ("sub/name"); an absolute path, "..", "." or an empty part is refused, so a card
 // never comes from outside `dir`. Throws ConfigError at `where` listing the cards in `dir` if

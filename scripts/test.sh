@@ -9,6 +9,8 @@
 # behaviour (float-to-integer overflow included) fails the run. SANITIZE=0 skips that leg;
 # SANITIZE=all adds the runtime tests under TSan (about 4 more minutes on 2 cores, which CI's
 # 20-minute limit has no room for today).
+# Last (scripts/fuzz.sh), the libFuzzer programs of the scenario, card, catalog and profile
+# readers, FUZZ_SECONDS each (default here 30); FUZZ=0 skips that leg.
 # Tests run one at a time: several measure real kernels (core-group concurrency, calibration,
 # the predicted-vs-measured gate), and two of them at once on 2 cores would measure each other.
 set -euo pipefail
@@ -34,4 +36,8 @@ fi
 if [[ ${SANITIZE:-1} == all ]]; then
   echo "== the runtime tests under TSan (scripts/sanitize.sh thread)"
   bash "$here/scripts/sanitize.sh" thread
+fi
+if [[ ${FUZZ:-1} != 0 ]]; then
+  echo "== the scenario, card, catalog and profile readers under libFuzzer (scripts/fuzz.sh)"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash "$here/scripts/fuzz.sh"
 fi

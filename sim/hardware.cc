@@ -168,8 +168,15 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
   return d;
 }
 
-void Catalog::load_file(const std::string& path) {
-  ConfigNode root = ConfigNode::load_file(path);
+void Catalog::load_file(const std::string& path) { add_entries(ConfigNode::load_file(path)); }
+
+void Catalog::load_text(const std::string& text, const std::string& name) {
+  ConfigNode root = ConfigNode::load_string(text, name);
+  if (!root.defined()) throw ConfigError(name, 0, 0, "", "file is empty");
+  add_entries(root);
+}
+
+void Catalog::add_entries(const ConfigNode& root) {
   for (auto& [name, node] : root.entries()) {
     if (entries_.count(name)) node.fail("duplicate catalog entry '" + name + "'");
     entries_[name] = parse_device_spec(name, node);

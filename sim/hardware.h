@@ -80,6 +80,8 @@ class Catalog {
   static Catalog load_dir(const std::string& dir);
   // Loads one catalog file into this catalog.
   void load_file(const std::string& path);
+  // The same for a file's contents; `name` stands in for the file in errors.
+  void load_text(const std::string& text, const std::string& name);
   // Throws ConfigError at `where`, listing the valid names, if there is no entry `name`.
   const DeviceSpec& get(const std::string& name, const ConfigNode& where) const;
   const DeviceSpec* find(const std::string& name) const;
@@ -87,6 +89,7 @@ class Catalog {
   const std::map<std::string, DeviceSpec>& entries() const { return entries_; }
 
  private:
+  void add_entries(const ConfigNode& root);  // each key of `root` -> an entry
   std::map<std::string, DeviceSpec> entries_;
 };
 

@@ -538,7 +538,8 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
   };
   try {
     j = json::parse(text, no_duplicates);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number past a double's range ("1e400")
     throw ConfigError(name, 0, 0, "", std::string("malformed JSON: ") + e.what());
   }
   At root(j, name, "");

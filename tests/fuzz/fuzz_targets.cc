@@ -1,0 +1,108 @@
+#include "fuzz/fuzz_targets.h"
+
+#include <exception>
+#include <string>
+
+#include "models/builder.h"
+#include "reports/report.h"
+#include "scenarios/config.h"
+#include "scenarios/scenario.h"
+#include "sim/engine.h"
+#include "sim/hardware.h"
+#include "sim/plan.h"
+#include "sim/profile.h"
+
+namespace vlasim::fuzz {
+namespace {
+
+const std::string kSource = VLASIM_SOURCE_DIR;
+
+// Runs `read`; a ConfigError naming `name` with a message is a refusal, anything else thrown is
+// a Finding that says what escaped.
+template <typename F>
+Outcome guarded(const std::string& name, F&& read) {
+  try {
+    read();
+    return Outcome::Accepted;
+  } catch (const ConfigError& e) {
+    if (e.file() != name || e.message().empty())
+      throw Finding("a refusal that does not name the input '" + name + "': " + e.what());
+    return Outcome::Refused;
+  } catch (const Finding&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Finding(std::string("an unnamed error escaped the reader: ") + e.what());
+  }
+}
+
+std::string text_of(std::string_view bytes) { return std::string(bytes); }
+
+}  // namespace
+
+Outcome scenario(std::string_view bytes) {
+  const std::string name = "fuzz.yaml";
+  return guarded(name, [&] {
+    Scenario s = load_scenario_text(text_of(bytes), name, kSource + "/sim/catalog",
+                                    kSource + "/models/cards");
+    resolve_auto_dtypes(s, DType::F32);
+    Plan plan = plan_scenario(s);
+    resolve_stream_loads(s, plan);
+    SimOptions o;
+    o.max_requests = kMaxRequests;
+    o.max_memory_bytes = 2e8;
+    o.trace_limit = 100;
+    SimResult r = simulate(s, plan, o);
+    Report rep = make_report(s, plan, r, "simulate");
+    (void)summary_text(rep);
+  });
+}
+
+Outcome card(std::string_view bytes) {
+  // A card's name must match its file's: the input is named after the name it gives, so that
+  // the shipped cards it starts from are read whole rather than refused at their name.
+  const std::string text = text_of(bytes);
+  std::string name = "fuzz.yaml";
+  try {
+    ConfigNode doc = ConfigNode::load_string(text, name);
+    if (doc.is_map()) {
+      ConfigNode n = doc.optional("name");
+      if (n.defined() && n.is_scalar()) {
+        const std::string stem = n.as_string();
+        if (!stem.empty() && stem.size() < 64 && stem.find_first_of("/\\.") == std::string::npos)
+          name = stem + ".yaml";
+      }
+    }
+  } catch (const ConfigError&) {
+    // load_card_text below refuses it again, naming fuzz.yaml.
+  }
+  return guarded(name, [&] { (void)load_card_text(text, name); });
+}
+
+Outcome catalog(std::string_view bytes) {
+  const std::string name = "fuzz.yaml";
+  return guarded(name, [&] {
+    Catalog c;
+    c.load_text(text_of(bytes), name);
+  });
+}
+
+Outcome profile(std::string_view bytes) {
+  const std::string name = "fuzz.json";
+  return guarded(name, [&] { (void)parse_profile(text_of(bytes), name); });
+}
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> all = {
+      {"scenario", scenario,
+       {"scenarios", "scenarios/systems", "scenarios/papers", "scenarios/validation",
+        "tests/data/broken_scenarios", "tests/data/bad_inputs/scenarios"}},
+      {"card", card,
+       {"models/cards", "tests/data/cards", "tests/data/broken_cards", "tests/data/bad_inputs/cards"}},
+      {"catalog", catalog,
+       {"sim/catalog", "tests/data/broken_catalog", "tests/data/bad_inputs/catalog"}},
+      {"profile", profile, {"scenarios/validation", "tests/data/bad_inputs/profiles"}},
+  };
+  return all;
+}
+
+}  // namespace vlasim::fuzz

@@ -1,0 +1,44 @@
+// Fuzz targets (issue 15): each hands bytes to one of vlasim's readers the way a user's file
+// reaches it. A reader either accepts the input or refuses it with a ConfigError that names the
+// input; anything else (another exception, a crash, a sanitizer report, a hang) is a finding.
+// Shared by the libFuzzer programs (fuzz_main.cc, built with clang by scripts/fuzz.sh) and by
+// FuzzRegressions in the normal build, which replays the seeds and every kept finding.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vlasim::fuzz {
+
+enum class Outcome { Accepted, Refused };
+
+// Thrown by a target when a reader fails in a way a user could not act on: an exception other
+// than ConfigError, or a ConfigError without the input's name or a message.
+struct Finding : std::exception {
+  explicit Finding(std::string what) : what_(std::move(what)) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+  std::string what_;
+};
+
+// A scenario: loaded, planned and, when its estimated work is small (at most kMaxRequests
+// requests), simulated, as `vlasim simulate` would. Cards and catalog: the source tree's.
+Outcome scenario(std::string_view bytes);
+// A model card named fuzz.yaml (its name must be `fuzz`), built at its defaults.
+Outcome card(std::string_view bytes);
+// A hardware catalog file.
+Outcome catalog(std::string_view bytes);
+// A device profile (JSON), as `--profile` reads it.
+Outcome profile(std::string_view bytes);
+
+inline constexpr double kMaxRequests = 2000;  // bigger scenarios are refused, not simulated
+
+struct Target {
+  const char* name;
+  Outcome (*run)(std::string_view);
+  std::vector<std::string> seed_dirs;  // relative to the source tree: inputs to start from
+};
+// The four targets above, with the folders of tests/data and the shipped files they start from.
+const std::vector<Target>& targets();
+
+}  // namespace vlasim::fuzz
