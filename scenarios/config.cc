@@ -225,7 +225,7 @@ static ConfigNode parse(const std::string& text, const std::string& name) {
   } catch (const YAML::Exception& e) {
     throw ConfigError(name, line_of(e.mark), column_of(e.mark), "", "malformed YAML: " + e.msg);
   }
-  TreeCheck{name}.walk(root, "");
+  TreeCheck{name, 0, {}}.walk(root, "");
   return ConfigNode(root, file, "");
 }
 

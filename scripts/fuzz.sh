@@ -5,7 +5,10 @@
 # 60), starting from the inputs FuzzRegressions replays (the shipped and broken files of
 # scenarios/, models/cards, sim/catalog and tests/data) and the findings kept so far.
 #   scripts/fuzz.sh [target ...]     default: scenario card catalog profile
-# Env: FUZZ_SECONDS (per target), FUZZ_BUILD_DIR (default build-fuzz/), FUZZ_JOBS (build jobs).
+# Env: FUZZ_SECONDS (per target; 0: build only), FUZZ_SANITIZE (default address,undefined;
+# `undefined` alone runs several times as many inputs a second, for long runs),
+# FUZZ_BUILD_DIR (default build-fuzz/, or build-fuzz-<sanitizers> for other sanitizers),
+# FUZZ_JOBS (build jobs).
 # A finding (a crash, a sanitizer report, an unnamed error, an input over 25 s or 2 GB) fails
 # the run; its input is copied to tests/fuzz/regressions/<target>/ (commit it with the fix, and
 # FuzzRegressions replays it from then on) and printed in base64, so a CI log keeps it too.
@@ -13,7 +16,9 @@
 # reused by the next run. Prints the executions of each target and their total.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-build=${FUZZ_BUILD_DIR:-$here/build-fuzz}
+sanitize=${FUZZ_SANITIZE:-address,undefined}
+if [[ $sanitize == address,undefined ]]; then build=${FUZZ_BUILD_DIR:-$here/build-fuzz}
+else build=${FUZZ_BUILD_DIR:-$here/build-fuzz-${sanitize//,/-}}; fi
 secs=${FUZZ_SECONDS:-60}
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(scenario card catalog profile)
@@ -27,11 +32,12 @@ export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 start=$SECONDS
 mkdir -p "$build"
 CXX=clang++-14 CC=clang-14 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_UNITY_BUILD=ON \
-  -DVLASIM_FUZZ=ON -DVLASIM_SANITIZE=address,undefined -DVLASIM_BUILD_TESTS=ON \
+  -DVLASIM_FUZZ=ON -DVLASIM_SANITIZE=$sanitize -DVLASIM_BUILD_TESTS=ON \
   -DVLASIM_BUILD_BENCHMARKS=OFF -DVLASIM_WITH_CUDA=OFF > "$build/configure.log" 2>&1 \
   || { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j "${FUZZ_JOBS:-$(nproc)}" --target vlasim_fuzzers
 echo "== fuzz build: $((SECONDS - start)) s"
+[[ $secs != 0 ]] || exit 0
 
 # Seed folders of each target: as in tests/fuzz/fuzz_targets.cc targets().
 declare -A seed_dirs=(
