@@ -33,6 +33,7 @@
 #include "executors/runtime.h"
 #include "executors/calibration/calibrate.h"
 #include "sim/profile.h"
+#include "vlasim_mpi.h"
 
 namespace fs = std::filesystem;
 using namespace vlasim;
@@ -338,31 +339,71 @@ int run_execute(const Common& c, const std::string& path, long long seed, const 
   return r.failed ? kExitExecutorFailed : 0;
 }
 
-int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<std::string>& sets,
-                  const std::string& goal_name, double cap_gb, const std::string& mem_device,
-                  const std::string& dir, const OutputOptions& out) {
-  const bool quiet = out.quiet;
-  if (sets.size() != 1) {
-    std::cerr << "vlasim sweep: give exactly one --set KEY=VALUES\n";
-    return 2;
-  }
-  SplitGoal goal;
-  if (!parse_split_goal(goal_name, &goal)) {
-    std::cerr << "vlasim sweep: unknown goal '" << goal_name << "'; valid names are: throughput, latency, memory\n";
-    return 2;
-  }
-  SweepAxis axis = parse_sweep_axis(sets[0]);
-  check_sweep_indices(path, axis.key);
-  if (!dir.empty()) check_output_dir("--out", dir);
-  SweepResult r = run_sweep(path, c.catalog, c.cards, axis, goal, cap_gb * 1e9, mem_device,
-                            quiet ? std::function<void(double)>() : progress_bar, native_cpu_dtype(),
-                            c.profile, out.sim_options());
+// The sweep the command line asks for. Throws ConfigError naming the option (--set, --goal,
+// --out) when it is malformed; checks -o/--out only with `check_out` (under mpirun, only
+// rank 0 writes).
+SweepSpec sweep_spec(const Common& c, const std::string& path, const std::vector<std::string>& sets,
+                     const std::string& goal_name, double cap_gb, const std::string& mem_device,
+                     const std::string& dir, const OutputOptions& out, bool check_out) {
+  if (sets.size() != 1)
+    throw ConfigError("<command line>", 0, 0, "--set", "give exactly one --set KEY=VALUES");
+  SweepSpec spec;
+  if (!parse_split_goal(goal_name, &spec.goal))
+    throw ConfigError("<command line>", 0, 0, "--goal",
+                      "unknown goal '" + goal_name + "'; valid names are: throughput, latency, memory");
+  spec.axis = parse_sweep_axis(sets[0]);
+  check_sweep_indices(path, spec.axis.key);
+  if (check_out && !dir.empty()) check_output_dir("--out", dir);
+  spec.path = path;
+  spec.catalog_dir = c.catalog;
+  spec.cards_dir = c.cards;
+  spec.memory_cap_bytes = cap_gb * 1e9;
+  spec.memory_device = mem_device;
+  spec.auto_cpu_dtype = native_cpu_dtype();
+  spec.profile = c.profile;
+  spec.sim_options = out.sim_options();
+  return spec;
+}
+
+// Prints the sweep's table (unless quiet) and its best value, and writes its files into `dir`
+// (when given).
+void publish_sweep(const SweepResult& r, const std::string& dir, bool quiet) {
   if (!quiet) std::cout << sweep_table(r);
-  if (r.best >= 0) std::cout << "best " << axis.key << " for " << r.goal << ": " << r.rows[r.best].value << "\n";
+  if (r.best >= 0) std::cout << "best " << r.key << " for " << r.goal << ": " << r.rows[r.best].value << "\n";
   else std::cout << "no value meets the goal\n";
   if (!dir.empty())
     for (auto& f : write_sweep(r, dir))
       if (!quiet) std::cout << "wrote " << f << "\n";
+}
+
+// A plain run sweeps here, in this process. Under mpirun (detect_mpi_launch), a build with
+// MPI spreads the values over the ranks (run_sweep_over_ranks) and writes the same files and
+// output as a plain run; a build without MPI refuses, rather than let every rank run the
+// whole sweep and overwrite the others' files.
+int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<std::string>& sets,
+                  const std::string& goal_name, double cap_gb, const std::string& mem_device,
+                  const std::string& dir, const OutputOptions& out) {
+  auto setup = [&](bool lead) {
+    return sweep_spec(c, path, sets, goal_name, cap_gb, mem_device, dir, out, lead);
+  };
+  const std::function<void(double)> progress = out.quiet ? std::function<void(double)>() : progress_bar;
+  auto publish = [&](const SweepResult& r) { publish_sweep(r, dir, out.quiet); };
+  if (const MpiLaunch launch = detect_mpi_launch(); launch.launched) {
+#ifdef VLASIM_WITH_MPI
+    return run_sweep_over_ranks(setup, progress, publish);
+#else
+    if (launch.size != 1) {
+      if (launch.rank == 0 || launch.size == 0)
+        std::cerr << "error: vlasim sweep: started by an MPI launcher ("
+                  << (launch.size > 0 ? std::to_string(launch.size) + " ranks" : "rank " + std::to_string(launch.rank))
+                  << "), but this vlasim was built without MPI (VLASIM_WITH_MPI=OFF), so every rank would "
+                     "run the whole sweep and overwrite the others' files; run it without mpirun, or "
+                     "install libboost-mpi-dev and rebuild\n";
+      return 2;
+    }
+#endif
+  }
+  publish(run_sweep(setup(true), progress));
   return 0;
 }
 
@@ -648,6 +689,13 @@ int main(int argc, char** argv) {
   cal->add_flag("-q,--quiet", out.quiet, "no progress bar");
 
   auto* sweep = app.add_subcommand("sweep", "simulate a scenario over values of one key; table, plot and the best value");
+#ifdef VLASIM_WITH_MPI
+  sweep->footer("Under mpirun (mpirun -n N vlasim sweep ...) the values are spread over the N ranks; rank 0 "
+                "prints the table and writes the same files as a run without mpirun.");
+#else
+  sweep->footer("This vlasim was built without MPI (VLASIM_WITH_MPI=OFF): under mpirun with more than one "
+                "rank, sweep refuses to run; build with libboost-mpi-dev installed to spread a sweep over ranks.");
+#endif
   std::vector<std::string> sets;
   std::string goal = "throughput", mem_device, sweep_dir;
   double cap_gb = 0;
@@ -685,6 +733,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+    if (sweep->parsed() && detect_mpi_launch().rank > 0) return 2;  // mpirun: rank 0 says it once
     std::cerr << "error: " << e.what();
     if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&e)) {
       std::vector<std::string> names;

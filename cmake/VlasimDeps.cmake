@@ -13,6 +13,32 @@ find_package(dnnl REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(Threads REQUIRED)
+
+# Optional: Boost.MPI over Open MPI (Debian: libboost-mpi-dev, which brings libopenmpi-dev)
+# lets `vlasim sweep` under mpirun spread its values over the ranks (vlasim_mpi.cc). Without
+# it the build works and sweeps run in one process. Boost::mpi does not carry MPI itself, so
+# MPI's C++ target comes too (without the deprecated MPI C++ bindings).
+find_package(Boost 1.74 QUIET OPTIONAL_COMPONENTS mpi serialization)
+set(MPI_CXX_SKIP_MPICXX ON)
+find_package(MPI QUIET COMPONENTS CXX)
+if(Boost_MPI_FOUND AND Boost_SERIALIZATION_FOUND AND MPI_CXX_FOUND)
+  set(_mpi_default ON)
+else()
+  set(_mpi_default OFF)
+endif()
+option(VLASIM_WITH_MPI "Spread `vlasim sweep` over mpirun's ranks with Boost.MPI (on when found)" ${_mpi_default})
+if(VLASIM_WITH_MPI AND NOT _mpi_default)
+  message(FATAL_ERROR "VLASIM_WITH_MPI is ON but Boost.MPI or MPI was not found: install "
+                      "libboost-mpi-dev (scripts/setup.sh does) or configure with -DVLASIM_WITH_MPI=OFF")
+elseif(NOT VLASIM_WITH_MPI)
+  if(_mpi_default)
+    set(_why "VLASIM_WITH_MPI=OFF")
+  else()
+    set(_why "Boost.MPI or MPI not found; libboost-mpi-dev brings both")
+  endif()
+  message(STATUS "vlasim: building without MPI (${_why}): `vlasim sweep` runs in one process "
+                 "and refuses to run under mpirun with more than one rank")
+endif()
 find_package(OpenMP REQUIRED)
 if(VLASIM_BUILD_TESTS)
   find_package(GTest REQUIRED)

@@ -1,11 +1,14 @@
 #include "reports/sweep.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <stdexcept>
 
 #include "scheduler/policy.h"
 #include "sim/cost_model.h"
@@ -87,85 +90,316 @@ SweepAxis parse_sweep_axis(const std::string& text) {
   return a;
 }
 
-SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
-                      const std::string& cards_dir, const SweepAxis& axis, SplitGoal goal,
-                      double memory_cap_bytes, const std::string& memory_device,
-                      const std::function<void(double)>& progress, DType auto_cpu_dtype,
-                      const std::string& profile, const SimOptions& sim_options) {
-  SweepResult out;
-  out.key = axis.key;
-  out.goal = goal == SplitGoal::Throughput ? "throughput" : goal == SplitGoal::Latency ? "latency" : "memory";
-  std::vector<SplitOutcome> outcomes;
+namespace {
+
+// The spec's scenario with the key set to value i: loaded, dtypes resolved, cost model chosen.
+Scenario load_at(const SweepSpec& spec, ConfigNode& root) {
+  Scenario s = load_scenario_node(root, spec.catalog_dir, spec.cards_dir);
+  resolve_auto_dtypes(s, spec.auto_cpu_dtype);
+  if (!spec.profile.empty()) use_profiled_cost_model(s, spec.profile);
+  return s;
+}
+
+}  // namespace
+
+void check_sweep_work(const SweepSpec& spec) {
+  const SweepAxis& axis = spec.axis;
+  if (axis.values.empty()) throw cli_error("no values to sweep");
   // The sweep's whole work, bounded before any point runs by the number of values times the
   // larger of its end points' requests (a swept rate, duration or count grows toward one end).
   double most = 0;
   for (size_t i : {size_t{0}, axis.values.size() - 1}) {
     try {
-      ConfigNode root = ConfigNode::load_file(path);
-      at_path(root.raw(), axis.key, path) = axis.values[i];
-      Scenario s = load_scenario_node(root, catalog_dir, cards_dir);
-      resolve_auto_dtypes(s, auto_cpu_dtype);
-      if (!profile.empty()) use_profiled_cost_model(s, profile);
+      ConfigNode root = ConfigNode::load_file(spec.path);
+      at_path(root.raw(), axis.key, spec.path) = axis.values[i];
+      Scenario s = load_at(spec, root);
       Plan plan = plan_scenario(s);
       resolve_stream_loads(s, plan);
       most = std::max(most, estimate_work(s, plan, 0).requests);
     } catch (const ConfigError&) {
-      // A value that fails makes a row of its own below.
+      // A value that fails makes a row of its own (sweep_row).
     }
   }
   const double total = most * static_cast<double>(axis.values.size());
-  if (total > sim_options.max_requests) {
+  if (total > spec.sim_options.max_requests) {
     char buf[200];
     std::snprintf(buf, sizeof buf,
                   "the sweep would simulate up to %.3g requests (%zu values, up to %.3g each); "
                   "the limit is %.3g (--max-requests raises it)",
-                  total, axis.values.size(), most, sim_options.max_requests);
+                  total, axis.values.size(), most, spec.sim_options.max_requests);
     throw ConfigError("<command line>", 0, 0, "--set", buf);
   }
-  for (size_t i = 0; i < axis.values.size(); ++i) {
-    ConfigNode root = ConfigNode::load_file(path);  // fresh each time: edits are in place
-    YAML::Node target = at_path(root.raw(), axis.key, path);
-    if (!target.IsScalar()) throw ConfigError(path, 0, 0, axis.key, "a sweep sets single values only");
-    target = axis.values[i];
-    SweepRow row;
-    row.value = axis.values[i];
-    SplitOutcome& o = row.outcome;
-    char* end = nullptr;
-    double num = std::strtod(row.value.c_str(), &end);
-    o.after_block = *end ? static_cast<int>(i) : static_cast<int>(std::lround(num));
-    try {
-      Scenario s = load_scenario_node(root, catalog_dir, cards_dir);
-      resolve_auto_dtypes(s, auto_cpu_dtype);
-      if (!profile.empty()) use_profiled_cost_model(s, profile);
-      if (out.scenario.empty()) out.scenario = s.name;
-      Plan plan = plan_scenario(s);
-      resolve_stream_loads(s, plan);
-      SimResult r = simulate(s, plan, sim_options);
-      row.report = make_report(s, plan, r, "simulate");
-      row.ok = true;
-      o.mean_latency_s = row.report.latency.mean;
-      o.p99_latency_s = row.report.latency.p99;
-      o.throughput_hz = row.report.throughput_hz;
-      std::string dev = memory_device.empty() ? s.devices.front().name : memory_device;
-      if (s.device_index(dev) < 0) throw ConfigError("<command line>", 0, 0, "--memory-device", "no device '" + dev + "' in the scenario");
-      out.memory_device = dev;
-      o.peak_memory_bytes = plan.memory[s.device_index(dev)].total();
-    } catch (const ConfigError& e) {
-      if (e.file() == "<command line>") throw;
-      // Only a refusal that depends on the value (a placement that does not fit, a split
-      // beyond the model) makes a row; the same error at every value is the file's fault.
-      row.error = e.what();
-      o.fits = false;
-    }
-    outcomes.push_back(o);
-    out.rows.push_back(std::move(row));
-    if (progress) progress(static_cast<double>(i + 1) / static_cast<double>(axis.values.size()));
+}
+
+SweepRow sweep_row(const SweepSpec& spec, size_t i) {
+  const SweepAxis& axis = spec.axis;
+  const std::string& path = spec.path;
+  if (i >= axis.values.size())
+    throw std::out_of_range("sweep_row: value " + std::to_string(i) + " of " + std::to_string(axis.values.size()));
+  ConfigNode root = ConfigNode::load_file(path);  // fresh each time: edits are in place
+  YAML::Node target = at_path(root.raw(), axis.key, path);
+  if (!target.IsScalar()) throw ConfigError(path, 0, 0, axis.key, "a sweep sets single values only");
+  target = axis.values[i];
+  SweepRow row;
+  row.value = axis.values[i];
+  SplitOutcome& o = row.outcome;
+  char* end = nullptr;
+  double num = std::strtod(row.value.c_str(), &end);
+  o.after_block = *end ? static_cast<int>(i) : static_cast<int>(std::lround(num));
+  try {
+    Scenario s = load_at(spec, root);
+    row.scenario = s.name;
+    Plan plan = plan_scenario(s);
+    resolve_stream_loads(s, plan);
+    SimResult r = simulate(s, plan, spec.sim_options);
+    row.report = make_report(s, plan, r, "simulate");
+    row.ok = true;
+    o.mean_latency_s = row.report.latency.mean;
+    o.p99_latency_s = row.report.latency.p99;
+    o.throughput_hz = row.report.throughput_hz;
+    std::string dev = spec.memory_device.empty() ? s.devices.front().name : spec.memory_device;
+    if (s.device_index(dev) < 0) throw ConfigError("<command line>", 0, 0, "--memory-device", "no device '" + dev + "' in the scenario");
+    row.memory_device = dev;
+    o.peak_memory_bytes = plan.memory[s.device_index(dev)].total();
+  } catch (const ConfigError& e) {
+    if (e.file() == "<command line>") throw;
+    // Only a refusal that depends on the value (a placement that does not fit, a split
+    // beyond the model) makes a row; the same error at every value is the file's fault.
+    row.error = e.what();
+    o.fits = false;
   }
+  return row;
+}
+
+SweepResult finish_sweep(const SweepSpec& spec, std::vector<SweepRow> rows) {
+  SweepResult out;
+  out.key = spec.axis.key;
+  const SplitGoal goal = spec.goal;
+  out.goal = goal == SplitGoal::Throughput ? "throughput" : goal == SplitGoal::Latency ? "latency" : "memory";
+  std::vector<SplitOutcome> outcomes;
   bool any = false;
-  for (auto& r : out.rows) any = any || r.ok;
-  if (!any) throw ConfigError(path, 0, 0, axis.key, "refused at every value; first error: " + out.rows.front().error);
-  out.best = best_split(outcomes, goal, memory_cap_bytes);
+  for (const SweepRow& row : rows) {
+    if (out.scenario.empty()) out.scenario = row.scenario;
+    if (!row.memory_device.empty()) out.memory_device = row.memory_device;
+    outcomes.push_back(row.outcome);
+    any = any || row.ok;
+  }
+  if (!any)
+    throw ConfigError(spec.path, 0, 0, spec.axis.key,
+                      "refused at every value; first error: " + (rows.empty() ? std::string("no values") : rows.front().error));
+  out.rows = std::move(rows);
+  out.best = best_split(outcomes, goal, spec.memory_cap_bytes);
   return out;
+}
+
+SweepResult run_sweep(const SweepSpec& spec, const std::function<void(double)>& progress) {
+  check_sweep_work(spec);
+  const size_t n = spec.axis.values.size();
+  std::vector<SweepRow> rows;
+  for (size_t i = 0; i < n; ++i) {
+    rows.push_back(sweep_row(spec, i));
+    if (progress) progress(static_cast<double>(i + 1) / static_cast<double>(n));
+  }
+  return finish_sweep(spec, std::move(rows));
+}
+
+SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
+                      const std::string& cards_dir, const SweepAxis& axis, SplitGoal goal,
+                      double memory_cap_bytes, const std::string& memory_device,
+                      const std::function<void(double)>& progress, DType auto_cpu_dtype,
+                      const std::string& profile, const SimOptions& sim_options) {
+  SweepSpec spec;
+  spec.path = path;
+  spec.catalog_dir = catalog_dir;
+  spec.cards_dir = cards_dir;
+  spec.axis = axis;
+  spec.goal = goal;
+  spec.memory_cap_bytes = memory_cap_bytes;
+  spec.memory_device = memory_device;
+  spec.auto_cpu_dtype = auto_cpu_dtype;
+  spec.profile = profile;
+  spec.sim_options = sim_options;
+  return run_sweep(spec, progress);
+}
+
+namespace {
+
+// The text form of encode_sweep_rows: a header line, then one line per row of fields each
+// followed by a space; text fields are "<length>:<bytes>" (any bytes, newlines included),
+// numbers hex floats ("%a"), whole numbers decimal.
+constexpr const char* kRowsHeader = "vlasim-sweep-rows 1 ";
+
+class RowWriter {
+ public:
+  void text(const std::string& s) { out_ += std::to_string(s.size()) + ':' + s + ' '; }
+  void whole(unsigned long long v) { out_ += std::to_string(v) + ' '; }
+  void integer(long long v) { out_ += std::to_string(v) + ' '; }
+  void number(double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%a", v);
+    out_ += b;
+    out_ += ' ';
+  }
+  void end_row() { out_ += '\n'; }
+  std::string& str() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class RowReader {
+ public:
+  explicit RowReader(const std::string& t) : t_(t) {}
+  // Consumes `s` exactly.
+  void expect(const std::string& s) {
+    if (t_.compare(pos_, s.size(), s) != 0) fail("expected '" + s + "'");
+    pos_ += s.size();
+  }
+  std::string text() {
+    const unsigned long long n = whole_until(':');
+    if (n > t_.size() - pos_) fail("a text of " + std::to_string(n) + " bytes runs past the end");
+    std::string s = t_.substr(pos_, n);
+    pos_ += n;
+    expect(" ");
+    return s;
+  }
+  unsigned long long whole() { return whole_until(' '); }
+  unsigned long long whole_line() { return whole_until('\n'); }
+  long long integer() {
+    const std::string tok = token(' ');
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(tok.c_str(), &end, 10);
+    if (tok.empty() || *end || errno == ERANGE) fail("'" + tok + "' is not a whole number");
+    return v;
+  }
+  double number() {
+    const std::string tok = token(' ');
+    char* end = nullptr;
+    const double v = std::strtod(tok.c_str(), &end);
+    if (tok.empty() || *end) fail("'" + tok + "' is not a number");
+    return v;
+  }
+  bool flag() {
+    const unsigned long long v = whole();
+    if (v > 1) fail("a flag is 0 or 1, got " + std::to_string(v));
+    return v == 1;
+  }
+  bool at_end() const { return pos_ == t_.size(); }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error("sweep rows: " + what + " at byte " + std::to_string(pos_));
+  }
+
+ private:
+  // The characters up to `stop`, which is consumed too.
+  std::string token(char stop) {
+    const size_t at = t_.find(stop, pos_);
+    if (at == std::string::npos) fail(std::string("no '") + stop + "' before the end");
+    std::string tok = t_.substr(pos_, at - pos_);
+    pos_ = at + 1;
+    return tok;
+  }
+  unsigned long long whole_until(char stop) {
+    const size_t start = pos_;
+    const std::string tok = token(stop);
+    if (tok.empty() || tok.size() > 20 || tok.find_first_not_of("0123456789") != std::string::npos) {
+      pos_ = start;
+      fail("'" + tok.substr(0, 24) + "' is not a whole number");
+    }
+    errno = 0;
+    const unsigned long long v = std::strtoull(tok.c_str(), nullptr, 10);
+    if (errno == ERANGE) fail("'" + tok + "' is too large");
+    return v;
+  }
+
+  const std::string& t_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::string encode_sweep_rows(const std::vector<SweepRow>& rows) {
+  RowWriter w;
+  w.str() = kRowsHeader + std::to_string(rows.size()) + "\n";
+  for (const SweepRow& row : rows) {
+    w.text(row.value);
+    w.whole(row.ok ? 1 : 0);
+    w.text(row.error);
+    w.text(row.scenario);
+    w.text(row.memory_device);
+    const SplitOutcome& o = row.outcome;
+    w.integer(o.after_block);
+    w.number(o.mean_latency_s);
+    w.number(o.p99_latency_s);
+    w.number(o.throughput_hz);
+    w.number(o.peak_memory_bytes);
+    w.whole(o.fits ? 1 : 0);
+    const Report& r = row.report;
+    w.text(r.scenario);
+    w.text(r.file);
+    w.text(r.mode);
+    w.whole(r.seed);
+    w.number(r.horizon_s);
+    w.number(r.end_s);
+    w.whole(r.requests);
+    w.whole(r.finished);
+    w.whole(r.failed);
+    w.whole(r.latency.count);
+    for (double v : {r.latency.mean, r.latency.p50, r.latency.p90, r.latency.p99, r.latency.max}) w.number(v);
+    w.number(r.throughput_hz);
+    w.number(r.deadline_attainment);
+    w.whole(r.activations);
+    w.whole(r.trace_truncated ? 1 : 0);
+    w.text(r.partial);
+    w.end_row();
+  }
+  return std::move(w.str());
+}
+
+std::vector<SweepRow> decode_sweep_rows(const std::string& text) {
+  RowReader in(text);
+  in.expect(kRowsHeader);
+  const unsigned long long n = in.whole_line();
+  std::vector<SweepRow> rows;
+  for (unsigned long long k = 0; k < n; ++k) {
+    SweepRow row;
+    row.value = in.text();
+    row.ok = in.flag();
+    row.error = in.text();
+    row.scenario = in.text();
+    row.memory_device = in.text();
+    SplitOutcome& o = row.outcome;
+    const long long after = in.integer();
+    if (after < std::numeric_limits<int>::min() || after > std::numeric_limits<int>::max())
+      in.fail("after_block " + std::to_string(after) + " is out of range");
+    o.after_block = static_cast<int>(after);
+    o.mean_latency_s = in.number();
+    o.p99_latency_s = in.number();
+    o.throughput_hz = in.number();
+    o.peak_memory_bytes = in.number();
+    o.fits = in.flag();
+    Report& r = row.report;
+    r.scenario = in.text();
+    r.file = in.text();
+    r.mode = in.text();
+    r.seed = in.whole();
+    r.horizon_s = in.number();
+    r.end_s = in.number();
+    r.requests = in.whole();
+    r.finished = in.whole();
+    r.failed = in.whole();
+    r.latency.count = in.whole();
+    for (double* v : {&r.latency.mean, &r.latency.p50, &r.latency.p90, &r.latency.p99, &r.latency.max}) *v = in.number();
+    r.throughput_hz = in.number();
+    r.deadline_attainment = in.number();
+    r.activations = in.whole();
+    r.trace_truncated = in.flag();
+    r.partial = in.text();
+    in.expect("\n");
+    rows.push_back(std::move(row));
+  }
+  if (!in.at_end()) in.fail("text after the last row");
+  return rows;
 }
 
 std::string sweep_table(const SweepResult& r) {

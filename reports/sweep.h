@@ -27,6 +27,8 @@ struct SweepRow {
   std::string error;
   Report report;
   SplitOutcome outcome;   // what the planner weighs
+  std::string scenario;       // the scenario's name as loaded at this value ("" if it did not load)
+  std::string memory_device;  // the device whose peak memory was weighed ("" if not reached)
 };
 
 struct SweepResult {
@@ -35,6 +37,39 @@ struct SweepResult {
   int best = -1;          // index of the best row for the goal, -1 if none qualifies
   std::string goal;
 };
+
+// Everything a sweep depends on; the same spec gives the same rows in any process.
+struct SweepSpec {
+  std::string path, catalog_dir, cards_dir;
+  SweepAxis axis;
+  SplitGoal goal = SplitGoal::Throughput;
+  double memory_cap_bytes = 0;  // for SplitGoal::Memory (0: no cap)
+  std::string memory_device;    // device whose peak memory the planner weighs ("": the first)
+  DType auto_cpu_dtype = DType::F32;  // what `dtype: auto` models on a CPU device run at
+  std::string profile;          // non-empty: use the profiled cost model
+  SimOptions sim_options;       // its max_requests bounds the whole sweep
+};
+
+// The parts of run_sweep, so that its rows can be computed in several processes (vlasim
+// sweep under mpirun) and put together in one; run_sweep is check, every row, finish.
+//
+// Throws ConfigError naming --set when the whole sweep, bounded before any value runs by the
+// number of values times the larger of its end points' requests, passes
+// spec.sim_options.max_requests.
+void check_sweep_work(const SweepSpec& spec);
+// The scenario simulated at spec.axis.values[i]. A refusal that depends on the value (a
+// placement that does not fit, a split beyond the model) gives a row with ok false and its
+// error. Throws what stops the whole sweep: a ConfigError of the command line (an unknown
+// --memory-device), the key missing from the file or not a single value, and any other error.
+SweepRow sweep_row(const SweepSpec& spec, size_t i);
+// The result of the rows of every value, in value order: the scenario's name, the device
+// weighed and the best row for the goal. Throws ConfigError naming the key when every value
+// was refused.
+SweepResult finish_sweep(const SweepSpec& spec, std::vector<SweepRow> rows);
+
+// Simulates the scenario at each value (check_sweep_work, sweep_row for each, finish_sweep),
+// calling `progress` with the fraction of values done after each.
+SweepResult run_sweep(const SweepSpec& spec, const std::function<void(double)>& progress);
 
 // Simulates the scenario at each value. `memory_device` names the device whose peak memory
 // the planner weighs (default: the first device). Throws ConfigError if the key does not
@@ -46,6 +81,14 @@ SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
                       const std::function<void(double)>& progress, DType auto_cpu_dtype,
                       const std::string& profile = "",  // non-empty: use the profiled cost model
                       const SimOptions& sim_options = {});
+
+// Rows as text, to move them between processes: every field of SweepRow except the report's
+// per-model and per-device metrics (models, devices), which no sweep output reads. Numbers are
+// written as hex floats, so decoding gives back the same bits and the same files.
+std::string encode_sweep_rows(const std::vector<SweepRow>& rows);
+// The rows encode_sweep_rows wrote. Throws std::runtime_error naming the byte offset when
+// `text` is not such a text (truncated, or another format).
+std::vector<SweepRow> decode_sweep_rows(const std::string& text);
 
 // sweep.csv, sweep.md and (when gnuplot is installed) sweep.svg in `dir`; returns the paths.
 std::vector<std::string> write_sweep(const SweepResult& r, const std::string& dir);

@@ -5,7 +5,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(cmake g++ make pkg-config libsystemc-dev libboost-graph-dev libyaml-cpp-dev libdnnl-dev
       googletest libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev
-      nlohmann-json3-dev gnuplot-nox ocl-icd-opencl-dev time)
+      nlohmann-json3-dev gnuplot-nox ocl-icd-opencl-dev time libboost-mpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

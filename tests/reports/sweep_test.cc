@@ -1,0 +1,195 @@
+// Sweeps in parts: the rows' text form (how `vlasim sweep` under mpirun moves rows between
+// ranks) gives back every carried field bit for bit, refuses what it did not write, and rows
+// computed apart, in any order, and carried as text give the same result and files as one run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+#include "models/builder.h"
+#include "reports/sweep.h"
+#include "sim/hardware.h"
+#include "scratch.h"
+
+namespace vlasim {
+namespace {
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Two rows whose fields take awkward values: text with every separator the form uses, numbers
+// that decimal printing would round, signed zero, subnormals, infinities, NaN, extremes.
+std::vector<SweepRow> awkward_rows() {
+  SweepRow a;
+  a.value = "0.1";
+  a.ok = true;
+  a.scenario = "two words: a\nnewline, a comma and 12:34 ";
+  a.memory_device = "cpu0";
+  a.outcome = {-3, 0.1, 1.0 / 3.0, 1e308, std::numeric_limits<double>::denorm_min(), true};
+  Report& r = a.report;
+  r.scenario = "s";
+  r.file = "/path with spaces/x.yaml";
+  r.mode = "simulate";
+  r.seed = std::numeric_limits<uint64_t>::max();
+  r.horizon_s = 20.000000000000004;
+  r.end_s = -0.0;
+  r.requests = 100;
+  r.finished = 99;
+  r.failed = 1;
+  r.latency = {99, 0.123456789012345678, 0.1 + 0.2, std::nextafter(0.5, 1.0), 7e-310, 9.87654321e-3};
+  r.throughput_hz = 4.999999999999999;
+  r.deadline_attainment = 0.97;
+  r.activations = 123456789012ULL;
+  r.trace_truncated = true;
+  r.partial = "";
+  SweepRow b;
+  b.value = "";
+  b.ok = false;
+  b.error = "scenario.yaml:7: key 'models[0]': does not fit: over by 1.5 GB\n\t(ünïcode)";
+  b.outcome.fits = false;
+  b.outcome.mean_latency_s = std::numeric_limits<double>::infinity();
+  b.outcome.p99_latency_s = -std::numeric_limits<double>::infinity();
+  b.outcome.throughput_hz = std::numeric_limits<double>::quiet_NaN();
+  b.report.partial = "--max-wall-s 1 reached";
+  return {a, b};
+}
+
+void expect_same_row(const SweepRow& x, const SweepRow& y) {
+  EXPECT_EQ(x.value, y.value);
+  EXPECT_EQ(x.ok, y.ok);
+  EXPECT_EQ(x.error, y.error);
+  EXPECT_EQ(x.scenario, y.scenario);
+  EXPECT_EQ(x.memory_device, y.memory_device);
+  EXPECT_EQ(x.outcome.after_block, y.outcome.after_block);
+  EXPECT_EQ(x.outcome.fits, y.outcome.fits);
+  for (auto [p, q] : {std::pair{x.outcome.mean_latency_s, y.outcome.mean_latency_s},
+                      {x.outcome.p99_latency_s, y.outcome.p99_latency_s},
+                      {x.outcome.throughput_hz, y.outcome.throughput_hz},
+                      {x.outcome.peak_memory_bytes, y.outcome.peak_memory_bytes}})
+    EXPECT_TRUE(same_bits(p, q) || (std::isnan(p) && std::isnan(q))) << p << " vs " << q;
+  const Report &r = x.report, &s = y.report;
+  EXPECT_EQ(r.scenario, s.scenario);
+  EXPECT_EQ(r.file, s.file);
+  EXPECT_EQ(r.mode, s.mode);
+  EXPECT_EQ(r.seed, s.seed);
+  EXPECT_EQ(r.requests, s.requests);
+  EXPECT_EQ(r.finished, s.finished);
+  EXPECT_EQ(r.failed, s.failed);
+  EXPECT_EQ(r.latency.count, s.latency.count);
+  EXPECT_EQ(r.activations, s.activations);
+  EXPECT_EQ(r.trace_truncated, s.trace_truncated);
+  EXPECT_EQ(r.partial, s.partial);
+  for (auto [p, q] : {std::pair{r.horizon_s, s.horizon_s},
+                      {r.end_s, s.end_s},
+                      {r.latency.mean, s.latency.mean},
+                      {r.latency.p50, s.latency.p50},
+                      {r.latency.p90, s.latency.p90},
+                      {r.latency.p99, s.latency.p99},
+                      {r.latency.max, s.latency.max},
+                      {r.throughput_hz, s.throughput_hz},
+                      {r.deadline_attainment, s.deadline_attainment}})
+    EXPECT_TRUE(same_bits(p, q)) << p << " vs " << q;
+}
+
+TEST(SweepRows, TextGivesBackEveryCarriedFieldBitForBit) {
+  const std::vector<SweepRow> rows = awkward_rows();
+  const std::string text = encode_sweep_rows(rows);
+  const std::vector<SweepRow> back = decode_sweep_rows(text);
+  ASSERT_EQ(back.size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) expect_same_row(rows[i], back[i]);
+  EXPECT_EQ(encode_sweep_rows(back), text);
+  EXPECT_TRUE(decode_sweep_rows(encode_sweep_rows({})).empty());
+}
+
+TEST(SweepRows, RefusesTextItDidNotWrite) {
+  const std::string text = encode_sweep_rows(awkward_rows());
+  // Every cut short of the whole text is refused (a rank's message cut off in transit).
+  for (size_t n = 0; n < text.size(); ++n)
+    EXPECT_THROW(decode_sweep_rows(text.substr(0, n)), std::runtime_error) << "cut at " << n;
+  EXPECT_THROW(decode_sweep_rows(text + "x"), std::runtime_error);
+  EXPECT_THROW(decode_sweep_rows("vlasim-sweep-rows 2 0\n"), std::runtime_error);
+  EXPECT_THROW(decode_sweep_rows("vlasim-sweep-rows 1 1\n99999999999999999999999:x \n"), std::runtime_error);
+  try {
+    decode_sweep_rows("vlasim-sweep-rows 1 1\n1:a 2 ");
+    FAIL() << "a flag of 2 was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("at byte"), std::string::npos) << e.what();
+  }
+}
+
+std::string file_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+// A sweep over where the small pi0's prefix is cut, on this machine's two cores: values 0 to
+// 5 run, 6 and 7 are beyond the model and refused (rows of their own).
+SweepSpec split_sweep() {
+  SweepSpec spec;
+  spec.path = std::string(VLASIM_SOURCE_DIR) + "/scenarios/validation/split1_async.yaml";
+  spec.catalog_dir = default_catalog_dir();
+  spec.cards_dir = default_cards_dir();
+  spec.axis = parse_sweep_axis("models.0.partition.params.after_block=0:7");
+  spec.goal = SplitGoal::Throughput;
+  return spec;
+}
+
+TEST(Sweep, RowsComputedApartAndCarriedAsTextGiveTheSameFiles) {
+  const SweepSpec spec = split_sweep();
+  const SweepResult whole = run_sweep(spec, {});
+  ASSERT_EQ(whole.rows.size(), 8u);
+  int refused = 0;
+  for (const SweepRow& r : whole.rows) refused += r.ok ? 0 : 1;
+  EXPECT_GE(refused, 1) << "the sweep should cross the end of the model";
+  EXPECT_LT(refused, 8);
+
+  // As three ranks would: rank r computes values r, r+3, ... (the last rank last, so rows
+  // are made out of value order), each share goes through the text form.
+  const int ranks = 3;
+  std::vector<std::string> shares(ranks);
+  for (int r = ranks - 1; r >= 0; --r) {
+    std::vector<SweepRow> mine;
+    for (size_t i = r; i < spec.axis.values.size(); i += ranks) mine.push_back(sweep_row(spec, i));
+    shares[r] = encode_sweep_rows(mine);
+  }
+  std::vector<std::vector<SweepRow>> parts;
+  for (const std::string& s : shares) parts.push_back(decode_sweep_rows(s));
+  std::vector<SweepRow> rows;
+  for (size_t i = 0; i < spec.axis.values.size(); ++i) rows.push_back(parts[i % ranks][i / ranks]);
+  const SweepResult apart = finish_sweep(spec, std::move(rows));
+
+  EXPECT_EQ(apart.best, whole.best);
+  EXPECT_EQ(apart.scenario, whole.scenario);
+  EXPECT_EQ(apart.memory_device, whole.memory_device);
+  EXPECT_EQ(sweep_table(apart), sweep_table(whole));
+  const auto a = testing::scratch_dir("sweep_whole"), b = testing::scratch_dir("sweep_apart");
+  const std::vector<std::string> fa = write_sweep(whole, a.string()), fb = write_sweep(apart, b.string());
+  ASSERT_EQ(fa.size(), fb.size());
+  for (size_t i = 0; i < fa.size(); ++i) {
+    const std::string name = std::filesystem::path(fa[i]).filename().string();
+    EXPECT_EQ(file_text(fa[i]), file_text(fb[i])) << name;
+  }
+}
+
+TEST(Sweep, FinishRefusesASweepRefusedAtEveryValue) {
+  SweepSpec spec = split_sweep();
+  std::vector<SweepRow> rows(2);
+  rows[0].error = "first reason";
+  rows[1].error = "second reason";
+  try {
+    finish_sweep(spec, rows);
+    FAIL() << "a sweep without a single result was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), spec.axis.key);
+    EXPECT_NE(e.message().find("refused at every value; first error: first reason"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vlasim
