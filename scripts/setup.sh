@@ -6,16 +6,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(cmake g++ make pkg-config libsystemc-dev libboost-graph-dev libyaml-cpp-dev libdnnl-dev
       googletest libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev
       nlohmann-json3-dev gnuplot-nox ocl-icd-opencl-dev time libboost-mpi-dev openmpi-bin)
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
-  sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+"$here/scripts/install_packages.sh" "${pkgs[@]}"
 build=${BUILD_DIR:-$here/build}
 mkdir -p "$build"
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DVLASIM_BUILD_TESTS=ON \
