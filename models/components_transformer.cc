@@ -302,7 +302,9 @@ void build_expert(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
   const double cache_bytes = 2.0 * B * S * kv_dim * c.eb;
   c.suffix_tokens = T;
   int prev = -1;
+  const size_t before_steps = c.g.size();
   for (int step = 0; step < c.shape.steps; ++step) {
+    if (step == 1) c.g.check_room(size_t(c.shape.steps - 1) * (c.g.size() - before_steps));
     Site s{stage, step, -1, name};
     std::vector<Dep> parts;
     // pi0 embed_suffix: the state token comes first, then the action tokens (the suffix
@@ -405,7 +407,9 @@ void build_dit(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage
                          Epilogue{.bias = true}, {se1});
   const int fut = future > 0 ? c.lookup(s0, "future_tokens", B * future, w, future, {}) : -1;
   int prev = -1;
+  const size_t before_steps = c.g.size();
   for (int step = 0; step < c.shape.steps; ++step) {
+    if (step == 1) c.g.check_room(size_t(c.shape.steps - 1) * (c.g.size() - before_steps));
     Site s{stage, step, -1, name};
     const int t1 = c.gemm(s, "time_mlp_in", OpFn::Linear, B, w, time_dim,
                           Epilogue{.bias = true, .act = Activation::Silu}, {});

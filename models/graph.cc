@@ -106,10 +106,14 @@ const char* to_string(Activation a) {
   return "?";
 }
 
-int OpGraph::add(Op op) {
-  if (boost::num_vertices(g_) >= kMaxGraphOps)
+void OpGraph::check_room(size_t more) const {
+  if (more > kMaxGraphOps || size() + more > kMaxGraphOps)
     throw GraphTooLarge("the operator graph would pass " + std::to_string(kMaxGraphOps) +
                         " ops (the limit); fewer steps, views, chunk or prompt tokens give fewer");
+}
+
+int OpGraph::add(Op op) {
+  check_room(1);
   op.id = static_cast<int>(boost::num_vertices(g_));
   boost::add_vertex(std::move(op), g_);
   return static_cast<int>(boost::num_vertices(g_)) - 1;

@@ -128,6 +128,10 @@ class OpGraph {
   // Appends an op and returns its id. REQUIRES: op.name unique. Throws GraphTooLarge when the
   // graph already holds kMaxGraphOps.
   int add(Op op);
+  // Throws GraphTooLarge (add's message) when `more` ops would take the graph past
+  // kMaxGraphOps: a builder that repeats a part many times calls it after the first, so a
+  // graph far past the limit is refused at once instead of at its 500000th op.
+  void check_room(size_t more) const;
   // Records that `to` reads `bytes` produced by `from`. REQUIRES: from < to.
   void depend(int from, int to, double bytes);
 

@@ -30,6 +30,14 @@ TEST(OpGraph, AddAssignsSequentialIdsEqualToVertexIndex) {
   EXPECT_EQ(g.op(1).name, "b");
 }
 
+TEST(OpGraph, CheckRoomRefusesWhatWouldPassTheOpLimit) {
+  OpGraph g;
+  g.add(make("a", Stage::Vision, 1));
+  EXPECT_NO_THROW(g.check_room(kMaxGraphOps - 1));
+  EXPECT_THROW(g.check_room(kMaxGraphOps), GraphTooLarge);
+  EXPECT_THROW(g.check_room(static_cast<size_t>(-1)), GraphTooLarge);  // no wrap-around
+}
+
 TEST(OpGraph, DependRecordsBytesAndAdjacencyInBothDirections) {
   OpGraph g;
   for (const char* n : {"a", "b", "c", "d"}) g.add(make(n, Stage::Prefix, 0));
