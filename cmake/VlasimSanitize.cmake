@@ -3,23 +3,22 @@
 # With `undefined`, float-cast-overflow is added (GCC's `undefined` group leaves it out, and a
 # double-to-integer overflow in the engine's time arithmetic was one of the issue's findings),
 # and every UBSan check is fatal, so that ctest sees a failure rather than a line in a log.
-# -O0 -g1 compiles in half the time of -O1 -g (what lets the leg fit in CI), the runs stay fast
-# enough, and the stacks still name our functions and lines;
-# it comes after CMAKE_CXX_FLAGS_<CONFIG> on the command line, so it wins over -O2/-O3.
+# VLASIM_SANITIZE_OPT (below) comes after CMAKE_CXX_FLAGS_<CONFIG> on the command line, so it
+# wins over -O2/-O3; at -O0 -g1 the stacks still name our functions and lines.
 # scripts/sanitize.sh configures and runs these builds; a normal build leaves this empty.
 # -DVLASIM_FUZZ=ON (clang; scripts/fuzz.sh) adds libFuzzer's coverage instrumentation to every
-# target and builds the fuzz programs of tests/fuzz; its sanitizer build is at -O1, where the
-# fuzzers run several times as many inputs a second as at -O0.
+# target and builds the fuzz programs of tests/fuzz.
 option(VLASIM_FUZZ "Build the libFuzzer programs of tests/fuzz (clang only)" OFF)
 if(VLASIM_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "VLASIM_FUZZ needs clang (libFuzzer); e.g. CXX=clang++-14 (scripts/fuzz.sh)")
   endif()
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
-  set(_vlasim_san_opt -O1 -g1)
-else()
-  set(_vlasim_san_opt -O0 -g1)
 endif()
+# Optimisation of sanitizer builds: -O0 -g1 compiles in half the time of -O1 -g (what lets the
+# sanitizer and fuzzing legs fit in CI); long fuzzing runs pass -O1, where the fuzzers run
+# about twice as many inputs a second.
+set(VLASIM_SANITIZE_OPT "-O0 -g1" CACHE STRING "Optimisation flags of a sanitizer build")
 set(VLASIM_SANITIZE "" CACHE STRING
     "Sanitizers to build with, as -fsanitize= takes them (address,undefined or thread); empty: none")
 
@@ -37,6 +36,7 @@ if(VLASIM_SANITIZE)
     list(APPEND _vlasim_san_flags -fsanitize=float-cast-overflow
                                   -fno-sanitize-recover=undefined,float-cast-overflow)
   endif()
+  separate_arguments(_vlasim_san_opt UNIX_COMMAND "${VLASIM_SANITIZE_OPT}")
   list(APPEND _vlasim_san_flags -fno-omit-frame-pointer ${_vlasim_san_opt})
   add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${_vlasim_san_flags}>")
   add_link_options("$<$<LINK_LANGUAGE:CXX>:${_vlasim_san_flags}>")

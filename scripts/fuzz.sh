@@ -7,7 +7,9 @@
 #   scripts/fuzz.sh [target ...]     default: scenario card catalog profile
 # Env: FUZZ_SECONDS (per target; 0: build only), FUZZ_SANITIZE (default address,undefined;
 # `undefined` alone runs several times as many inputs a second, for long runs),
-# FUZZ_BUILD_DIR (default build-fuzz/, or build-fuzz-<sanitizers> for other sanitizers),
+# FUZZ_OPT (default "-O0 -g1", the quickest to build; "-O1 -g1" runs about twice as many
+# inputs a second, for long runs), FUZZ_BUILD_DIR (default build-fuzz/, or
+# build-fuzz-<sanitizers> for other sanitizers),
 # FUZZ_JOBS (build jobs), FUZZ_SKIP_BUILD=1 (use the programs already built, e.g. when
 # several runs of this script fuzz different targets side by side).
 # A finding (a crash, a sanitizer report, an unnamed error, an input over 25 s or 2 GB) fails
@@ -34,7 +36,7 @@ start=$SECONDS
 mkdir -p "$build"
 [[ ${FUZZ_SKIP_BUILD:-0} == 1 ]] || {
 CXX=clang++-14 CC=clang-14 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_UNITY_BUILD=ON \
-  -DVLASIM_FUZZ=ON -DVLASIM_SANITIZE=$sanitize -DVLASIM_BUILD_TESTS=ON \
+  -DVLASIM_FUZZ=ON -DVLASIM_SANITIZE=$sanitize "-DVLASIM_SANITIZE_OPT=${FUZZ_OPT:--O0 -g1}" -DVLASIM_BUILD_TESTS=ON \
   -DVLASIM_BUILD_BENCHMARKS=OFF -DVLASIM_WITH_CUDA=OFF > "$build/configure.log" 2>&1 \
   || { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j "${FUZZ_JOBS:-$(nproc)}" --target vlasim_fuzzers

@@ -10,34 +10,41 @@
 # SANITIZE=all adds the runtime tests under TSan (about 4 more minutes on 2 cores, which CI's
 # 20-minute limit has no room for today).
 # Last (scripts/fuzz.sh), the libFuzzer programs of the scenario, card, catalog and profile
-# readers, FUZZ_SECONDS each (default here 30); FUZZ=0 skips that leg.
+# readers, FUZZ_SECONDS each (default here 15: with the build, about 4 minutes on 2 cores, what
+# CI's 20 minutes leave; scripts/fuzz.sh alone runs 60); FUZZ=0 skips that leg.
+# Each leg's line says how long the run has taken so far.
 # Tests run one at a time: several measure real kernels (core-group concurrency, calibration,
 # the predicted-vs-measured gate), and two of them at once on 2 cores would measure each other.
 set -euo pipefail
+started=$SECONDS
+leg() { echo "== [$((SECONDS - started)) s] $*"; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/scripts/setup.sh"
 build=${BUILD_DIR:-$here/build}
+leg "built; checking the installed library"
 BUILD_DIR=$build bash "$here/scripts/install_check.sh"
 cd "$build"
 avx2_host=0
 host=$("$build/vlasim" list host)
 grep -q "effective isa avx2$" <<<"$host" && avx2_host=1
 [[ $avx2_host == 1 ]] && echo "== this CPU is the AVX2 class already: the run below is the AVX2 leg"
+leg "the test suite (ctest)"
 ctest --output-on-failure --timeout 600
 if [[ $avx2_host == 0 ]]; then
-  echo "== the same executor, calibration, runtime and validation tests on an AVX2-capped oneDNN"
+  leg "the same executor, calibration, runtime and validation tests on an AVX2-capped oneDNN"
   ONEDNN_MAX_CPU_ISA=AVX2 ctest --output-on-failure --timeout 600 \
     -R 'Executor|OpsTest|Calibration|Profile|Runtime|Validation|cli_test'
 fi
 if [[ ${SANITIZE:-1} != 0 ]]; then
-  echo "== the loader, model, engine and runtime tests under ASan+UBSan (scripts/sanitize.sh)"
+  leg "the loader, model, engine and runtime tests under ASan+UBSan (scripts/sanitize.sh)"
   bash "$here/scripts/sanitize.sh" address
 fi
 if [[ ${SANITIZE:-1} == all ]]; then
-  echo "== the runtime tests under TSan (scripts/sanitize.sh thread)"
+  leg "the runtime tests under TSan (scripts/sanitize.sh thread)"
   bash "$here/scripts/sanitize.sh" thread
 fi
 if [[ ${FUZZ:-1} != 0 ]]; then
-  echo "== the scenario, card, catalog and profile readers under libFuzzer (scripts/fuzz.sh)"
-  FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash "$here/scripts/fuzz.sh"
+  leg "the scenario, card, catalog and profile readers under libFuzzer (scripts/fuzz.sh)"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-15} bash "$here/scripts/fuzz.sh"
 fi
+leg "done"
