@@ -163,6 +163,21 @@ void progress_bar(double f) {
   std::fflush(stderr);
 }
 
+// A simulation's progress line on stderr: bar, the model's clock, requests ended, and model
+// events per second of wall time since the line was made.
+std::function<void(const SimProgress&)> sim_progress_line() {
+  const auto start = std::chrono::steady_clock::now();
+  return [start](const SimProgress& p) {
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const int n = static_cast<int>(p.fraction * 30);
+    std::fprintf(stderr, "\r[%-30s] %3d%%  simulated %.4g s  %zu requests  %.3g events/s  ",
+                 std::string(static_cast<size_t>(n), '#').c_str(), static_cast<int>(p.fraction * 100),
+                 p.simulated_s, p.requests_ended, wall > 0 ? static_cast<double>(p.events) / wall : 0.0);
+    if (p.fraction >= 1) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  };
+}
+
 // A scenario ready to run: loaded, with its cost model and plan. Memory is checked with each
 // model's pipeline window (its requests in flight hold KV caches and activations together).
 struct Prepared {
@@ -262,7 +277,8 @@ int run_simulate(const Common& c, const std::string& path, long long seed, const
   if (!out.dir.empty()) check_output_dir("--out", out.dir);
   Prepared pr = prepare(c, path, seed, false, out.quiet);
   SimOptions opt = out.sim_options();
-  if (out.progress) opt.progress = progress_bar;
+  // On a terminal the progress line is on unless --quiet; --progress forces it elsewhere.
+  if (out.progress || (!out.quiet && isatty(STDERR_FILENO))) opt.progress = sim_progress_line();
   // The first Ctrl-C stops the run at the next check and writes what ran; a second one kills.
   struct sigaction sa = {};
   sa.sa_handler = on_sigint;
@@ -315,7 +331,7 @@ ExecResult run_for_real(const Prepared& pr, const OutputOptions& out, const std:
   opt.max_requests = out.max_requests;
   opt.max_memory_bytes = out.max_memory_gb * 1e9;
   opt.max_seconds = out.max_run_s;
-  if (out.progress) opt.progress = progress_bar;
+  if (out.progress || (!out.quiet && isatty(STDERR_FILENO))) opt.progress = progress_bar;
   if (!out.quiet)
     std::cerr << "measuring: " << pr.s.arrivals_end() << " s of arrivals in wall-clock time...\n";
   ExecResult r = execute(pr.s, pr.plan, opt);
@@ -608,7 +624,9 @@ int main(int argc, char** argv) {
     cmd->add_option("--trace-limit", out.trace_limit, "segment executions kept in the trace")
         ->capture_default_str()->check(whole_number(0, kMaxTraceLimit));
     cmd->add_flag("-q,--quiet", out.quiet, "print nothing but errors");
-    cmd->add_flag("--progress", out.progress, "show a progress bar on stderr");
+    cmd->add_flag("--progress", out.progress,
+                  "show progress on stderr even when it is not a terminal (simulate: simulated time, "
+                  "requests, events/s; on a terminal it shows unless --quiet)");
   };
   auto add_limit_options = [&](CLI::App* cmd) {
     cmd->add_option("--max-requests", out.max_requests,

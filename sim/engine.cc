@@ -555,8 +555,11 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
       const double until = k == slices ? limit : limit * k / slices;  // end exactly at limit
       sc_core::sc_start(sc_time(until, SC_SEC) - sc_core::sc_time_stamp(),
                         sc_core::SC_EXIT_ON_STARVATION);
-      if (options.progress) options.progress(std::min(1.0, now_s() / limit));
-      if (!sc_core::sc_pending_activity()) break;
+      const bool done = k == slices || !sc_core::sc_pending_activity();  // nothing left: 100%
+      if (options.progress)
+        options.progress({done ? 1.0 : std::min(1.0, now_s() / limit), now_s(), flow.ended(),
+                          static_cast<uint64_t>(calendar.events)});
+      if (done) break;
       if (k < slices && options.should_stop) {
         r.stopped = options.should_stop();
         if (!r.stopped.empty()) {

@@ -75,6 +75,14 @@ struct SimResult {
   std::string stopped;
 };
 
+// How far a simulation has got (SimOptions::progress).
+struct SimProgress {
+  double fraction = 0;        // of simulated time, 0..1
+  double simulated_s = 0;     // the model's clock
+  size_t requests_ended = 0;  // finished or failed so far
+  uint64_t events = 0;        // model events run so far
+};
+
 struct SimOptions {
   size_t trace_limit = 20000;
   // Temporal decoupling: one SystemC activation runs every model event up to this many
@@ -82,8 +90,8 @@ struct SimOptions {
   // results do not depend on it; it trades SystemC's per-activation cost against how far
   // SystemC's clock may lag the model's inside an activation.
   double quantum_s = 1e-3;
-  // Called now and then with the fraction of simulated time done (0..1).
-  std::function<void(double)> progress;
+  // Called now and then (about every 2% of simulated time) with how far the run has got.
+  std::function<void(const SimProgress&)> progress;
   // Asked now and then (about every 2% of simulated time); a non-empty answer stops the run
   // there and becomes SimResult::stopped.
   std::function<std::string()> should_stop;

@@ -133,5 +133,13 @@ check "--max-wall-s stops with exit 3" test "$rc" -eq 3
 check "--max-wall-s says it stopped early" grep -q "stopped early: --max-wall-s 0.2 reached" "$tmp/partial.err"
 check "the partial report says so" grep -q '"partial": "--max-wall-s 0.2 reached"' "$tmp/partial/report.json"
 
+# Progress: --progress forces the line off a terminal; it ends at 100% with the simulated time,
+# the requests ended and the events a second; without it (not a terminal here) nothing.
+"$bin" simulate "$src/scenarios/default.yaml" -q --progress 2>"$tmp/progress.err" >/dev/null
+check "--progress ends at 100% with requests and events/s" \
+  grep -qE '100%  simulated [0-9.e+]+ s  100 requests  [0-9.e+]+ events/s' "$tmp/progress.err"
+"$bin" simulate "$src/scenarios/default.yaml" -q 2>"$tmp/noprogress.err" >/dev/null
+check "no progress line off a terminal without --progress" test ! -s "$tmp/noprogress.err"
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0
