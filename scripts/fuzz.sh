@@ -5,7 +5,8 @@
 # 60), starting from the inputs FuzzRegressions replays (the shipped and broken files of
 # scenarios/, models/cards, sim/catalog and tests/data) and the findings kept so far.
 #   scripts/fuzz.sh [target ...]     default: scenario card catalog profile
-# Env: FUZZ_SECONDS (per target; 0: build only), FUZZ_SANITIZE (default address,undefined;
+# Env: FUZZ_SECONDS (per target, after the seeds have run once; 0: build only), FUZZ_SEEDS
+# (all, the default, or shipped: see below), FUZZ_SANITIZE (default address,undefined;
 # `undefined` alone, or `none`, runs more inputs a second, for long runs that look for hangs,
 # crashes, unnamed errors and memory blow-ups),
 # FUZZ_OPT (default "-O0 -g1", the quickest to build; "-O1 -g1" runs about twice as many
@@ -48,11 +49,16 @@ echo "== fuzz build: $((SECONDS - start)) s"
 [[ $secs != 0 ]] || exit 0
 
 # Seed folders of each target: as in tests/fuzz/fuzz_targets.cc targets().
+# FUZZ_SEEDS=shipped leaves out the generated bad inputs (tests/data/bad_inputs, 480 of the 509
+# scenario seeds): at -O0 the scenario fuzzer takes over two minutes just to run those once,
+# which CI has no room for (they are run in every build by bad_inputs_test and FuzzRegressions).
+bad=tests/data/bad_inputs
+[[ ${FUZZ_SEEDS:-all} == shipped ]] && bad=
 declare -A seed_dirs=(
-  [scenario]="scenarios scenarios/systems scenarios/papers scenarios/validation tests/data/broken_scenarios tests/data/bad_inputs/scenarios"
-  [card]="models/cards tests/data/cards tests/data/broken_cards tests/data/bad_inputs/cards"
-  [catalog]="sim/catalog tests/data/broken_catalog tests/data/bad_inputs/catalog"
-  [profile]="scenarios/validation tests/data/bad_inputs/profiles"
+  [scenario]="scenarios scenarios/systems scenarios/papers scenarios/validation tests/data/broken_scenarios ${bad:+$bad/scenarios}"
+  [card]="models/cards tests/data/cards tests/data/broken_cards ${bad:+$bad/cards}"
+  [catalog]="sim/catalog tests/data/broken_catalog ${bad:+$bad/catalog}"
+  [profile]="scenarios/validation ${bad:+$bad/profiles}"
 )
 total=0
 failed=()
@@ -71,8 +77,9 @@ for t in "${targets[@]}"; do
   rc=0
   # -timeout: the slowest seed, a 100000-step card refused at its 500000th op, takes 11 s in
   # this build (1 s in a release one). `timeout` ends a fuzzer that hangs in its own timeout
-  # handler (seen: libFuzzer's report allocating while the timed-out input held ASan's lock).
-  timeout -k 10 $((secs + 120)) \
+  # handler (seen: libFuzzer's report allocating while the timed-out input held ASan's lock);
+  # the seeds run first, outside -max_total_time.
+  timeout -k 10 $((secs + 600)) \
   "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 \
     -max_len=16384 -close_fd_mask=1 -print_final_stats=1 -dict="$build/$t.dict" \
     -artifact_prefix="$findings/" "$corpus" "$seeds" "$kept" > "$log" 2>&1 || rc=$?
