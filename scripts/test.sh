@@ -10,7 +10,7 @@
 # SANITIZE=all adds the runtime tests under TSan (about 4 more minutes on 2 cores, which CI's
 # 20-minute limit has no room for today).
 # Last (scripts/fuzz.sh), the libFuzzer programs of the scenario, card, catalog and profile
-# readers, FUZZ_SECONDS each (default here 15, from the shipped and broken files only: with the
+# readers, FUZZ_SECONDS each (default here 10, from the shipped and broken files only: with the
 # build, about 4 minutes on 2 cores, what CI's 20 minutes leave; scripts/fuzz.sh alone runs 60
 # from every seed); FUZZ=0 skips that leg.
 # Each leg's line says how long the run has taken so far.
@@ -46,6 +46,6 @@ if [[ ${SANITIZE:-1} == all ]]; then
 fi
 if [[ ${FUZZ:-1} != 0 ]]; then
   leg "the scenario, card, catalog and profile readers under libFuzzer (scripts/fuzz.sh)"
-  FUZZ_SECONDS=${FUZZ_SECONDS:-15} FUZZ_SEEDS=${FUZZ_SEEDS:-shipped} bash "$here/scripts/fuzz.sh"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-10} FUZZ_SEEDS=${FUZZ_SEEDS:-shipped} bash "$here/scripts/fuzz.sh"
 fi
 leg "done"
