@@ -3,10 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "fuzz/fuzz_targets.h"
+#include "scenarios/config.h"
 
 namespace fs = std::filesystem;
 using vlasim::fuzz::Outcome;
@@ -29,13 +28,6 @@ std::vector<fs::path> inputs_of(const vlasim::fuzz::Target& t) {
   return files;
 }
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 // Each input is accepted or refused with a ConfigError naming it, never an unnamed error; and
@@ -46,7 +38,7 @@ TEST(FuzzRegressions, EveryKeptInputIsAcceptedOrRefusedWithANamedError) {
     int accepted = 0, refused = 0;
     for (const fs::path& f : inputs_of(t)) {
       try {
-        (t.run(read(f)) == Outcome::Accepted ? accepted : refused)++;
+        (t.run(vlasim::read_input_file(f.string())) == Outcome::Accepted ? accepted : refused)++;
       } catch (const vlasim::fuzz::Finding& e) {
         ADD_FAILURE() << t.name << " target, " << f << ": " << e.what();
       }
