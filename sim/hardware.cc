@@ -82,8 +82,11 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
   d.source = n.required("source").as_string();
   d.tdp_w = n.get_nonneg("tdp_w", 0);
   d.price_usd = n.get_nonneg("price_usd", 0);
-  const std::vector<std::string> common = {"type", "description", "source", "tdp_w", "price_usd",
-                                           "efficiency"};
+  d.idle_w = n.has("idle_w") ? n.get_nonneg("idle_w", 0) : -1;
+  if (d.idle_w > 0 && d.tdp_w > 0 && d.idle_w > d.tdp_w)
+    n.required("idle_w").fail("idle power cannot exceed tdp_w (" + std::to_string(d.tdp_w) + " W)");
+  const std::vector<std::string> common = {"type", "description", "source", "tdp_w", "idle_w",
+                                           "price_usd", "efficiency"};
   auto with = [&](std::vector<std::string> extra) {
     extra.insert(extra.end(), common.begin(), common.end());
     return extra;
