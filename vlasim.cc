@@ -20,6 +20,8 @@
 
 #include "models/builder.h"
 #include "reports/compare.h"
+#include "reports/leaderboard.h"
+#include "reports/roofline.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
 #include "scenarios/scenario.h"
@@ -602,6 +604,129 @@ int run_graph(const Common& c, const std::string& card_name, int views, int prom
   return 0;
 }
 
+// What `leaderboard` and `roofline` run: a card at its defaults (with the shape options given),
+// or a model of a scenario file (--model, default the first). A path ending in .yaml/.yml or
+// naming a file is a scenario.
+struct ModelChoice {
+  std::string what;  // the argument
+  std::string model;  // --model
+  int views = 0, prompt = -1, chunk = 0, steps = 0, batch = 0;
+  std::string dtype;
+};
+
+bool is_scenario_arg(const std::string& what) {
+  const std::string ext = fs::path(what).extension().string();
+  return ext == ".yaml" || ext == ".yml" || fs::is_regular_file(what);
+}
+
+ConfigNode command_line(const std::string& key, const std::string& value) {
+  return ConfigNode(YAML::Node(value), std::make_shared<const std::string>("<command line>"), key);
+}
+
+// The scenario's model index named by --model (default 0). Throws ConfigError listing the names.
+int pick_model(const Scenario& s, const std::string& name) {
+  if (name.empty()) return 0;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < s.models.size(); ++i) {
+    if (s.models[i].name == name) return static_cast<int>(i);
+    names.push_back(s.models[i].name);
+  }
+  command_line("--model", name).fail("no model '" + name + "' in " + s.file + "; valid names are: " + join_names(names));
+}
+
+LeaderboardModel choose_model(const Common& c, const ModelChoice& mc) {
+  LeaderboardModel m;
+  if (is_scenario_arg(mc.what)) {
+    check_option_file("scenario", mc.what);
+    Scenario s = load_scenario(mc.what, c.catalog, c.cards);
+    const ModelInstance& mi = s.models[static_cast<size_t>(pick_model(s, mc.model))];
+    m.name = mi.name;
+    m.card = mi.card.name;
+    m.shape = mi.shape;
+    if (mi.dtype_auto) m.shape.dtype = DType::BF16;  // what GPUs run natively
+  } else {
+    if (!mc.model.empty()) command_line("--model", mc.model).fail("--model picks a model of a scenario file; '" + mc.what + "' is a card name");
+    const ModelCard card = find_card(c.cards, mc.what, command_line("card", mc.what));
+    m.name = card.name;
+    m.card = card.name;
+    m.shape = card.defaults;
+  }
+  if (mc.views > 0) m.shape.views = mc.views;
+  if (mc.prompt >= 0) m.shape.prompt = mc.prompt;
+  if (mc.chunk > 0) m.shape.chunk = mc.chunk;
+  if (mc.steps > 0) m.shape.steps = mc.steps;
+  if (mc.batch > 0) m.shape.batch = mc.batch;
+  if (!mc.dtype.empty() && !parse_dtype(mc.dtype, &m.shape.dtype))
+    command_line("--dtype", mc.dtype).fail("unknown dtype '" + mc.dtype + "'; valid names are: fp32, bf16, fp16, int8");
+  return m;
+}
+
+int run_leaderboard(const Common& c, const ModelChoice& mc, const LeaderboardOptions& o, const std::string& dir,
+                    bool quiet) {
+  if (!dir.empty()) check_output_dir("--out", dir);
+  const LeaderboardModel m = choose_model(c, mc);
+  const bool bar = !quiet && isatty(STDERR_FILENO);
+  const Leaderboard lb = make_leaderboard(m, c.catalog, c.cards, o, bar ? progress_bar : std::function<void(double)>());
+  if (!quiet) std::cout << leaderboard_markdown(lb);
+  if (!dir.empty()) {
+    std::vector<std::string> warnings;
+    const auto files = write_leaderboard(lb, dir, &warnings);
+    for (auto& w : warnings) std::cerr << "warning: " << w << "\n";
+    if (!quiet) {
+      std::cout << "\nwrote";
+      for (auto& f : files) std::cout << " " << f;
+      std::cout << "\n";
+    }
+  }
+  return 0;
+}
+
+int run_roofline(const Common& c, const ModelChoice& mc, const std::string& device, const std::string& dir,
+                 bool quiet) {
+  if (!dir.empty()) check_output_dir("--out", dir);
+  Scenario s;
+  int model = 0;
+  if (is_scenario_arg(mc.what) && device.empty()) {
+    if (mc.views > 0 || mc.prompt >= 0 || mc.chunk > 0 || mc.steps > 0 || mc.batch > 0 || !mc.dtype.empty())
+      command_line("--steps", mc.what).fail("the shape options go with a card or --device; a scenario's own plan "
+                                            "runs its models as the file gives them");
+    check_option_file("scenario", mc.what);
+    s = load_scenario(mc.what, c.catalog, c.cards);
+    model = pick_model(s, mc.model);
+    resolve_auto_dtypes(s, native_cpu_dtype());
+    if (!c.profile.empty()) use_profiled_cost_model(s, c.profile);
+  } else {
+    if (device.empty())
+      command_line("--device", "").fail("a card runs on one catalog device: give --device (see `vlasim list devices`)");
+    const LeaderboardModel m = choose_model(c, mc);
+    const Catalog catalog = Catalog::load_dir(c.catalog);
+    const DeviceSpec* spec = catalog.find(device);
+    if (!spec || spec->type == DeviceType::Link) {
+      std::vector<std::string> valid;
+      for (const auto& [name, e] : catalog.entries())
+        if (e.type != DeviceType::Link) valid.push_back(name);
+      command_line("--device", device).fail("no GPU or CPU called '" + device + "' in the catalog; valid names are: " +
+                                            join_names(valid));
+    }
+    s = one_device_scenario(m, device, c.catalog, c.cards);
+    s.models[0].name = m.name;
+  }
+  const Plan p = plan_scenario(s);
+  const RooflineReport r = make_roofline(s, p, model);
+  if (!quiet) std::cout << roofline_markdown(r);
+  if (!dir.empty()) {
+    std::vector<std::string> warnings;
+    const auto files = write_roofline(r, dir, &warnings);
+    for (auto& w : warnings) std::cerr << "warning: " << w << "\n";
+    if (!quiet) {
+      std::cout << "\nwrote";
+      for (auto& f : files) std::cout << " " << f;
+      std::cout << "\n";
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -729,6 +854,49 @@ int main(int argc, char** argv) {
   sweep->add_flag("-q,--quiet", out.quiet, "print only the best value");
   add_limit_options(sweep);
 
+  ModelChoice mc;
+  auto add_model_options = [&](CLI::App* cmd) {
+    cmd->add_option("model", mc.what, "a model card name (its default shape) or a scenario file")->required();
+    cmd->add_option("--model", mc.model, "with a scenario file: which of its models (default: the first)");
+    cmd->add_option("--views", mc.views, "camera views")->check(whole_number(1, kMaxViews));
+    cmd->add_option("--prompt", mc.prompt, "prompt tokens")->check(whole_number(0, kMaxPrompt));
+    cmd->add_option("--chunk", mc.chunk, "action chunk")->check(whole_number(1, kMaxChunk));
+    cmd->add_option("--steps", mc.steps, "denoising / decoding steps")->check(whole_number(1, kMaxSteps));
+    cmd->add_option("--batch", mc.batch, "batch size")->check(whole_number(1, kMaxBatch));
+    cmd->add_option("--dtype", mc.dtype, "fp32, bf16, fp16 or int8");
+  };
+  auto* lboard = app.add_subcommand("leaderboard",
+                                    "CET table: a model's time, energy and cost on every catalog GPU (or --devices), "
+                                    "predicted; Markdown, CSV, Pareto SVGs and a roofline per device");
+  add_model_options(lboard);
+  LeaderboardOptions lb_opt;
+  std::string lb_dir;
+  lboard->add_option("--devices", lb_opt.devices, "catalog entries (default: every GPU-type entry)")->delimiter(',');
+  lboard->add_option("--min-hz", lb_opt.min_hz, "control rate a device must reach to be feasible")
+      ->capture_default_str()->check(number_in(0, 1e6, false));
+  lboard->add_option("--lifetime-years", lb_opt.lifetime_years, "service life the price is spread over")
+      ->capture_default_str()->check(number_in(0, 100, true));
+  lboard->add_option("--utilisation", lb_opt.utilisation, "fraction of the service life spent inferring")
+      ->capture_default_str()->check(number_in(0, 1, true));
+  lboard->add_option("--usd-per-kwh", lb_opt.usd_per_kwh, "electricity price")
+      ->capture_default_str()->check(number_in(0, 1e3, false));
+  lboard->add_option("--idle-fraction", lb_opt.idle_fraction,
+                     "idle power as a fraction of TDP for catalog entries without idle_w")
+      ->capture_default_str()->check(number_in(0, 1, false));
+  lboard->add_option("-o,--out", lb_dir, "directory for leaderboard.md/.csv, the Pareto SVGs and roofline files");
+  lboard->add_flag("-q,--quiet", out.quiet, "print nothing but errors");
+
+  auto* roof = app.add_subcommand("roofline",
+                                  "roofline report of a model: per device, stage and operator class, intensity, "
+                                  "bound, attainable and predicted FLOP/s; Markdown, CSV and SVG");
+  add_model_options(roof);
+  std::string roof_device, roof_dir;
+  roof->add_option("--device", roof_device,
+                   "catalog entry to run a card (or a scenario's model) on alone; without it a scenario "
+                   "is reported as it is placed");
+  roof->add_option("-o,--out", roof_dir, "directory for roofline.md, roofline.csv and roofline_<device>.svg");
+  roof->add_flag("-q,--quiet", out.quiet, "print nothing but errors");
+
   auto* list = app.add_subcommand("list", "list the registered parts and their parameters");
   std::string family;
   list->add_option("family", family,
@@ -773,6 +941,8 @@ int main(int argc, char** argv) {
                            cal_reps, executor, cal_in_context, cal_io, cal_base, out.quiet);
     if (*cmp) return run_compare(c, scenario, seed, out, executor, warmup, margin);
     if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, cap_gb, mem_device, sweep_dir, out);
+    if (*lboard) return run_leaderboard(c, mc, lb_opt, lb_dir, out.quiet);
+    if (*roof) return run_roofline(c, mc, roof_device, roof_dir, out.quiet);
     if (*list) return run_list(c, family);
     if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, ops);
   } catch (const ConfigError& e) {

@@ -1,4 +1,5 @@
 #include "reports/compare.h"
+#include "reports/plot.h"
 
 #include <nlohmann/json.hpp>
 
@@ -473,52 +474,10 @@ std::string compare_markdown(const Comparison& c) {
 
 namespace {
 
-bool on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  if (!path) return false;
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + program;
-    if (::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate)) return true;
-  }
-  return false;
-}
-
-// A gnuplot single-quoted string literal.
-std::string gp_quote(const std::string& s) {
-  std::string out = "'";
-  for (char ch : s) {
-    if (ch == '\'') out += '\'';
-    out += ch;
-  }
-  return out + "'";
-}
-
-// A shell single-quoted word.
-std::string sh_quote(const std::string& s) {
-  std::string out = "'";
-  for (char ch : s) {
-    if (ch == '\'')
-      out += "'\\''";
-    else
-      out += ch;
-  }
-  return out + "'";
-}
-
 std::string safe_name(const std::string& s) {
   std::string out;
   for (char ch : s) out += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.') ? ch : '_';
   return out.empty() ? "model" : out;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error(path + ": cannot open for writing");
-  out << text;
-  if (!out) throw std::runtime_error(path + ": write failed");
 }
 
 std::string g(double x) {
@@ -527,27 +486,7 @@ std::string g(double x) {
   return buf;
 }
 
-// Runs gnuplot on `script` in the script's folder (scripts name their files relative to it);
-// on failure returns a message naming the script, else "".
-std::string run_gnuplot(const std::string& script, const std::string& svg) {
-  std::error_code ec;
-  std::filesystem::remove(svg, ec);
-  const std::filesystem::path path(script);
-  const std::string cmd = "cd " + sh_quote(path.parent_path().empty() ? "." : path.parent_path().string()) +
-                          " && gnuplot " + sh_quote(path.filename().string()) + " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return "gnuplot could not be started for " + script;
-  std::string output;
-  char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
-  const int status = ::pclose(pipe);
-  if (status != 0 || !std::filesystem::exists(svg))
-    return "gnuplot failed on " + script + (status != 0 ? " (exit status " + std::to_string(status) + ")" : "") +
-           (output.empty() ? std::string(": no SVG written") : ": " + output);
-  return "";
-}
-
-const char* kHeader = "set terminal svg size 800,600 dynamic\nset termoption noenhanced\nset encoding utf8\n";
+const char* kHeader = kSvgHeader;
 const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
 const int kPointTypes[] = {7, 5, 9, 11, 13, 15};
 

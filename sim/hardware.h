@@ -67,7 +67,8 @@ struct DeviceSpec {
   double latency_s = 0;                           // per copy fixed cost
 
   Efficiency eff;
-  double tdp_w = 0, price_usd = 0;  // 0: not given
+  // Board (GPU) or per-socket (CPU) power and price. 0: not given.
+  double tdp_w = 0, price_usd = 0;
   double idle_w = -1;               // power when idle (W); < 0: not given
 
   int cores() const { return sockets * cores_per_socket; }

@@ -141,5 +141,22 @@ check "--progress ends at 100% with requests and events/s" \
 "$bin" simulate "$src/scenarios/default.yaml" -q 2>"$tmp/noprogress.err" >/dev/null
 check "no progress line off a terminal without --progress" test ! -s "$tmp/noprogress.err"
 
+# CET leaderboard and roofline (issue 14): refusals name the option; files on a rerun are the
+# same bytes; one CSV row per GPU-type catalog entry.
+expect_error "leaderboard unknown device" 2 "\-\-devices.*'nope'.*valid names are" leaderboard pi0_tiny --devices rtx4090,nope
+expect_error "leaderboard unknown card" 2 "no model card 'nope'" leaderboard nope
+expect_error "leaderboard utilisation 0" 2 "utilisation" leaderboard pi0_tiny --utilisation 0
+expect_error "roofline card without --device" 2 "give --device" roofline pi0_tiny
+expect_error "roofline unknown --model" 2 "no model 'x'" roofline "$src/scenarios/default.yaml" --model x
+expect_error "roofline missing scenario" 2 "cannot open" roofline "$src/no/such.yaml"
+"$bin" leaderboard pi0_tiny -q -o "$tmp/lb1" && "$bin" leaderboard pi0_tiny -q -o "$tmp/lb2"; rc=$?
+check "leaderboard -o exits 0" test "$rc" -eq 0
+check "leaderboard: a row per GPU-type catalog entry" \
+  test "$(($(wc -l <"$tmp/lb1/leaderboard.csv") - 1))" -eq "$(cat "$src"/sim/catalog/*.yaml | grep -c '^  type: gpu')"
+check "leaderboard: the same files on a rerun" cmp -s "$tmp/lb1/leaderboard.md" "$tmp/lb2/leaderboard.md"
+check "leaderboard: the same roofline on a rerun" cmp -s "$tmp/lb1/roofline.csv" "$tmp/lb2/roofline.csv"
+"$bin" roofline "$src/scenarios/default.yaml" >"$tmp/roof.md"; rc=$?
+check "roofline of a scenario exits 0 and has a table per device" test "$rc" -eq 0 -a -n "$(grep '^## cpu0' "$tmp/roof.md")"
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0

@@ -1,0 +1,193 @@
+#include "reports/roofline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "reports/plot.h"
+#include "sim/cost_model.h"
+
+namespace vlasim {
+
+namespace {
+
+std::string file_safe(const std::string& s) {
+  std::string out;
+  for (char ch : s) out += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.') ? ch : '_';
+  return out;
+}
+
+struct Acc {
+  int ops = 0;
+  double flops = 0, bytes = 0, seconds = 0, compute = 0, memory = 0, overhead = 0;
+  double peak = 0, bw = 0;
+};
+
+}  // namespace
+
+RooflineReport make_roofline(const Scenario& s, const Plan& p, int m) {
+  RooflineReport r;
+  r.scenario = s.name;
+  r.model = s.models.at(static_cast<size_t>(m)).name;
+  const ModelPlan& mp = p.models.at(static_cast<size_t>(m));
+  // Keyed by (device index, stage, kind): the order the report lists them in.
+  std::map<std::tuple<int, int, int>, Acc> acc;
+  for (size_t i = 0; i < mp.graph.size(); ++i) {
+    const Op& op = mp.graph.op(static_cast<int>(i));
+    if (op.kind == OpKind::Transfer) continue;
+    const UnitInfo& u = p.units.at(static_cast<size_t>(mp.op_unit.at(i)));
+    const DeviceInstance& dev = s.devices.at(static_cast<size_t>(u.device));
+    const UnitDecl& unit = dev.units.at(static_cast<size_t>(u.unit));
+    const OpCost& c = mp.op_costs.at(i);
+    Acc& a = acc[{u.device, static_cast<int>(op.stage), static_cast<int>(op.kind)}];
+    ++a.ops;
+    a.flops += op.flops;
+    a.bytes += op.bytes_read + op.bytes_written;
+    a.seconds += c.seconds;
+    a.compute += c.compute_seconds;
+    a.memory += c.memory_seconds;
+    a.overhead += c.overhead_seconds;
+    // Every op of one class on one unit sees the same roof (dtype is the model's).
+    a.peak = unit_peak_flops(dev, unit, op);
+    a.bw = unit_bandwidth(dev, unit);
+    r.request_seconds += c.seconds;
+  }
+  for (const auto& [key, a] : acc) {
+    const auto [d, stage, kind] = key;
+    RooflineRow row;
+    row.device = s.devices[static_cast<size_t>(d)].name;
+    row.catalog = s.devices[static_cast<size_t>(d)].spec.name;
+    row.stage = to_string(static_cast<Stage>(stage));
+    row.op_class = to_string(static_cast<OpKind>(kind));
+    row.ops = a.ops;
+    row.flops = a.flops;
+    row.bytes = a.bytes;
+    row.seconds = a.seconds;
+    row.intensity = a.bytes > 0 ? a.flops / a.bytes : 0;
+    row.peak_flops = a.peak;
+    row.bandwidth = a.bw;
+    row.ridge = a.bw > 0 ? a.peak / a.bw : 0;
+    row.bound = row.intensity >= row.ridge ? "compute" : "memory";
+    // The cost model's own split: max(compute, memory) + overhead per op, summed here.
+    row.limiter = a.overhead >= std::max(a.compute, a.memory) ? "overhead"
+                  : a.compute >= a.memory                     ? "compute"
+                                                              : "memory";
+    row.attainable_flops = std::min(a.peak, row.intensity * a.bw);
+    row.achieved_flops = a.seconds > 0 ? a.flops / a.seconds : 0;
+    row.share = r.request_seconds > 0 ? a.seconds / r.request_seconds : 0;
+    r.rows.push_back(row);
+  }
+  return r;
+}
+
+std::string roofline_markdown(const RooflineReport& r) {
+  std::ostringstream os;
+  os << "# Roofline: " << r.model << " (" << r.scenario << ")\n\n"
+     << "One request, predicted. Intensity: FLOP per DRAM byte (every read and write of the operators, no "
+        "cache reuse). Bound: intensity against the unit's ridge point. Limiter: what the cost model's time "
+        "is mostly made of (compute, memory or launch/dispatch overhead). Attainable: min(peak, intensity x "
+        "bandwidth); achieved: FLOPs over the predicted time, which can pass attainable where activations stay "
+        "in L2/LLC (the cost model charges them less than DRAM traffic).\n";
+  std::string device;
+  for (const RooflineRow& x : r.rows) {
+    if (x.device != device) {
+      device = x.device;
+      os << "\n## " << x.device << " (" << x.catalog << "): bandwidth " << printf_number("%.4g", x.bandwidth / 1e9)
+         << " GB/s\n\n"
+         << "| stage | class | ops | GFLOP | MB | FLOP/B | ridge | bound | limiter | attainable TFLOP/s | "
+            "achieved TFLOP/s | of peak | ms | share |\n"
+         << "|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n";
+    }
+    os << "| " << x.stage << " | " << x.op_class << " | " << x.ops << " | " << printf_number("%.4g", x.flops / 1e9) << " | "
+       << printf_number("%.4g", x.bytes / 1e6) << " | " << printf_number("%.3g", x.intensity) << " | " << printf_number("%.3g", x.ridge) << " | "
+       << x.bound << " | " << x.limiter << " | " << printf_number("%.4g", x.attainable_flops / 1e12) << " | "
+       << printf_number("%.4g", x.achieved_flops / 1e12) << " | "
+       << printf_number("%.1f%%", x.peak_flops > 0 ? 100 * x.achieved_flops / x.peak_flops : 0) << " | "
+       << printf_number("%.4g", x.seconds * 1e3) << " | " << printf_number("%.1f%%", 100 * x.share) << " |\n";
+  }
+  return os.str();
+}
+
+std::string roofline_csv(const RooflineReport& r) {
+  std::ostringstream os;
+  os << "model,device,catalog,stage,class,ops,flops,bytes,intensity,peak_flops,bandwidth,ridge,bound,limiter,"
+        "attainable_flops,achieved_flops,seconds,share\n";
+  for (const RooflineRow& x : r.rows)
+    os << r.model << ',' << x.device << ',' << x.catalog << ',' << x.stage << ',' << x.op_class << ',' << x.ops << ','
+       << printf_number("%.9g", x.flops) << ',' << printf_number("%.9g", x.bytes) << ',' << printf_number("%.9g", x.intensity) << ','
+       << printf_number("%.9g", x.peak_flops) << ',' << printf_number("%.9g", x.bandwidth) << ',' << printf_number("%.9g", x.ridge) << ','
+       << x.bound << ',' << x.limiter << ',' << printf_number("%.9g", x.attainable_flops) << ','
+       << printf_number("%.9g", x.achieved_flops) << ',' << printf_number("%.9g", x.seconds) << ',' << printf_number("%.9g", x.share) << '\n';
+  return os.str();
+}
+
+std::vector<std::string> write_roofline(const RooflineReport& r, const std::string& dir,
+                                        std::vector<std::string>* warnings) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  const fs::path base(dir);
+  std::vector<std::string> written;
+  write_file((base / "roofline.md").string(), roofline_markdown(r));
+  written.push_back((base / "roofline.md").string());
+  write_file((base / "roofline.csv").string(), roofline_csv(r));
+  written.push_back((base / "roofline.csv").string());
+  if (!on_path("gnuplot")) {
+    warnings->push_back("gnuplot is not on PATH: roofline plots skipped");
+    return written;
+  }
+  std::map<std::string, std::vector<const RooflineRow*>> by_device;
+  for (const RooflineRow& x : r.rows) by_device[x.device].push_back(&x);
+  for (const auto& [device, rows] : by_device) {
+    const std::string stem = "roofline_" + file_safe(device);
+    double matrix = 0, vector = 0, bw = rows.front()->bandwidth, xmin = 1e300, xmax = 0;
+    std::ostringstream data;
+    for (const RooflineRow* x : rows) {
+      if (x->op_class == "gemm" || x->op_class == "attention")
+        matrix = std::max(matrix, x->peak_flops);
+      else
+        vector = std::max(vector, x->peak_flops);
+      if (x->intensity <= 0 || x->achieved_flops <= 0) continue;
+      xmin = std::min(xmin, x->intensity);
+      xmax = std::max(xmax, x->intensity);
+      data << printf_number("%.9g", x->intensity) << ' ' << printf_number("%.9g", x->achieved_flops / 1e12) << " \"" << x->stage << '.'
+           << x->op_class << "\"\n";
+    }
+    if (xmax <= 0) continue;
+    if (matrix <= 0) matrix = vector;
+    if (vector <= 0) vector = matrix;
+    xmin = std::min(xmin, 0.5 * vector / bw) / 4;
+    xmax = std::max(xmax, 2 * matrix / bw) * 4;
+    const std::string dat = (base / (stem + ".dat")).string(), gp = (base / (stem + ".gp")).string(),
+                      svg = (base / (stem + ".svg")).string();
+    write_file(dat, data.str());
+    std::ostringstream s;
+    const std::string bwt = printf_number("%.9g", bw / 1e12);
+    s << kSvgHeader << "set output " << gp_quote(stem + ".svg") << '\n'
+      << "set title " << gp_quote("Roofline: " + r.model + " on " + device + " (" + rows.front()->catalog + ")") << '\n'
+      << "set logscale xy\nset xlabel 'arithmetic intensity (FLOP per DRAM byte)'\n"
+      << "set ylabel 'TFLOP/s'\nset key left top\nset grid\nset samples 400\n"
+      << "set xrange [" << printf_number("%.6g", xmin) << ":" << printf_number("%.6g", xmax) << "]\n"
+      << "m(x) = x * " << bwt << " < " << printf_number("%.9g", matrix / 1e12) << " ? x * " << bwt << " : "
+      << printf_number("%.9g", matrix / 1e12) << "\n"
+      << "v(x) = x * " << bwt << " < " << printf_number("%.9g", vector / 1e12) << " ? x * " << bwt << " : "
+      << printf_number("%.9g", vector / 1e12) << "\n"
+      << "plot m(x) with lines lw 2 lc rgb '#1f77b4' title 'matrix roof', \\\n"
+      << "     v(x) with lines lw 2 dt 2 lc rgb '#2ca02c' title 'vector roof', \\\n"
+      << "     " << gp_quote(stem + ".dat") << " using 1:2 with points pt 7 ps 1 lc rgb '#d62728' title "
+      << "'predicted (stage.class)', \\\n"
+      << "     " << gp_quote(stem + ".dat") << " using 1:2:3 with labels offset 1,0.6 left font ',9' notitle\n";
+    write_file(gp, s.str());
+    const std::string error = run_gnuplot(gp, svg);
+    if (!error.empty())
+      warnings->push_back(error);
+    else
+      written.push_back(svg);
+  }
+  return written;
+}
+
+}  // namespace vlasim
