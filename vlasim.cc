@@ -361,14 +361,22 @@ int run_execute(const Common& c, const std::string& path, long long seed, const 
 // --out) when it is malformed; checks -o/--out only with `check_out` (under mpirun, only
 // rank 0 writes).
 SweepSpec sweep_spec(const Common& c, const std::string& path, const std::vector<std::string>& sets,
-                     const std::string& goal_name, double cap_gb, const std::string& mem_device,
+                     const std::string& goal_name, double slo, double cap_gb, const std::string& mem_device,
                      const std::string& dir, const OutputOptions& out, bool check_out) {
   if (sets.size() != 1)
     throw ConfigError("<command line>", 0, 0, "--set", "give exactly one --set KEY=VALUES");
   SweepSpec spec;
-  if (!parse_split_goal(goal_name, &spec.goal))
+  if (goal_name == "capacity") {
+    if (slo <= 0)
+      throw ConfigError("<command line>", 0, 0, "--slo",
+                        "--goal capacity needs --slo, the deadline attainment to hold (e.g. 0.98)");
+    spec.capacity_slo = slo;
+  } else if (!parse_split_goal(goal_name, &spec.goal)) {
     throw ConfigError("<command line>", 0, 0, "--goal",
-                      "unknown goal '" + goal_name + "'; valid names are: throughput, latency, memory");
+                      "unknown goal '" + goal_name + "'; valid names are: throughput, latency, memory, capacity");
+  } else if (slo > 0) {
+    throw ConfigError("<command line>", 0, 0, "--slo", "--slo goes with --goal capacity");
+  }
   spec.axis = parse_sweep_axis(sets[0]);
   check_sweep_indices(path, spec.axis.key);
   if (check_out && !dir.empty()) check_output_dir("--out", dir);
@@ -387,8 +395,21 @@ SweepSpec sweep_spec(const Common& c, const std::string& path, const std::vector
 // (when given).
 void publish_sweep(const SweepResult& r, const std::string& dir, bool quiet) {
   if (!quiet) std::cout << sweep_table(r);
-  if (r.best >= 0) std::cout << "best " << r.key << " for " << r.goal << ": " << r.rows[r.best].value << "\n";
-  else std::cout << "no value meets the goal\n";
+  if (r.goal == "capacity") {
+    char slo[32];
+    std::snprintf(slo, sizeof slo, "%g%%", 100 * r.capacity_slo);
+    if (r.best >= 0)
+      std::cout << "capacity at " << slo << " deadline attainment: " << r.key << " = " << r.rows[r.best].value
+                << (r.first_miss >= 0 ? " (" + r.rows[r.first_miss].value + " misses)" : " (every value meets it: sweep further)")
+                << "\n";
+    else
+      std::cout << "no value meets " << slo << " deadline attainment (the first, " << r.rows.front().value
+                << ", already misses)\n";
+  } else if (r.best >= 0) {
+    std::cout << "best " << r.key << " for " << r.goal << ": " << r.rows[r.best].value << "\n";
+  } else {
+    std::cout << "no value meets the goal\n";
+  }
   if (!dir.empty())
     for (auto& f : write_sweep(r, dir))
       if (!quiet) std::cout << "wrote " << f << "\n";
@@ -399,10 +420,10 @@ void publish_sweep(const SweepResult& r, const std::string& dir, bool quiet) {
 // output as a plain run; a build without MPI refuses, rather than let every rank run the
 // whole sweep and overwrite the others' files.
 int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<std::string>& sets,
-                  const std::string& goal_name, double cap_gb, const std::string& mem_device,
+                  const std::string& goal_name, double slo, double cap_gb, const std::string& mem_device,
                   const std::string& dir, const OutputOptions& out) {
   auto setup = [&](bool lead) {
-    return sweep_spec(c, path, sets, goal_name, cap_gb, mem_device, dir, out, lead);
+    return sweep_spec(c, path, sets, goal_name, slo, cap_gb, mem_device, dir, out, lead);
   };
   const std::function<void(double)> progress = out.quiet ? std::function<void(double)>() : progress_bar;
   auto publish = [&](const SweepResult& r) { publish_sweep(r, dir, out.quiet); };
@@ -845,8 +866,13 @@ int main(int argc, char** argv) {
   sweep->add_option("scenario", scenario, "scenario YAML file")->required();
   sweep->add_option("--set", sets, "KEY=a:b[:step] or KEY=v1,v2,... (KEY e.g. models.0.partition.params.after_block)")
       ->required();
-  sweep->add_option("--goal", goal, "throughput, latency or memory (lowest latency under --memory-cap-gb)")
+  sweep->add_option("--goal", goal,
+                    "throughput, latency, memory (lowest latency under --memory-cap-gb) or capacity (the "
+                    "largest value of a load key up to which deadline attainment stays >= --slo)")
       ->capture_default_str();
+  double slo = 0;
+  sweep->add_option("--slo", slo, "for --goal capacity: the deadline attainment to hold, e.g. 0.98")
+      ->check(number_in(0, 1, true));
   sweep->add_option("--memory-cap-gb", cap_gb, "memory cap for --goal memory")
       ->check(number_in(0, 1e6, false));
   sweep->add_option("--memory-device", mem_device, "device whose peak memory is weighed (default: the first)");
@@ -940,7 +966,7 @@ int main(int argc, char** argv) {
       return run_calibrate(c, cal_scenarios, cal_out, cal_device, cal_threads, cal_dtypes, cal_grid,
                            cal_reps, executor, cal_in_context, cal_io, cal_base, out.quiet);
     if (*cmp) return run_compare(c, scenario, seed, out, executor, warmup, margin);
-    if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, cap_gb, mem_device, sweep_dir, out);
+    if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, slo, cap_gb, mem_device, sweep_dir, out);
     if (*lboard) return run_leaderboard(c, mc, lb_opt, lb_dir, out.quiet);
     if (*roof) return run_roofline(c, mc, roof_device, roof_dir, out.quiet);
     if (*list) return run_list(c, family);

@@ -1,5 +1,6 @@
 #include "reports/sweep.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -105,6 +106,17 @@ Scenario load_at(const SweepSpec& spec, ConfigNode& root) {
 void check_sweep_work(const SweepSpec& spec) {
   const SweepAxis& axis = spec.axis;
   if (axis.values.empty()) throw cli_error("no values to sweep");
+  if (spec.capacity_slo > 0)
+    for (size_t i = 0; i < axis.values.size(); ++i) {
+      char* end = nullptr;
+      const std::string& v = axis.values[i];
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !std::isfinite(x))
+        throw cli_error("--goal capacity sweeps a load (a rate, a count of robots): '" + v + "' is not a number");
+      if (i > 0 && x <= std::strtod(axis.values[i - 1].c_str(), nullptr))
+        throw cli_error("--goal capacity needs the values in increasing order: '" + v + "' comes after '" +
+                        axis.values[i - 1] + "'");
+    }
   // The sweep's whole work, bounded before any point runs by the number of values times the
   // larger of its end points' requests (a swept rate, duration or count grows toward one end).
   double most = 0;
@@ -113,10 +125,16 @@ void check_sweep_work(const SweepSpec& spec) {
       ConfigNode root = ConfigNode::load_file(spec.path);
       at_path(root.raw(), axis.key, spec.path) = axis.values[i];
       Scenario s = load_at(spec, root);
+      if (spec.capacity_slo > 0 &&
+          std::none_of(s.streams.begin(), s.streams.end(), [](const StreamDecl& d) { return d.deadline_s > 0; }))
+        throw ConfigError("<command line>", 0, 0, "--goal",
+                          "capacity is the load up to which deadline attainment holds, but no stream of " +
+                              spec.path + " has a deadline (deadline_ms)");
       Plan plan = plan_scenario(s);
       resolve_stream_loads(s, plan);
       most = std::max(most, estimate_work(s, plan, 0).requests);
-    } catch (const ConfigError&) {
+    } catch (const ConfigError& e) {
+      if (e.file() == "<command line>") throw;
       // A value that fails makes a row of its own (sweep_row).
     }
   }
@@ -188,6 +206,18 @@ SweepResult finish_sweep(const SweepSpec& spec, std::vector<SweepRow> rows) {
     throw ConfigError(spec.path, 0, 0, spec.axis.key,
                       "refused at every value; first error: " + (rows.empty() ? std::string("no values") : rows.front().error));
   out.rows = std::move(rows);
+  if (spec.capacity_slo > 0) {
+    out.goal = "capacity";
+    out.capacity_slo = spec.capacity_slo;
+    for (size_t i = 0; i < out.rows.size() && out.first_miss < 0; ++i) {
+      const SweepRow& row = out.rows[i];
+      if (row.ok && row.report.requests > 0 && row.report.deadline_attainment >= spec.capacity_slo)
+        out.best = static_cast<int>(i);
+      else
+        out.first_miss = static_cast<int>(i);
+    }
+    return out;
+  }
   out.best = best_split(outcomes, goal, spec.memory_cap_bytes);
   return out;
 }
@@ -414,7 +444,13 @@ std::string sweep_table(const SweepResult& r) {
       std::snprintf(b, sizeof b, "%.2f | %.2f | %.3f | %.1f%% | %.2f | ", row.report.latency.mean * 1e3,
                     row.report.latency.p99 * 1e3, row.report.throughput_hz,
                     100 * row.report.deadline_attainment, row.outcome.peak_memory_bytes / 1e9);
-      os << b << (static_cast<int>(i) == r.best ? "best for " + r.goal : "") << " |\n";
+      std::string note = static_cast<int>(i) == r.best ? "best for " + r.goal : "";
+      if (r.goal == "capacity") {
+        char c[96];
+        std::snprintf(c, sizeof c, "capacity at %g%% attainment", 100 * r.capacity_slo);
+        note = static_cast<int>(i) == r.best ? c : static_cast<int>(i) == r.first_miss ? "first below the SLO" : "";
+      }
+      os << b << note << " |\n";
     } else {
       os << "- | - | - | - | - | refused: " << row.error << " |\n";
     }
@@ -463,15 +499,19 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
     for (const auto& row : r.rows)
       if (row.ok)
         d << row.value << ' ' << row.report.latency.mean * 1e3 << ' ' << row.report.latency.p99 * 1e3 << ' '
-          << row.report.throughput_hz << ' ' << row.outcome.peak_memory_bytes / 1e9 << '\n';
+          << row.report.throughput_hz << ' ' << row.outcome.peak_memory_bytes / 1e9 << ' '
+          << 100 * row.report.deadline_attainment << '\n';
     std::ofstream g(script);
     g << "set terminal svg size 900,900 dynamic\nset output '" << svg << "'\n"
-      << "set multiplot layout 3,1 title 'sweep of " << r.key << " (" << r.scenario << ")'\n"
+      << "set multiplot layout " << (r.goal == "capacity" ? 4 : 3) << ",1 title 'sweep of " << r.key << " (" << r.scenario << ")'\n"
       << "set grid\nset xlabel '" << r.key << "'\n"
       << "set ylabel 'latency (ms)'\nplot '" << data << "' using 1:2 with linespoints title 'mean', '' using 1:3 with linespoints title 'p99'\n"
       << "set ylabel 'throughput (req/s)'\nplot '" << data << "' using 1:4 with linespoints title 'throughput'\n"
-      << "set ylabel '" << r.memory_device << " memory (GB)'\nplot '" << data << "' using 1:5 with linespoints title 'peak memory'\n"
-      << "unset multiplot\n";
+      << "set ylabel '" << r.memory_device << " memory (GB)'\nplot '" << data << "' using 1:5 with linespoints title 'peak memory'\n";
+    if (r.goal == "capacity")
+      g << "set ylabel 'deadline attainment (%)'\nplot '" << data << "' using 1:6 with linespoints title 'attainment', "
+        << 100 * r.capacity_slo << " with lines dt 2 title 'SLO " << 100 * r.capacity_slo << "%'\n";
+    g << "unset multiplot\n";
   }
   std::string cmd = "gnuplot '" + script + "' 2>'" + dir + "/gnuplot.log'";
   if (std::system(cmd.c_str()) != 0)

@@ -35,7 +35,11 @@ struct SweepResult {
   std::string scenario, key, memory_device;
   std::vector<SweepRow> rows;
   int best = -1;          // index of the best row for the goal, -1 if none qualifies
-  std::string goal;
+  std::string goal;       // "throughput", "latency", "memory" or "capacity"
+  double capacity_slo = 0;  // goal capacity: the attainment asked for
+  // Goal capacity: index of the first row past the knee (its attainment below the SLO, or
+  // refused), -1 when every value meets it.
+  int first_miss = -1;
 };
 
 // Everything a sweep depends on; the same spec gives the same rows in any process.
@@ -43,6 +47,10 @@ struct SweepSpec {
   std::string path, catalog_dir, cards_dir;
   SweepAxis axis;
   SplitGoal goal = SplitGoal::Throughput;
+  // > 0: the goal is capacity instead: the largest value (the axis is a load: a rate, a
+  // count of robots) up to which every value's deadline attainment is at least this. The
+  // values must then be numbers in increasing order.
+  double capacity_slo = 0;
   double memory_cap_bytes = 0;  // for SplitGoal::Memory (0: no cap)
   std::string memory_device;    // device whose peak memory the planner weighs ("": the first)
   DType auto_cpu_dtype = DType::F32;  // what `dtype: auto` models on a CPU device run at
@@ -63,7 +71,8 @@ void check_sweep_work(const SweepSpec& spec);
 // --memory-device), the key missing from the file or not a single value, and any other error.
 SweepRow sweep_row(const SweepSpec& spec, size_t i);
 // The result of the rows of every value, in value order: the scenario's name, the device
-// weighed and the best row for the goal. Throws ConfigError naming the key when every value
+// weighed and the best row for the goal (for capacity: the knee, the last value up to which
+// every value meets the SLO). Throws ConfigError naming the key when every value
 // was refused.
 SweepResult finish_sweep(const SweepSpec& spec, std::vector<SweepRow> rows);
 

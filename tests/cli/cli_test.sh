@@ -158,5 +158,14 @@ check "leaderboard: the same roofline on a rerun" cmp -s "$tmp/lb1/roofline.csv"
 "$bin" roofline "$src/scenarios/default.yaml" >"$tmp/roof.md"; rc=$?
 check "roofline of a scenario exits 0 and has a table per device" test "$rc" -eq 0 -a -n "$(grep '^## cpu0' "$tmp/roof.md")"
 
+# Capacity search (issue 11): the knee of a load sweep at a deadline-attainment SLO.
+"$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:4 --goal capacity --slo 0.98 -q >"$tmp/cap.out" 2>&1; rc=$?
+check "capacity sweep exits 0" test "$rc" -eq 0
+check "capacity sweep names the knee and the first value past it" grep -q "capacity at 98% deadline attainment: workload.0.count = [0-9]* ([0-9]* misses)" "$tmp/cap.out"
+expect_error "capacity without --slo" 2 "needs --slo" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --goal capacity
+expect_error "capacity over decreasing values" 2 "increasing order" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=3,2 --goal capacity --slo 0.9
+expect_error "--slo without capacity" 2 "goes with --goal capacity" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --slo 0.9
+expect_error "--slo out of range" 2 "slo" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --goal capacity --slo 1.5
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0

@@ -3,6 +3,7 @@
 // computed apart, in any order, and carried as text give the same result and files as one run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,8 @@
 
 namespace vlasim {
 namespace {
+
+namespace fs = std::filesystem;
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
@@ -188,6 +191,81 @@ TEST(Sweep, FinishRefusesASweepRefusedAtEveryValue) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.key(), spec.axis.key);
     EXPECT_NE(e.message().find("refused at every value; first error: first reason"), std::string::npos) << e.what();
+  }
+}
+
+// Rows of a load sweep with the given deadline attainments (< 0: the value was refused).
+std::vector<SweepRow> load_rows(const std::vector<double>& attainment) {
+  std::vector<SweepRow> rows;
+  for (size_t i = 0; i < attainment.size(); ++i) {
+    SweepRow r;
+    r.value = std::to_string(i + 1);
+    r.ok = attainment[i] >= 0;
+    if (!r.ok) r.error = "refused";
+    r.report.requests = 100;
+    r.report.deadline_attainment = std::max(0.0, attainment[i]);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+TEST(Sweep, CapacityIsTheKneeNotTheLastValueThatMeetsTheSlo) {
+  SweepSpec spec = split_sweep();
+  spec.capacity_slo = 0.98;
+  struct Case {
+    std::vector<double> attainment;
+    int best, first_miss;
+  };
+  const Case cases[] = {
+      {{1.0, 0.99, 0.97, 0.99}, 1, 2},  // a later value meeting the SLO again is past the knee
+      {{1.0, 0.98, 0.985}, 2, -1},      // every value meets it (0.98 is enough)
+      {{0.5, 1.0}, -1, 0},              // the first already misses
+      {{1.0, -1, 1.0}, 0, 1},           // a refused value ends the capacity too
+  };
+  for (const Case& c : cases) {
+    const SweepResult r = finish_sweep(spec, load_rows(c.attainment));
+    EXPECT_EQ(r.goal, "capacity");
+    EXPECT_EQ(r.best, c.best) << ::testing::PrintToString(c.attainment);
+    EXPECT_EQ(r.first_miss, c.first_miss) << ::testing::PrintToString(c.attainment);
+    EXPECT_EQ(r.best >= 0 && sweep_table(r).find("capacity at 98% attainment") != std::string::npos, r.best >= 0);
+  }
+  // Without the SLO the same rows go to the split planner as before.
+  spec.capacity_slo = 0;
+  EXPECT_NE(finish_sweep(spec, load_rows({1.0, 0.5})).goal, "capacity");
+}
+
+TEST(Sweep, CapacityNeedsIncreasingNumbersAndDeadlines) {
+  SweepSpec spec = split_sweep();
+  spec.capacity_slo = 0.9;
+  spec.path = std::string(VLASIM_SOURCE_DIR) + "/scenarios/pi0_rtx4090.yaml";
+  for (const char* set : {"workload.0.count=3,2", "workload.0.count=1,1", "workload.0.count=1,two"}) {
+    spec.axis = parse_sweep_axis(set);
+    try {
+      check_sweep_work(spec);
+      ADD_FAILURE() << set << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.key(), "--set") << e.what();
+    }
+  }
+  spec.axis = parse_sweep_axis("workload.0.count=1,2");
+  EXPECT_NO_THROW(check_sweep_work(spec));
+  // A scenario whose streams have no deadline has no capacity to find.
+  const fs::path dir = testing::scratch_dir("capacity_no_deadline");
+  std::ifstream in(spec.path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  const size_t at = yaml.find(", deadline_ms: 100");
+  ASSERT_NE(at, std::string::npos);
+  yaml.erase(at, std::string(", deadline_ms: 100").size());
+  std::ofstream(dir / "s.yaml") << yaml;
+  spec.path = (dir / "s.yaml").string();
+  try {
+    check_sweep_work(spec);
+    ADD_FAILURE() << "a scenario without deadlines was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "--goal");
+    EXPECT_NE(e.message().find("no stream"), std::string::npos) << e.what();
   }
 }
 
