@@ -77,7 +77,10 @@ grep -q '^p99 latency: [0-9]' <<<"$out" || fail "embed printed no p99 latency"
 grep -qx "cards: $prefix/share/vlasim/cards" <<<"$out" || fail "embed did not take its cards from $prefix"
 grep -qx "catalog: $prefix/share/vlasim/catalog" <<<"$out" ||
   fail "embed did not take its catalog from $prefix"
-ldd "$work/embed/embed" | grep -q "$prefix/lib/libvlasim.so" || fail "embed does not load $prefix/lib/libvlasim.so"
+# ldd's output is taken whole first: `ldd | grep -q` under pipefail fails when grep stops
+# reading at its match and ldd, still writing, gets SIGPIPE.
+libs=$(ldd "$work/embed/embed" 2>&1)
+grep -q "$prefix/lib/libvlasim.so" <<<"$libs" || { echo "$libs"; fail "embed does not load $prefix/lib/libvlasim.so"; }
 
 echo "install_check: running the installed CLI"
 out=$("$prefix/bin/vlasim" list cards 2>&1)
