@@ -586,8 +586,38 @@ int run_list(const Common& c, const std::string& what) {
   return 0;
 }
 
+// A node for an error about command-line option `key` given `value`.
+ConfigNode command_line(const std::string& key, const std::string& value) {
+  return ConfigNode(YAML::Node(value), std::make_shared<const std::string>("<command line>"), key);
+}
+
+// Parses --dp-cache START:END[:INTERVAL[:KEEP]] (models/builder.h DpCache); the builder checks
+// the window against the steps and the expert. Throws ConfigError naming the option.
+DpCache parse_dp_cache_option(const std::string& text) {
+  DpCache d;
+  std::vector<long long> v;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ':')) {
+    char* end = nullptr;
+    errno = 0;
+    const long long x = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end || errno || x < 0 || x > kMaxSteps)
+      command_line("--dp-cache", text).fail("expected START:END[:INTERVAL[:KEEP]], whole numbers from 0 to " +
+                                            std::to_string(kMaxSteps) + ", got '" + text + "'");
+    v.push_back(x);
+  }
+  if (v.size() < 2 || v.size() > 4)
+    command_line("--dp-cache", text).fail("expected START:END[:INTERVAL[:KEEP]], got '" + text + "'");
+  d.start = static_cast<int>(v[0]);
+  d.end = static_cast<int>(v[1]);
+  if (v.size() > 2) d.interval = static_cast<int>(v[2]);
+  if (v.size() > 3) d.keep = static_cast<int>(v[3]);
+  return d;
+}
+
 int run_graph(const Common& c, const std::string& card_name, int views, int prompt, int chunk,
-              int steps, int batch, const std::string& dtype, bool ops) {
+              int steps, int batch, const std::string& dtype, const std::string& dp_cache, bool ops) {
   ConfigNode where(YAML::Node(card_name), std::make_shared<const std::string>("<command line>"),
                    "card");
   ModelCard card = find_card(c.cards, card_name, where);
@@ -597,6 +627,7 @@ int run_graph(const Common& c, const std::string& card_name, int views, int prom
   if (chunk > 0) shape.chunk = chunk;
   if (steps > 0) shape.steps = steps;
   shape.batch = batch;
+  if (!dp_cache.empty()) shape.dp_cache = parse_dp_cache_option(dp_cache);
   if (!dtype.empty() && !parse_dtype(dtype, &shape.dtype)) {
     std::cerr << "vlasim graph: unknown dtype '" << dtype << "'; valid names are: fp32, bf16, fp16, int8\n";
     return 2;
@@ -633,16 +664,15 @@ struct ModelChoice {
   std::string model;  // --model
   int views = 0, prompt = -1, chunk = 0, steps = 0, batch = 0;
   std::string dtype;
+  std::string dp_cache;  // --dp-cache START:END[:INTERVAL[:KEEP]]
 };
+
 
 bool is_scenario_arg(const std::string& what) {
   const std::string ext = fs::path(what).extension().string();
   return ext == ".yaml" || ext == ".yml" || fs::is_regular_file(what);
 }
 
-ConfigNode command_line(const std::string& key, const std::string& value) {
-  return ConfigNode(YAML::Node(value), std::make_shared<const std::string>("<command line>"), key);
-}
 
 // The scenario's model index named by --model (default 0). Throws ConfigError listing the names.
 int pick_model(const Scenario& s, const std::string& name) {
@@ -679,6 +709,7 @@ LeaderboardModel choose_model(const Common& c, const ModelChoice& mc) {
   if (mc.batch > 0) m.shape.batch = mc.batch;
   if (!mc.dtype.empty() && !parse_dtype(mc.dtype, &m.shape.dtype))
     command_line("--dtype", mc.dtype).fail("unknown dtype '" + mc.dtype + "'; valid names are: fp32, bf16, fp16, int8");
+  if (!mc.dp_cache.empty()) m.shape.dp_cache = parse_dp_cache_option(mc.dp_cache);
   return m;
 }
 
@@ -708,7 +739,8 @@ int run_roofline(const Common& c, const ModelChoice& mc, const std::string& devi
   Scenario s;
   int model = 0;
   if (is_scenario_arg(mc.what) && device.empty()) {
-    if (mc.views > 0 || mc.prompt >= 0 || mc.chunk > 0 || mc.steps > 0 || mc.batch > 0 || !mc.dtype.empty())
+    if (mc.views > 0 || mc.prompt >= 0 || mc.chunk > 0 || mc.steps > 0 || mc.batch > 0 || !mc.dtype.empty() ||
+        !mc.dp_cache.empty())
       command_line("--steps", mc.what).fail("the shape options go with a card or --device; a scenario's own plan "
                                             "runs its models as the file gives them");
     check_option_file("scenario", mc.what);
@@ -890,6 +922,9 @@ int main(int argc, char** argv) {
     cmd->add_option("--steps", mc.steps, "denoising / decoding steps")->check(whole_number(1, kMaxSteps));
     cmd->add_option("--batch", mc.batch, "batch size")->check(whole_number(1, kMaxBatch));
     cmd->add_option("--dtype", mc.dtype, "fp32, bf16, fp16 or int8");
+    cmd->add_option("--dp-cache", mc.dp_cache,
+                    "DP-Cache on the flow-matching expert: START:END[:INTERVAL[:KEEP]] (steps [START, END) "
+                    "cached but every INTERVAL-th, default 2; KEEP blocks run at each end, default 1)");
   };
   auto* lboard = app.add_subcommand("leaderboard",
                                     "CET table: a model's time, energy and cost on every catalog GPU (or --devices), "
@@ -939,6 +974,9 @@ int main(int argc, char** argv) {
   graph->add_option("--steps", steps, "denoising / decoding steps")->check(whole_number(1, kMaxSteps));
   graph->add_option("--batch", batch, "batch size")->check(whole_number(1, kMaxBatch));
   graph->add_option("--dtype", dtype, "fp32, bf16, fp16 or int8");
+  std::string graph_dp_cache;
+  graph->add_option("--dp-cache", graph_dp_cache,
+                    "DP-Cache on the flow-matching expert: START:END[:INTERVAL[:KEEP]] (see `leaderboard --help`)");
   graph->add_flag("--ops", ops, "list every operator");
 
   try {
@@ -970,7 +1008,7 @@ int main(int argc, char** argv) {
     if (*lboard) return run_leaderboard(c, mc, lb_opt, lb_dir, out.quiet);
     if (*roof) return run_roofline(c, mc, roof_device, roof_dir, out.quiet);
     if (*list) return run_list(c, family);
-    if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, ops);
+    if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, graph_dp_cache, ops);
   } catch (const ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -131,6 +131,11 @@ class LoopKernel : public Kernel {
         for (int64_t r = 0; r < R; ++r)
           for (int64_t j = 0; j < C; ++j) store(out, r * C + j, a(r, j) * b(r, j));
         break;
+      case OpFn::Sub:  // the later input (b) minus the earlier (a)
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t j = 0; j < C; ++j) store(out, r * C + j, b(r, j) - a(r, j));
+        break;
       case OpFn::EulerUpdate: {
         const float dt = static_cast<float>(p_.dt);
 #pragma omp parallel for schedule(static)

@@ -245,7 +245,7 @@ bool op_supported(const Op& o, std::string* why) {
       return true;
     case OpKind::Elementwise:
       switch (o.fn) {
-        case OpFn::Add: case OpFn::Mul: case OpFn::Gelu: case OpFn::Silu:
+        case OpFn::Add: case OpFn::Mul: case OpFn::Sub: case OpFn::Gelu: case OpFn::Silu:
         case OpFn::EulerUpdate: case OpFn::Softmax: case OpFn::Copy:
           break;
         case OpFn::RoPE: {
@@ -312,7 +312,7 @@ std::vector<OpPlan> plan_segment(const OpGraph& g, const std::vector<int>& ops) 
       }
       case OpKind::Elementwise: {
         std::vector<TensorInfo> preds = pred_outputs(g, id, -1);
-        if (o.fn == OpFn::Add || o.fn == OpFn::Mul) {
+        if (o.fn == OpFn::Add || o.fn == OpFn::Mul || o.fn == OpFn::Sub) {
           p.in[kA] = bind_role(preds, id, kA, o.rows, o.width, false);
           p.in[kB] = bind_role(preds, id, kB, o.rows, o.width, false);
         } else if (o.fn == OpFn::EulerUpdate) {
@@ -344,6 +344,15 @@ std::vector<OpPlan> plan_segment(const OpGraph& g, const std::vector<int>& ops) 
       }
     }
     plan.push_back(p);
+  }
+  // Synthetic inputs take their values from the op's name, which a graph rewrite that adds
+  // or removes ops elsewhere (e.g. DP-Cache) leaves alone, unlike its id.
+  for (OpPlan& p : plan) {
+    auto name = [&](Slot& sl) {
+      if (sl.used && sl.t.key.role >= 0) sl.t.stream = g.op(sl.t.key.op).name;
+    };
+    for (Slot& sl : p.in) name(sl);
+    for (Slot& sl : p.parts) name(sl);
   }
   return plan;
 }
@@ -438,7 +447,8 @@ void fill_weight(const Op& o, const char* part, uint64_t seed, float* dst, int64
 }
 
 void fill_input(const TensorInfo& t, uint64_t seed, float* dst) {
-  uint64_t s = synth_stream(seed, input_key(t.key));
+  uint64_t s = synth_stream(seed, t.stream.empty() ? input_key(t.key)
+                                                   : "in:" + t.stream + "." + std::to_string(t.key.role));
   if (t.is_int) {
     std::vector<int32_t> idx(static_cast<size_t>(t.elems()));
     synth_fill_indices(idx.data(), t.elems(), s, t.int_limit);

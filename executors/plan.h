@@ -30,7 +30,7 @@
 //               first, then local. Query head h reads kv head h / (H / KV).
 //   Norm        X [rows, width]; RMSNorm: x / sqrt(mean x^2 + 1e-6) * scale;
 //               LayerNorm: (x - mean) / sqrt(var + 1e-6) * scale + shift.
-//   Elementwise Add/Mul: a, b (id order); Gelu (tanh), Silu, Softmax (per row): a;
+//   Elementwise Add/Mul: a, b (id order); Sub: b - a (the later minus the earlier); Gelu (tanh), Silu, Softmax (per row): a;
 //               Copy: a, or else a concatenation of its preds in id order: by rows when
 //               preds of `width` columns have rows adding up to `rows` (with batch > 1 and
 //               every part's rows a multiple of batch, sample by sample: sample b holds
@@ -45,7 +45,8 @@
 //   Embedding   Lookup: synthetic int indices [rows, 1] in [0, vocab) into a table
 //               [vocab, width].
 //   Transfer    copies its first predecessor (or a synthetic input) unchanged.
-// Synthetic values (weights and inputs) are a function of (seed, key, index) only.
+// Synthetic values (weights and inputs) are a function of (seed, key, index) only; a weight's
+// key is its weight_id, an input's its op's name and role.
 #pragma once
 
 #include <cstdint>
@@ -72,6 +73,9 @@ struct TensorInfo {
   int64_t rows = 0, cols = 0;
   bool is_int = false;  // embedding indices
   int64_t int_limit = 0;  // values are in [0, int_limit) when is_int
+  // A synthetic input's values come from this name (the op's name; plan_segment sets it),
+  // else from the key.
+  std::string stream;
   int64_t elems() const { return rows * cols; }
 };
 

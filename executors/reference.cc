@@ -230,11 +230,13 @@ void ReferenceExecutor::run_op(Segment& s, const OpPlan& p) {
       }
       View a = view(kA);
       switch (o.fn) {
-        case OpFn::Add: case OpFn::Mul: {
+        case OpFn::Add: case OpFn::Mul: case OpFn::Sub: {
           View b = view(kB);
           for (int64_t r = 0; r < R; ++r)
             for (int64_t c = 0; c < C; ++c)
-              out[r * C + c] = o.fn == OpFn::Add ? a(r, c) + b(r, c) : a(r, c) * b(r, c);
+              out[r * C + c] = o.fn == OpFn::Add   ? a(r, c) + b(r, c)
+                               : o.fn == OpFn::Sub ? b(r, c) - a(r, c)
+                                                   : a(r, c) * b(r, c);
           break;
         }
         case OpFn::EulerUpdate: {

@@ -190,6 +190,14 @@ RunShape resolve(const ModelCard& card, const RunShape& shape) {
     shape_error(card, "max_chunk", "chunk",
                 "chunk " + std::to_string(r.chunk) + " exceeds the card's max_chunk " +
                     mc.as_string());
+  if (const DpCache& dc = r.dp_cache; dc.on()) {
+    if (dc.end > r.steps || dc.start >= dc.end)
+      shape_error(card, "defaults", "dp_cache",
+                  "the window [" + std::to_string(dc.start) + ", " + std::to_string(dc.end) +
+                      ") must lie within the " + std::to_string(r.steps) + " steps and hold one");
+    if (dc.interval < 2 || dc.keep < 0)
+      shape_error(card, "defaults", "dp_cache", "interval must be at least 2 and keep not negative");
+  }
   return r;
 }
 
@@ -363,6 +371,9 @@ OpGraph build_graph(const ModelCard& card, const RunShape& shape) {
       }
     }
   }
+  if (c.shape.dp_cache.on() && !c.dp_cache_used)
+    card.node.required("components").fail("dp_cache applies to a flow-matching action expert (component type "
+                                          "expert); card '" + card.name + "' has none");
   g.prefix_tokens = c.prefix_tokens;
   g.suffix_tokens = c.suffix_tokens;
   return g;

@@ -44,6 +44,22 @@ namespace vlasim {
 // negative values, and values past the kMax* limits below, are errors. dtype is always taken
 // from here (copy card.defaults.dtype in to use the card's), except for components whose card
 // entry sets their own.
+// DP-Cache (SYSTEMS.md system 3): in the stable middle of the denoising schedule, a
+// flow-matching action expert reuses the deep blocks' work of the last full step instead of
+// recomputing it. In a cached step, blocks [keep, depth - keep) do not run: the residual
+// stream after block keep - 1 gets the change those blocks made at the last full step (their
+// output minus their input, kept by that step), added back. Steps in [start, end) are cached
+// except every interval-th from start, which run fully and refresh the kept change.
+struct DpCache {
+  int start = -1;    // first step of the window; < 0: off
+  int end = 0;       // one past the window's last step
+  int interval = 2;  // a full step every `interval` steps of the window
+  int keep = 1;      // blocks that still run at each end of the expert in a cached step
+  bool on() const { return start >= 0; }
+  bool cached(int step) const { return on() && step >= start && step < end && (step - start) % interval != 0; }
+  bool operator==(const DpCache&) const = default;
+};
+
 struct RunShape {
   int views = 0;        // camera views (card default when 0)
   int prompt = -1;      // prompt tokens (card default when -1)
@@ -51,6 +67,7 @@ struct RunShape {
   int steps = 0;        // flow-matching / diffusion / decoding steps (card default when 0)
   int batch = 1;        // requests run together
   DType dtype = DType::BF16;
+  DpCache dp_cache;     // off unless a scenario's model entry turns it on
 };
 
 // Largest run-shape values a card's defaults, a scenario's model entry or `vlasim graph` may

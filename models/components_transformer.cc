@@ -301,11 +301,24 @@ void build_expert(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
   const int64_t kv_dim = kvh * hd;
   const double cache_bytes = 2.0 * B * S * kv_dim * c.eb;
   c.suffix_tokens = T;
+  // DP-Cache (RunShape::dp_cache): blocks [keep, depth - keep) of a cached step are replaced
+  // by the change they made at the last full step, kept as `delta`.
+  const DpCache& dc = c.shape.dp_cache;
+  const int64_t deep_first = dc.keep, deep_end = depth - dc.keep;
+  if (dc.on() && deep_first >= deep_end)
+    n.required("depth").fail("dp_cache keep " + std::to_string(dc.keep) + " at each end leaves none of the " +
+                             std::to_string(depth) + " blocks of '" + name + "' to reuse");
+  if (dc.on()) c.dp_cache_used = true;
+  int delta = -1;
   int prev = -1;
   const size_t before_steps = c.g.size();
   for (int step = 0; step < c.shape.steps; ++step) {
     if (step == 1) c.g.check_room(size_t(c.shape.steps - 1) * (c.g.size() - before_steps));
     Site s{stage, step, -1, name};
+    const bool cached = dc.cached(step);
+    // A full step in the window whose next step is cached keeps the deep blocks' change.
+    const bool keeps = dc.on() && !cached && dc.cached(step + 1);
+    int deep_in = -1;
     std::vector<Dep> parts;
     // pi0 embed_suffix: the state token comes first, then the action tokens (the suffix
     // concatenation stacks its parts in op order, per sample).
@@ -335,6 +348,11 @@ void build_expert(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
     int x = c.concat(s, "suffix", B * T, w, parts);
     for (int64_t l = 0; l < depth; ++l) {
       s.block = int(l);
+      if (l == deep_first && (cached || keeps)) deep_in = x;
+      if (cached && l >= deep_first && l < deep_end) {
+        if (l == deep_first) x = c.eltwise(s, "dp_cache_add", OpFn::Add, B * T, w, 1, 2, {delta, x});
+        continue;
+      }
       const int kv = kc.kv_ops[size_t(l)];
       c.g.op(kv).kv_cache = true;
       AttnSpec a;
@@ -372,6 +390,7 @@ void build_expert(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
         f.ada_chunks = 3;
       }
       x = ffn_part(c, s, f, x);
+      if (keeps && l == deep_end - 1) delta = c.eltwise(s, "dp_cache_delta", OpFn::Sub, B * T, w, 1, 2, {deep_in, x});
     }
     s.block = -1;
     int mod = -1;

@@ -65,6 +65,7 @@ struct Ctx {
   // decoder), resolved to the first owner. Components not listed own their weights.
   std::map<std::string, std::string> weight_owner{};
   int64_t prefix_tokens = 0, suffix_tokens = 0;
+  bool dp_cache_used = false;  // a component applied shape.dp_cache
 
   int64_t B() const { return shape.batch; }
   // The weight id of `leaf` at site s, named after the component that owns the weights.

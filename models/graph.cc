@@ -62,6 +62,7 @@ const char* to_string(OpFn f) {
     case OpFn::RoPE: return "rope";
     case OpFn::Add: return "add";
     case OpFn::Mul: return "mul";
+    case OpFn::Sub: return "sub";
     case OpFn::Gelu: return "gelu";
     case OpFn::Silu: return "silu";
     case OpFn::EulerUpdate: return "euler_update";

@@ -38,6 +38,7 @@ enum class OpFn {
   RMSNorm, LayerNorm, GroupNorm,
   // Elementwise
   RoPE, Add, Mul, Gelu, Silu, EulerUpdate, Softmax, Copy,
+  Sub,  // the later input (id order) minus the earlier one
   // Embedding
   Lookup,
   // Transfer (inserted by placement, never by the builder)

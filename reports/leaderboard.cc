@@ -50,7 +50,11 @@ std::string scenario_text(const LeaderboardModel& m, const std::string& device) 
      << instance_name(device) << ", catalog: \"" << device << "\"}\nmodels:\n  - name: model\n    card: " << m.card << "\n    views: "
      << m.shape.views << "\n    prompt: " << m.shape.prompt << "\n    chunk: " << m.shape.chunk << "\n    steps: "
      << m.shape.steps << "\n    batch: " << m.shape.batch << "\n    dtype: " << to_string(m.shape.dtype)
-     << "\nworkload:\n  - {name: one, model: model, rate_hz: 1, duration_s: 1}\n"
+     << "\n";
+  if (const DpCache& dc = m.shape.dp_cache; dc.on())
+    os << "    dp_cache: {start: " << dc.start << ", end: " << dc.end << ", interval: " << dc.interval
+       << ", keep: " << dc.keep << "}\n";
+  os << "workload:\n  - {name: one, model: model, rate_hz: 1, duration_s: 1}\n"
      << "policies: {queue: fifo, pipeline: serial, cost_model: roofline}\n";
   return os.str();
 }
@@ -175,7 +179,14 @@ std::string leaderboard_markdown(const Leaderboard& lb) {
   os << "# CET leaderboard: " << lb.model.name << "\n\n"
      << "Card " << lb.model.card << ", " << lb.model.shape.views << " views, prompt " << lb.model.shape.prompt
      << ", chunk " << lb.model.shape.chunk << ", " << lb.model.shape.steps << " steps, batch " << lb.model.shape.batch
-     << ", " << to_string(lb.dtype) << "; " << printf_number("%.3g", lb.params / 1e9) << " B parameters: **" << lb.model_tier
+     << ", " << to_string(lb.dtype)
+     << (lb.model.shape.dp_cache.on()
+             ? ", DP-Cache over steps [" + std::to_string(lb.model.shape.dp_cache.start) + ", " +
+                   std::to_string(lb.model.shape.dp_cache.end) + ") (a full step every " +
+                   std::to_string(lb.model.shape.dp_cache.interval) + ", " +
+                   std::to_string(lb.model.shape.dp_cache.keep) + " block(s) kept at each end)"
+             : std::string())
+     << "; " << printf_number("%.3g", lb.params / 1e9) << " B parameters: **" << lb.model_tier
      << "** model (small below " << printf_number("%g", kSmallModelParams / 1e9) << " B).\n\n"
      << "One request at a time, predicted by the roofline cost model (not measured). Feasible: the control rate "
         "1 / latency is at least "

@@ -190,6 +190,44 @@ void parse_hardware(const ConfigNode& hw, const Catalog& catalog, Scenario& s) {
   }
 }
 
+// `dp_cache: {start, end, interval, keep}` of a model entry (models/builder.h DpCache); start
+// and end default to 20% and 80% of the steps, the stable middle SYSTEMS.md names.
+DpCache parse_dp_cache(const ConfigNode& d, int steps, const ModelCard& card) {
+  if (!d.is_map()) d.fail("expected a map: {start, end, interval, keep}");
+  d.check_keys({"start", "end", "interval", "keep"});
+  DpCache dc;
+  dc.start = static_cast<int>(d.get_count("start", steps / 5, 0, kMaxSteps));
+  dc.end = static_cast<int>(d.get_count("end", (4 * steps + 4) / 5, 1, kMaxSteps));
+  dc.interval = static_cast<int>(d.get_count("interval", 2, 2, kMaxSteps));
+  dc.keep = static_cast<int>(d.get_count("keep", 1, 0, 10000));
+  if (dc.end > steps)
+    (d.has("end") ? d.required("end") : d).fail("the window ends at step " + std::to_string(dc.end) +
+                                                 ", past the model's " + std::to_string(steps) + " steps");
+  if (dc.start >= dc.end)
+    (d.has("start") ? d.required("start") : d).fail("start (" + std::to_string(dc.start) +
+                                                     ") must be below end (" + std::to_string(dc.end) + ")");
+  // The card's flow-matching experts: the keep must leave each some blocks to reuse.
+  int experts = 0;
+  for (const ConfigNode& c : card.node.required("components").items()) {
+    if (c.get_string("type", "") != "expert") continue;
+    ++experts;
+    const long long depth = c.get_int("depth", 0);
+    if (2LL * dc.keep >= depth)
+      (d.has("keep") ? d.required("keep") : d)
+          .fail("keep " + std::to_string(dc.keep) + " blocks at each end leaves none of the " + std::to_string(depth) +
+                " blocks of '" + c.get_string("name", "expert") + "' to reuse");
+  }
+  if (experts == 0)
+    d.fail("dp_cache applies to a flow-matching action expert (component type expert); card '" + card.name +
+           "' has none");
+  bool any = false;
+  for (int t = dc.start; t < dc.end && !any; ++t) any = dc.cached(t);
+  if (!any)
+    d.fail("caches no step: the window [" + std::to_string(dc.start) + ", " + std::to_string(dc.end) +
+           ") with interval " + std::to_string(dc.interval) + " runs every step fully");
+  return dc;
+}
+
 RunShape parse_shape(const ConfigNode& m, const ModelCard& card) {
   RunShape r = card.defaults;
   r.views = static_cast<int>(m.get_count("views", r.views, 1, kMaxViews));
@@ -330,7 +368,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   std::set<std::string> model_names;
   for (auto& m : root.required("models").items()) {
     m.check_keys({"name", "card", "views", "prompt", "chunk", "steps", "batch", "dtype",
-                  "placement", "partition", "dynamic_zone"});
+                  "placement", "partition", "dynamic_zone", "dp_cache"});
     ModelInstance mi;
     mi.where = m;
     mi.card = find_card(cards_dir, m.required("card").as_string(), m.required("card"));
@@ -339,6 +377,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     if (!model_names.insert(mi.name).second)
       m.fail("duplicate model instance '" + mi.name + "'; give each a distinct name");
     mi.shape = parse_shape(m, mi.card);
+    if (m.has("dp_cache")) mi.shape.dp_cache = parse_dp_cache(m.required("dp_cache"), mi.shape.steps, mi.card);
     mi.dtype_where = m.has("dtype") ? m.required("dtype") : m;
     mi.dtype_auto = mi.dtype_pending = m.has("dtype") && m.required("dtype").as_string() == "auto";
     if (m.has("placement") && m.has("partition"))

@@ -85,7 +85,7 @@ OpWork op_work(const Op& o) {
       const double e = double(o.rows) * double(o.width);
       double per = 1, inputs = 1;
       switch (o.fn) {
-        case OpFn::Add: case OpFn::Mul: inputs = 2; break;
+        case OpFn::Add: case OpFn::Mul: case OpFn::Sub: inputs = 2; break;
         case OpFn::EulerUpdate: per = 2; inputs = 2; break;
         case OpFn::Gelu: per = 8; break;
         case OpFn::Silu: per = 4; break;

@@ -79,6 +79,55 @@ TEST(ExecutorEndToEnd, Pi0SmallActionStageReadsItsOwnActivations) {
   }
 }
 
+
+// The op of `g` whose name ends with `suffix` (exactly one).
+int op_named(const OpGraph& g, const std::string& suffix) {
+  int found = -1;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (g.op(static_cast<int>(i)).name.ends_with(suffix)) {
+      EXPECT_EQ(found, -1) << "two ops end with " << suffix;
+      found = static_cast<int>(i);
+    }
+  EXPECT_GE(found, 0) << "no op ends with " << suffix;
+  return found;
+}
+
+// DP-Cache changes the result (cached steps reuse the deep blocks' change of the last full
+// step instead of recomputing it): the steps before its window give the same values with and
+// without it (same weights, and synthetic inputs follow op names, not ids), the cached graph
+// runs on the oneDNN executor as on the float64 reference, and the final actions move by a
+// finite, reported amount.
+TEST(ExecutorEndToEnd, DpCacheKeepsTheStepsBeforeItsWindowAndChangesTheActionsAfter) {
+  const ModelCard card = load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_tiny.yaml");
+  RunShape full;
+  full.dtype = DType::F32;
+  RunShape cached = full;
+  cached.dp_cache = DpCache{.start = 2, .end = 8, .interval = 2, .keep = 1};
+  const OpGraph gf = build_graph(card, full), gc = build_graph(card, cached);
+  ASSERT_LT(gc.size(), gf.size());
+  ExecOptions opt;
+  opt.dtype = DType::F32;
+  opt.seed = 5;
+  ReferenceExecutor rf(opt), rc(opt);
+  OneDnnExecutor ec(opt);
+  const int a = rf.prepare(gf, all_ops(gf)), b = rc.prepare(gc, all_ops(gc)), c = ec.prepare(gc, all_ops(gc));
+  rf.run(a);
+  rc.run(b);
+  ec.run(c);
+  // Step 2 runs fully in both (the window's first step), so everything up to its end agrees.
+  const std::vector<float> before_f = rf.get_output(a, op_named(gf, ".s2.euler"));
+  const std::vector<float> before_c = rc.get_output(b, op_named(gc, ".s2.euler"));
+  ASSERT_EQ(before_f.size(), before_c.size());
+  EXPECT_EQ(before_f, before_c);
+  const int last_f = op_named(gf, ".s" + std::to_string(gf.steps - 1) + ".euler");
+  const int last_c = op_named(gc, ".s" + std::to_string(gc.steps - 1) + ".euler");
+  const double moved = rel_err(rc.get_output(b, last_c), rf.get_output(a, last_f));
+  EXPECT_GT(moved, 0) << "the cached steps changed nothing: were blocks skipped?";
+  EXPECT_TRUE(std::isfinite(moved));
+  ::testing::Test::RecordProperty("dp_cache_action_rel_diff", std::to_string(moved));
+  EXPECT_LT(rel_err(ec.get_output(c, last_c), rc.get_output(b, last_c)), 1e-4);
+}
+
 TEST(ExecutorEndToEnd, TinyPi0Fp32) { end_to_end(DType::F32, 1e-4); }
 TEST(ExecutorEndToEnd, TinyPi0Bf16) {
   VLASIM_SKIP_UNLESS_CPU_RUNS(DType::BF16);

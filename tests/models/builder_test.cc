@@ -580,5 +580,70 @@ TEST(Shape, DiffusionPolicyHorizonMustHalveThroughTheUnet) {
   EXPECT_THROW(build_graph(card("diffusion_policy"), s), ConfigError);
 }
 
+// DP-Cache on pi0 at 10 steps, window [2, 8), a full step every 2, keep 1: steps 3, 5 and 7
+// run only blocks 0 and 17 of the expert plus one add of the kept change; steps 2, 4 and 6
+// keep that change with one subtraction; every other op is the plain graph's.
+TEST(DpCache, CachedStepsRunOnlyTheKeptBlocksAndAddBackTheChange) {
+  RunShape plain;
+  RunShape dp = plain;
+  dp.dp_cache = DpCache{.start = 2, .end = 8, .interval = 2, .keep = 1};
+  const OpGraph a = build_graph(card("pi0"), plain), b = build_graph(card("pi0"), dp);
+  std::map<int, int> ops_a, ops_b;  // action ops per step
+  std::map<int, double> flops_a, flops_b;
+  int adds = 0, subs = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (const Op& o = a.op(int(i)); o.stage == Stage::Action) {
+      ++ops_a[o.step];
+      flops_a[o.step] += o.flops;
+    }
+  for (size_t i = 0; i < b.size(); ++i) {
+    const Op& o = b.op(int(i));
+    if (o.stage != Stage::Action) continue;
+    ++ops_b[o.step];
+    flops_b[o.step] += o.flops;
+    if (o.name.ends_with("dp_cache_add")) {
+      ++adds;
+      EXPECT_TRUE(o.step == 3 || o.step == 5 || o.step == 7) << o.name;
+    } else if (o.name.ends_with("dp_cache_delta")) {
+      ++subs;
+      EXPECT_EQ(o.fn, OpFn::Sub);
+      EXPECT_TRUE(o.step == 2 || o.step == 4 || o.step == 6) << o.name;
+    } else if (o.step == 3 || o.step == 5 || o.step == 7) {
+      EXPECT_TRUE(o.block < 1 || o.block >= 17) << o.name << " runs in a cached step";
+    }
+  }
+  EXPECT_EQ(adds, 3);
+  EXPECT_EQ(subs, 3);
+  for (int step = 0; step < 10; ++step) {
+    if (step == 3 || step == 5 || step == 7) {
+      EXPECT_LT(ops_b[step], ops_a[step] / 4) << step;
+      EXPECT_LT(flops_b[step], flops_a[step] / 4) << step;
+    } else {
+      EXPECT_EQ(ops_b[step], ops_a[step] + (step == 2 || step == 4 || step == 6 ? 1 : 0)) << step;
+    }
+  }
+  EXPECT_EQ(b.flops(Stage::Vision), a.flops(Stage::Vision));
+  EXPECT_EQ(b.flops(Stage::Prefix), a.flops(Stage::Prefix));
+  EXPECT_EQ(b.param_bytes(), a.param_bytes()) << "the skipped blocks' weights are still needed";
+}
+
+TEST(DpCache, IsRefusedWhereItCannotApply) {
+  RunShape s;
+  s.dp_cache = DpCache{.start = 2, .end = 8};
+  try {
+    build_graph(card("diffusion_policy"), s);
+    ADD_FAILURE() << "a card without a flow-matching expert took dp_cache";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("dp_cache applies to a flow-matching action expert"), std::string::npos)
+        << e.what();
+  }
+  s.dp_cache.keep = 9;  // pi0's expert has 18 blocks: nothing left between the kept ends
+  EXPECT_THROW(build_graph(card("pi0"), s), ConfigError);
+  s.dp_cache = DpCache{.start = 2, .end = 11};  // past the 10 steps
+  EXPECT_THROW(build_graph(card("pi0"), s), ConfigError);
+  s.dp_cache = DpCache{.start = 2, .end = 8, .interval = 1};
+  EXPECT_THROW(build_graph(card("pi0"), s), ConfigError);
+}
+
 }  // namespace
 }  // namespace vlasim

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# DP-Cache on this machine's CPU (issue 14): is the predicted speed-up the measured one, and how
+# far does it move the actions? Calibrates scenarios/validation/dp_cache_off.yaml only (the fit:
+# the quick grid and that scenario's ops in context), predicts both dp_cache_off.yaml and
+# dp_cache_on.yaml with that profile, measures both (`vlasim compare`), and adds a section to
+# reports/dp_cache.md (newest first): the host, p50 latency predicted and measured with and
+# without DP-Cache, the two speed-ups and their ratio (target: within 10%), and the relative
+# change of the final actions (the executors_test DP-Cache test, float64 reference executor).
+# RUNS (default 2) repeats the whole check. Builds nothing: it expects build/vlasim (or $VLASIM)
+# and build/tests/executors/executors_test. REPORT overrides the report's path.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+vlasim=${VLASIM:-$here/build/vlasim}
+tests=${EXECUTORS_TEST:-$here/build/tests/executors/executors_test}
+runs=${RUNS:-2}
+report=${REPORT:-$here/reports/dp_cache.md}
+out=out/dp_cache
+[[ -x $vlasim ]] || { echo "dp_cache_check: $vlasim not found; run scripts/setup.sh first" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "dp_cache_check: python3 is needed for the report" >&2; exit 1; }
+mkdir -p "$out"
+"$vlasim" list host > "$out/host.txt"
+"$tests" --gtest_filter='*DpCache*' --gtest_output="xml:$out/dp_cache_test.xml" > "$out/dp_cache_test.log" 2>&1 \
+  || { cat "$out/dp_cache_test.log"; exit 1; }
+date_start=$(date -u +%Y-%m-%dT%H:%MZ)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+for i in $(seq 1 "$runs"); do
+  echo "== DP-Cache check $i of $runs (load $(cut -d' ' -f1 /proc/loadavg))"
+  "$vlasim" calibrate scenarios/validation/dp_cache_off.yaml --grid quick --in-context --context-requests 60 \
+    --context-seconds 20 -q -o "$out/profile$i.json" > "$out/calibrate$i.log" 2>&1
+  for s in off on; do
+    "$vlasim" --profile "$out/profile$i.json" compare "scenarios/validation/dp_cache_$s.yaml" -q -o "$out/$s$i" \
+      2> "$out/compare_$s$i.err"
+  done
+done
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 - "$out" "$runs" "$report" "$date_start" "$load_start" "$load_end" <<'PY'
+import json, re, sys
+out, runs, report, date, load_start, load_end = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+host = open(f"{out}/host.txt").read().strip()
+xml = open(f"{out}/dp_cache_test.xml").read()
+m = re.search(r'dp_cache_action_rel_diff"? value="([^"]+)"', xml) or re.search(r'dp_cache_action_rel_diff="([^"]+)"', xml)
+moved = float(m.group(1)) if m else None
+rows, worst = [], 0.0
+for i in range(1, runs + 1):
+    p50 = {}
+    for s in ("off", "on"):
+        c = json.load(open(f"{out}/{s}{i}/compare.json"))["overall"]["latency_s"]["p50"]
+        p50[s] = (c["predicted"], c["measured"])
+    sp_pred = p50["off"][0] / p50["on"][0]
+    sp_meas = p50["off"][1] / p50["on"][1]
+    err = sp_pred / sp_meas - 1
+    worst = max(worst, abs(err))
+    rows.append(f"| {i} | {1e3*p50['off'][0]:.2f} / {1e3*p50['off'][1]:.2f} | {1e3*p50['on'][0]:.2f} / "
+                f"{1e3*p50['on'][1]:.2f} | {sp_pred:.3f}x | {sp_meas:.3f}x | {100*err:+.1f}% |")
+section = [f"## {date}: {host.splitlines()[0] if host else 'host'}", "",
+           "```", host, "```", "",
+           f"Load average at start {load_start}, at end {load_end}. `scripts/dp_cache_check.sh` (RUNS={runs}).",
+           "Fit: the quick grid and dp_cache_off.yaml's ops in context; dp_cache_on.yaml is predicted from it.", "",
+           "| run | p50 off ms, predicted / measured | p50 on ms, predicted / measured | speed-up predicted | speed-up measured | error |",
+           "|---|---|---|---|---|---|", *rows, "",
+           f"Worst speed-up error: {100*worst:.1f}% (target: within 10%): **{'met' if worst <= 0.10 else 'not met'}**.",
+           f"Final actions, relative change with DP-Cache (pi0_tiny, float64 reference executor, synthetic weights): "
+           f"{'n/a' if moved is None else f'{moved:.3g}'}.", ""]
+try:
+    old = open(report).read()
+except FileNotFoundError:
+    old = ""
+head = "# DP-Cache on the CPU executor: predicted vs measured\n\n"
+body = old[len(head):] if old.startswith(head) else old
+open(report, "w").write(head + "\n".join(section) + "\n" + body)
+print("\n".join(section))
+PY
