@@ -607,7 +607,7 @@ DpCache parse_dp_cache_option(const std::string& text) {
                                             std::to_string(kMaxSteps) + ", got '" + text + "'");
     v.push_back(x);
   }
-  if (v.size() < 2 || v.size() > 4)
+  if (v.size() < 2 || v.size() > 4 || text.back() == ':')
     command_line("--dp-cache", text).fail("expected START:END[:INTERVAL[:KEEP]], got '" + text + "'");
   d.start = static_cast<int>(v[0]);
   d.end = static_cast<int>(v[1]);
@@ -627,7 +627,11 @@ int run_graph(const Common& c, const std::string& card_name, int views, int prom
   if (chunk > 0) shape.chunk = chunk;
   if (steps > 0) shape.steps = steps;
   shape.batch = batch;
-  if (!dp_cache.empty()) shape.dp_cache = parse_dp_cache_option(dp_cache);
+  if (!dp_cache.empty()) {
+    shape.dp_cache = parse_dp_cache_option(dp_cache);
+    if (const std::string why = dp_cache_problem(card, shape.dp_cache, shape.steps); !why.empty())
+      command_line("--dp-cache", dp_cache).fail(why);
+  }
   if (!dtype.empty() && !parse_dtype(dtype, &shape.dtype)) {
     std::cerr << "vlasim graph: unknown dtype '" << dtype << "'; valid names are: fp32, bf16, fp16, int8\n";
     return 2;
@@ -670,7 +674,8 @@ struct ModelChoice {
 
 bool is_scenario_arg(const std::string& what) {
   const std::string ext = fs::path(what).extension().string();
-  return ext == ".yaml" || ext == ".yml" || fs::is_regular_file(what);
+  std::error_code ec;
+  return ext == ".yaml" || ext == ".yml" || fs::is_regular_file(what, ec);
 }
 
 
@@ -709,7 +714,12 @@ LeaderboardModel choose_model(const Common& c, const ModelChoice& mc) {
   if (mc.batch > 0) m.shape.batch = mc.batch;
   if (!mc.dtype.empty() && !parse_dtype(mc.dtype, &m.shape.dtype))
     command_line("--dtype", mc.dtype).fail("unknown dtype '" + mc.dtype + "'; valid names are: fp32, bf16, fp16, int8");
-  if (!mc.dp_cache.empty()) m.shape.dp_cache = parse_dp_cache_option(mc.dp_cache);
+  if (!mc.dp_cache.empty()) {
+    m.shape.dp_cache = parse_dp_cache_option(mc.dp_cache);
+    const ModelCard card = find_card(c.cards, m.card, command_line("card", m.card));
+    if (const std::string why = dp_cache_problem(card, m.shape.dp_cache, m.shape.steps); !why.empty())
+      command_line("--dp-cache", mc.dp_cache).fail(why);
+  }
   return m;
 }
 
@@ -739,10 +749,12 @@ int run_roofline(const Common& c, const ModelChoice& mc, const std::string& devi
   Scenario s;
   int model = 0;
   if (is_scenario_arg(mc.what) && device.empty()) {
-    if (mc.views > 0 || mc.prompt >= 0 || mc.chunk > 0 || mc.steps > 0 || mc.batch > 0 || !mc.dtype.empty() ||
-        !mc.dp_cache.empty())
-      command_line("--steps", mc.what).fail("the shape options go with a card or --device; a scenario's own plan "
-                                            "runs its models as the file gives them");
+    const char* given = mc.views > 0 ? "--views" : mc.prompt >= 0 ? "--prompt" : mc.chunk > 0 ? "--chunk"
+                        : mc.steps > 0 ? "--steps" : mc.batch > 0 ? "--batch" : !mc.dtype.empty() ? "--dtype"
+                        : !mc.dp_cache.empty() ? "--dp-cache" : nullptr;
+    if (given)
+      command_line(given, mc.what).fail(std::string(given) + " goes with a card or --device; a scenario's own plan "
+                                        "runs its models as the file gives them");
     check_option_file("scenario", mc.what);
     s = load_scenario(mc.what, c.catalog, c.cards);
     model = pick_model(s, mc.model);

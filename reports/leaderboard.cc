@@ -89,6 +89,12 @@ Leaderboard make_leaderboard(const LeaderboardModel& model, const std::string& c
   std::vector<std::string> valid;
   for (const auto& [name, spec] : catalog.entries())
     if (spec.type != DeviceType::Link) valid.push_back(name);
+  {
+    std::vector<std::string> unique;
+    for (const std::string& d : devices)
+      if (std::find(unique.begin(), unique.end(), d) == unique.end()) unique.push_back(d);
+    devices = std::move(unique);  // a name given twice is one row
+  }
   for (const std::string& d : devices) {
     const DeviceSpec* spec = catalog.find(d);
     if (!spec || spec->type == DeviceType::Link)
@@ -254,7 +260,10 @@ std::vector<std::string> write_leaderboard(const Leaderboard& lb, const std::str
     all.rows.insert(all.rows.end(), r.roofline.rows.begin(), r.roofline.rows.end());
   if (!all.rows.empty())
     for (auto& f : write_roofline(all, dir, warnings)) written.push_back(f);
-  if (!on_path("gnuplot")) return written;  // write_roofline has warned
+  if (!on_path("gnuplot")) {
+    if (all.rows.empty()) warnings->push_back("gnuplot is not on PATH: leaderboard plots skipped");
+    return written;  // else write_roofline has said so
+  }
 
   // Pareto plots: latency against energy and against cost, one point per device that fits.
   struct Axis {

@@ -34,8 +34,9 @@ RooflineReport make_roofline(const Scenario& s, const Plan& p, int m) {
   r.scenario = s.name;
   r.model = s.models.at(static_cast<size_t>(m)).name;
   const ModelPlan& mp = p.models.at(static_cast<size_t>(m));
-  // Keyed by (device index, stage, kind): the order the report lists them in.
-  std::map<std::tuple<int, int, int>, Acc> acc;
+  // Keyed by (device index, unit, stage, kind, dtype): the order the report lists them in;
+  // every op of one key sees the same roof.
+  std::map<std::tuple<int, int, int, int, int>, Acc> acc;
   for (size_t i = 0; i < mp.graph.size(); ++i) {
     const Op& op = mp.graph.op(static_cast<int>(i));
     if (op.kind == OpKind::Transfer) continue;
@@ -43,7 +44,7 @@ RooflineReport make_roofline(const Scenario& s, const Plan& p, int m) {
     const DeviceInstance& dev = s.devices.at(static_cast<size_t>(u.device));
     const UnitDecl& unit = dev.units.at(static_cast<size_t>(u.unit));
     const OpCost& c = mp.op_costs.at(i);
-    Acc& a = acc[{u.device, static_cast<int>(op.stage), static_cast<int>(op.kind)}];
+    Acc& a = acc[{u.device, u.unit, static_cast<int>(op.stage), static_cast<int>(op.kind), static_cast<int>(op.dtype)}];
     ++a.ops;
     a.flops += op.flops;
     a.bytes += op.bytes_read + op.bytes_written;
@@ -51,16 +52,18 @@ RooflineReport make_roofline(const Scenario& s, const Plan& p, int m) {
     a.compute += c.compute_seconds;
     a.memory += c.memory_seconds;
     a.overhead += c.overhead_seconds;
-    // Every op of one class on one unit sees the same roof (dtype is the model's).
     a.peak = unit_peak_flops(dev, unit, op);
     a.bw = unit_bandwidth(dev, unit);
     r.request_seconds += c.seconds;
   }
   for (const auto& [key, a] : acc) {
-    const auto [d, stage, kind] = key;
+    const auto [d, unit, stage, kind, dtype] = key;
     RooflineRow row;
-    row.device = s.devices[static_cast<size_t>(d)].name;
-    row.catalog = s.devices[static_cast<size_t>(d)].spec.name;
+    const DeviceInstance& dev = s.devices[static_cast<size_t>(d)];
+    row.device = dev.name;
+    row.catalog = dev.spec.name;
+    row.unit = dev.units.at(static_cast<size_t>(unit)).name;
+    row.dtype = to_string(static_cast<DType>(dtype));
     row.stage = to_string(static_cast<Stage>(stage));
     row.op_class = to_string(static_cast<OpKind>(kind));
     row.ops = a.ops;
@@ -98,11 +101,11 @@ std::string roofline_markdown(const RooflineReport& r) {
       device = x.device;
       os << "\n## " << x.device << " (" << x.catalog << "): bandwidth " << printf_number("%.4g", x.bandwidth / 1e9)
          << " GB/s\n\n"
-         << "| stage | class | ops | GFLOP | MB | FLOP/B | ridge | bound | limiter | attainable TFLOP/s | "
-            "achieved TFLOP/s | of peak | ms | share |\n"
-         << "|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n";
+         << "| unit | stage | class | dtype | ops | GFLOP | MB | FLOP/B | ridge | bound | limiter | "
+            "attainable TFLOP/s | achieved TFLOP/s | of peak | ms | share |\n"
+         << "|---|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n";
     }
-    os << "| " << x.stage << " | " << x.op_class << " | " << x.ops << " | " << printf_number("%.4g", x.flops / 1e9) << " | "
+    os << "| " << x.unit << " | " << x.stage << " | " << x.op_class << " | " << x.dtype << " | " << x.ops << " | " << printf_number("%.4g", x.flops / 1e9) << " | "
        << printf_number("%.4g", x.bytes / 1e6) << " | " << printf_number("%.3g", x.intensity) << " | " << printf_number("%.3g", x.ridge) << " | "
        << x.bound << " | " << x.limiter << " | " << printf_number("%.4g", x.attainable_flops / 1e12) << " | "
        << printf_number("%.4g", x.achieved_flops / 1e12) << " | "
@@ -114,10 +117,11 @@ std::string roofline_markdown(const RooflineReport& r) {
 
 std::string roofline_csv(const RooflineReport& r) {
   std::ostringstream os;
-  os << "model,device,catalog,stage,class,ops,flops,bytes,intensity,peak_flops,bandwidth,ridge,bound,limiter,"
-        "attainable_flops,achieved_flops,seconds,share\n";
+  os << "model,device,catalog,unit,stage,class,dtype,ops,flops,bytes,intensity,peak_flops,bandwidth,ridge,bound,"
+        "limiter,attainable_flops,achieved_flops,seconds,share\n";
   for (const RooflineRow& x : r.rows)
-    os << r.model << ',' << x.device << ',' << x.catalog << ',' << x.stage << ',' << x.op_class << ',' << x.ops << ','
+    os << r.model << ',' << x.device << ',' << x.catalog << ',' << x.unit << ',' << x.stage << ',' << x.op_class << ','
+       << x.dtype << ',' << x.ops << ','
        << printf_number("%.9g", x.flops) << ',' << printf_number("%.9g", x.bytes) << ',' << printf_number("%.9g", x.intensity) << ','
        << printf_number("%.9g", x.peak_flops) << ',' << printf_number("%.9g", x.bandwidth) << ',' << printf_number("%.9g", x.ridge) << ','
        << x.bound << ',' << x.limiter << ',' << printf_number("%.9g", x.attainable_flops) << ','

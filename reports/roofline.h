@@ -1,6 +1,7 @@
-// Roofline report (issue 14): where a model's predicted time goes, per device, stage and
-// operator class, against the roofline of the unit that runs it. Each row sums one class of
-// operators of one stage on one device for one request: FLOPs, DRAM bytes (every read and
+// Roofline report (issue 14): where a model's predicted time goes, per device, execution unit,
+// stage and operator class (and dtype, where a component has its own), against the roofline
+// of the unit that runs it. Each row sums one class of operators of one stage on one unit for
+// one request: FLOPs, DRAM bytes (every read and
 // write of the operator, no cache reuse), arithmetic intensity (FLOP per byte), the bound
 // that intensity gives against the unit's ridge point (peak FLOP/s over bandwidth), the
 // attainable rate min(peak, intensity x bandwidth) and the rate the cost model predicts the
@@ -18,6 +19,8 @@ namespace vlasim {
 struct RooflineRow {
   std::string device;     // device instance of the scenario
   std::string catalog;    // its catalog entry
+  std::string unit;       // the execution unit (stream or core group) on that device
+  std::string dtype;      // the operators' dtype
   std::string stage;      // vision, prefix, action, decode, head
   std::string op_class;   // gemm, attention, norm, elementwise, embedding
   int ops = 0;
@@ -38,7 +41,7 @@ struct RooflineRow {
 struct RooflineReport {
   std::string scenario, model;
   double request_seconds = 0;  // summed predicted operator time of one request (no transfers)
-  std::vector<RooflineRow> rows;  // by device, then stage order, then class order
+  std::vector<RooflineRow> rows;  // by device, unit, stage order, class order, dtype
 };
 
 // The roofline rows of model `m` of scenario `s` under plan `p` (p = make_plan of s).

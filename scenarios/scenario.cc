@@ -206,25 +206,8 @@ DpCache parse_dp_cache(const ConfigNode& d, int steps, const ModelCard& card) {
   if (dc.start >= dc.end)
     (d.has("start") ? d.required("start") : d).fail("start (" + std::to_string(dc.start) +
                                                      ") must be below end (" + std::to_string(dc.end) + ")");
-  // The card's flow-matching experts: the keep must leave each some blocks to reuse.
-  int experts = 0;
-  for (const ConfigNode& c : card.node.required("components").items()) {
-    if (c.get_string("type", "") != "expert") continue;
-    ++experts;
-    const long long depth = c.get_int("depth", 0);
-    if (2LL * dc.keep >= depth)
-      (d.has("keep") ? d.required("keep") : d)
-          .fail("keep " + std::to_string(dc.keep) + " blocks at each end leaves none of the " + std::to_string(depth) +
-                " blocks of '" + c.get_string("name", "expert") + "' to reuse");
-  }
-  if (experts == 0)
-    d.fail("dp_cache applies to a flow-matching action expert (component type expert); card '" + card.name +
-           "' has none");
-  bool any = false;
-  for (int t = dc.start; t < dc.end && !any; ++t) any = dc.cached(t);
-  if (!any)
-    d.fail("caches no step: the window [" + std::to_string(dc.start) + ", " + std::to_string(dc.end) +
-           ") with interval " + std::to_string(dc.interval) + " runs every step fully");
+  if (const std::string why = dp_cache_problem(card, dc, steps); !why.empty())
+    (why.rfind("keep ", 0) == 0 && d.has("keep") ? d.required("keep") : d).fail(why);
   return dc;
 }
 

@@ -9,7 +9,9 @@
 # oneDNN, SystemC, yaml-cpp and GoogleTest are Debian's uninstrumented shared libraries.
 # ASan and UBSan need nothing from them; reports inside them are suppressed in
 # tests/sanitizers/*.supp, each line with its reason, never a frame of our own code.
-# Run after scripts/setup.sh (the packages). SAN_JOBS: build jobs (default: nproc).
+# Run after scripts/setup.sh (the packages). SAN_JOBS: build jobs (default: nproc); SAN_OPT: the
+# optimisation flags (default -O0 -g1, set on every configure, so a folder another run
+# configured otherwise is brought back to them).
 # SAN_WITH_FUZZERS=1 (address only): build with clang 14 in build-fuzz/, the folder and flags
 # of scripts/fuzz.sh, and build its libFuzzer programs there too, so that the fuzzing leg
 # runs them with FUZZ_SKIP_BUILD=1 instead of compiling the library a third time (what
@@ -27,7 +29,7 @@ case $mode in
     sanitize=address,undefined
     build=${SAN_BUILD_DIR:-$here/build-asan}
     if [[ ${SAN_WITH_FUZZERS:-0} == 1 ]]; then
-      build=${SAN_BUILD_DIR:-$here/build-fuzz}
+      build=${SAN_BUILD_DIR:-${FUZZ_BUILD_DIR:-$here/build-fuzz}}
       "$here/scripts/install_packages.sh" clang-14 libclang-rt-14-dev llvm-14
       export CXX=clang++-14 CC=clang-14 ASAN_SYMBOLIZER_PATH=/usr/bin/llvm-symbolizer-14
       fuzz_args=(-DVLASIM_FUZZ=ON)
@@ -67,6 +69,7 @@ mkdir -p "$build"
 # oneDNN, nlohmann/json, Boost) are most of the compile time, and this halves it, which is what
 # lets this leg fit in CI's time limit.
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_UNITY_BUILD=ON -DVLASIM_SANITIZE=$sanitize \
+      "-DVLASIM_SANITIZE_OPT=${SAN_OPT:--O0 -g1}" \
       -DVLASIM_BUILD_TESTS=ON -DVLASIM_BUILD_BENCHMARKS=OFF -DVLASIM_WITH_CUDA=OFF \
       "-DVLASIM_SANITIZE_TESTS=$(IFS=';'; echo "${tests[*]}")" ${fuzz_args[@]+"${fuzz_args[@]}"} ${SAN_CMAKE_ARGS:-} \
       > "$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }

@@ -7,8 +7,9 @@
 # measured gate, Validation.ShortSuiteWithinBounds: 140 s of measuring, which CI's 20 minutes
 # cannot hold twice; it runs at the host's own ISA, and on an AVX2 host that is this leg).
 # Then (scripts/sanitize.sh) the loader, model, engine and runtime tests once more in an
-# ASan+UBSan build of their own (build-asan/): a leak, an out-of-bounds access or undefined
-# behaviour (float-to-integer overflow included) fails the run. SANITIZE=0 skips that leg;
+# ASan+UBSan build of their own (with the fuzzing leg on: a clang build in build-fuzz/, which
+# the fuzzers share; without it, gcc in build-asan/): a leak, an out-of-bounds access or
+# undefined behaviour (float-to-integer overflow included) fails the run. SANITIZE=0 skips that leg;
 # SANITIZE=all adds the runtime tests under TSan (about 4 more minutes on 2 cores, which CI's
 # 20-minute limit has no room for today).
 # Last (scripts/fuzz.sh), the libFuzzer programs of the scenario, card, catalog and profile
@@ -42,8 +43,10 @@ fi
 fuzz_built=0
 if [[ ${SANITIZE:-1} != 0 ]]; then
   leg "the loader, model, engine and runtime tests under ASan+UBSan (scripts/sanitize.sh)"
-  if [[ ${FUZZ:-1} != 0 ]]; then
-    SAN_WITH_FUZZERS=1 bash "$here/scripts/sanitize.sh" address
+  if [[ ${FUZZ:-1} != 0 && ${FUZZ_SANITIZE:-address,undefined} == address,undefined ]]; then
+    # One folder for both: sanitize.sh builds the fuzzers where fuzz.sh then runs them.
+    export FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-${SAN_BUILD_DIR:-$here/build-fuzz}}
+    SAN_BUILD_DIR=$FUZZ_BUILD_DIR SAN_WITH_FUZZERS=1 bash "$here/scripts/sanitize.sh" address
     fuzz_built=1
   else
     bash "$here/scripts/sanitize.sh" address

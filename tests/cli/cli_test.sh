@@ -158,6 +158,14 @@ check "leaderboard: the same roofline on a rerun" cmp -s "$tmp/lb1/roofline.csv"
 "$bin" roofline "$src/scenarios/default.yaml" >"$tmp/roof.md"; rc=$?
 check "roofline of a scenario exits 0 and has a table per device" test "$rc" -eq 0 -a -n "$(grep '^## cpu0' "$tmp/roof.md")"
 
+# DP-Cache from the command line: checked as in a scenario, errors name --dp-cache.
+expect_error "--dp-cache caching no step" 2 "key '--dp-cache'.*caches no step" graph pi0_tiny --dp-cache 3:4
+expect_error "--dp-cache trailing colon" 2 "START:END" graph pi0_tiny --dp-cache 2:8:
+expect_error "--dp-cache without a flow expert" 2 "key '--dp-cache'.*applies to a flow-matching" leaderboard diffusion_policy --dp-cache 2:8
+expect_error "--dp-cache with a scenario's own plan" 2 "key '--dp-cache'" roofline "$src/scenarios/default.yaml" --dp-cache 2:8
+plain=$("$bin" graph pi0_tiny | head -1 | cut -d' ' -f2); cached=$("$bin" graph pi0_tiny --dp-cache 2:8 | head -1 | cut -d' ' -f2)
+check "graph --dp-cache 2:8 has fewer ops ($cached < $plain)" test "$cached" -lt "$plain"
+
 # Capacity search (issue 11): the knee of a load sweep at a deadline-attainment SLO.
 "$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:4 --goal capacity --slo 0.98 -q >"$tmp/cap.out" 2>&1; rc=$?
 check "capacity sweep exits 0" test "$rc" -eq 0

@@ -201,6 +201,8 @@ TEST(Roofline, RowsAddUpToThePlanAndTheirBoundsFollowTheRidge) {
     share += x.share;
     ops += x.ops;
     EXPECT_EQ(x.device, "cheap");
+    EXPECT_EQ(x.unit, s.devices[0].units[0].name);
+    EXPECT_EQ(x.dtype, "bf16");
     EXPECT_EQ(x.bound, x.intensity >= x.ridge ? "compute" : "memory") << x.stage << "." << x.op_class;
     EXPECT_LE(x.attainable_flops, x.peak_flops * (1 + 1e-12));
     EXPECT_NEAR(x.ridge, x.peak_flops / x.bandwidth, 1e-9 * x.ridge);
@@ -232,7 +234,7 @@ TEST(Roofline, RowsAddUpToThePlanAndTheirBoundsFollowTheRidge) {
   std::ifstream csv(dir / "roofline.csv");
   std::string header, line;
   std::getline(csv, header);
-  EXPECT_EQ(header.rfind("model,device,catalog,stage,class,", 0), 0u) << header;
+  EXPECT_EQ(header.rfind("model,device,catalog,unit,stage,class,dtype,", 0), 0u) << header;
   size_t lines = 0;
   while (std::getline(csv, line)) ++lines;
   EXPECT_EQ(lines, r.rows.size());
