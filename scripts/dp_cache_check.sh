@@ -54,7 +54,8 @@ for i in range(1, runs + 1):
     worst = max(worst, abs(err))
     rows.append(f"| {i} | {1e3*p50['off'][0]:.2f} / {1e3*p50['off'][1]:.2f} | {1e3*p50['on'][0]:.2f} / "
                 f"{1e3*p50['on'][1]:.2f} | {sp_pred:.3f}x | {sp_meas:.3f}x | {100*err:+.1f}% |")
-section = [f"## {date}: {host.splitlines()[0] if host else 'host'}", "",
+cpu = next((l.split(":", 1)[1].strip() for l in host.splitlines() if l.strip().startswith("cpu:")), "host")
+section = [f"## {date}: {cpu}", "",
            "```", host, "```", "",
            f"Load average at start {load_start}, at end {load_end}. `scripts/dp_cache_check.sh` (RUNS={runs}).",
            "Fit: the quick grid and dp_cache_off.yaml's ops in context; dp_cache_pair.yaml (both models, one run) is predicted from it.", "",
