@@ -723,6 +723,15 @@ LeaderboardModel choose_model(const Common& c, const ModelChoice& mc) {
   return m;
 }
 
+// Prints each warning on stderr and, unless quiet, the files written.
+void print_written(const std::vector<std::string>& files, const std::vector<std::string>& warnings, bool quiet) {
+  for (auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  if (quiet) return;
+  std::cout << "\nwrote";
+  for (auto& f : files) std::cout << " " << f;
+  std::cout << "\n";
+}
+
 int run_leaderboard(const Common& c, const ModelChoice& mc, const LeaderboardOptions& o, const std::string& dir,
                     bool quiet) {
   if (!dir.empty()) check_output_dir("--out", dir);
@@ -733,12 +742,7 @@ int run_leaderboard(const Common& c, const ModelChoice& mc, const LeaderboardOpt
   if (!dir.empty()) {
     std::vector<std::string> warnings;
     const auto files = write_leaderboard(lb, dir, &warnings);
-    for (auto& w : warnings) std::cerr << "warning: " << w << "\n";
-    if (!quiet) {
-      std::cout << "\nwrote";
-      for (auto& f : files) std::cout << " " << f;
-      std::cout << "\n";
-    }
+    print_written(files, warnings, quiet);
   }
   return 0;
 }
@@ -782,12 +786,7 @@ int run_roofline(const Common& c, const ModelChoice& mc, const std::string& devi
   if (!dir.empty()) {
     std::vector<std::string> warnings;
     const auto files = write_roofline(r, dir, &warnings);
-    for (auto& w : warnings) std::cerr << "warning: " << w << "\n";
-    if (!quiet) {
-      std::cout << "\nwrote";
-      for (auto& f : files) std::cout << " " << f;
-      std::cout << "\n";
-    }
+    print_written(files, warnings, quiet);
   }
   return 0;
 }

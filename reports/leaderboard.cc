@@ -249,10 +249,8 @@ std::vector<std::string> write_leaderboard(const Leaderboard& lb, const std::str
   fs::create_directories(dir);
   const fs::path base(dir);
   std::vector<std::string> written;
-  write_file((base / "leaderboard.md").string(), leaderboard_markdown(lb));
-  written.push_back((base / "leaderboard.md").string());
-  write_file((base / "leaderboard.csv").string(), leaderboard_csv(lb));
-  written.push_back((base / "leaderboard.csv").string());
+  write_into(dir, "leaderboard.md", leaderboard_markdown(lb), &written);
+  write_into(dir, "leaderboard.csv", leaderboard_csv(lb), &written);
   RooflineReport all;
   all.scenario = "leaderboard";
   all.model = lb.model.name;

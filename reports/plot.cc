@@ -59,6 +59,13 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error(path + ": write failed");
 }
 
+void write_into(const std::string& dir, const std::string& name, const std::string& text,
+                std::vector<std::string>* written) {
+  const std::string path = (std::filesystem::path(dir) / name).string();
+  write_file(path, text);
+  written->push_back(path);
+}
+
 // Runs gnuplot on `script` in the script's folder (scripts name their files relative to it);
 // on failure returns a message naming the script, else "".
 std::string run_gnuplot(const std::string& script, const std::string& svg) {

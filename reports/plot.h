@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace vlasim {
 
@@ -17,6 +18,9 @@ std::string gp_quote(const std::string& s);
 std::string sh_quote(const std::string& s);
 // Writes `text` to `path` (binary). Throws std::runtime_error naming the path on failure.
 void write_file(const std::string& path, const std::string& text);
+// Writes `text` to dir/name (write_file) and appends that path to `written`.
+void write_into(const std::string& dir, const std::string& name, const std::string& text,
+                std::vector<std::string>* written);
 // Runs gnuplot on `script` in the script's folder (scripts name their files relative to it);
 // on failure returns a message naming the script, else "". `svg` is the file it must write.
 std::string run_gnuplot(const std::string& script, const std::string& svg);

@@ -135,10 +135,8 @@ std::vector<std::string> write_roofline(const RooflineReport& r, const std::stri
   fs::create_directories(dir);
   const fs::path base(dir);
   std::vector<std::string> written;
-  write_file((base / "roofline.md").string(), roofline_markdown(r));
-  written.push_back((base / "roofline.md").string());
-  write_file((base / "roofline.csv").string(), roofline_csv(r));
-  written.push_back((base / "roofline.csv").string());
+  write_into(dir, "roofline.md", roofline_markdown(r), &written);
+  write_into(dir, "roofline.csv", roofline_csv(r), &written);
   if (!on_path("gnuplot")) {
     warnings->push_back("gnuplot is not on PATH: roofline plots skipped");
     return written;
