@@ -616,6 +616,15 @@ DpCache parse_dp_cache_option(const std::string& text) {
   return d;
 }
 
+// --dp-cache TEXT for `card` at `steps` steps: parsed, then checked as a scenario's dp_cache:
+// is. Throws ConfigError naming --dp-cache.
+DpCache dp_cache_option(const std::string& text, const ModelCard& card, int steps) {
+  const DpCache dc = parse_dp_cache_option(text);
+  if (const DpCacheProblem p = dp_cache_problem(card, dc, steps); !p.why.empty())
+    command_line("--dp-cache", text).fail(p.why);
+  return dc;
+}
+
 int run_graph(const Common& c, const std::string& card_name, int views, int prompt, int chunk,
               int steps, int batch, const std::string& dtype, const std::string& dp_cache, bool ops) {
   ConfigNode where(YAML::Node(card_name), std::make_shared<const std::string>("<command line>"),
@@ -627,11 +636,7 @@ int run_graph(const Common& c, const std::string& card_name, int views, int prom
   if (chunk > 0) shape.chunk = chunk;
   if (steps > 0) shape.steps = steps;
   shape.batch = batch;
-  if (!dp_cache.empty()) {
-    shape.dp_cache = parse_dp_cache_option(dp_cache);
-    if (const std::string why = dp_cache_problem(card, shape.dp_cache, shape.steps); !why.empty())
-      command_line("--dp-cache", dp_cache).fail(why);
-  }
+  if (!dp_cache.empty()) shape.dp_cache = dp_cache_option(dp_cache, card, shape.steps);
   if (!dtype.empty() && !parse_dtype(dtype, &shape.dtype)) {
     std::cerr << "vlasim graph: unknown dtype '" << dtype << "'; valid names are: fp32, bf16, fp16, int8\n";
     return 2;
@@ -692,21 +697,22 @@ int pick_model(const Scenario& s, const std::string& name) {
 
 LeaderboardModel choose_model(const Common& c, const ModelChoice& mc) {
   LeaderboardModel m;
+  ModelCard card;
   if (is_scenario_arg(mc.what)) {
     check_option_file("scenario", mc.what);
     Scenario s = load_scenario(mc.what, c.catalog, c.cards);
     const ModelInstance& mi = s.models[static_cast<size_t>(pick_model(s, mc.model))];
+    card = mi.card;
     m.name = mi.name;
-    m.card = mi.card.name;
     m.shape = mi.shape;
     if (mi.dtype_auto) m.shape.dtype = DType::BF16;  // what GPUs run natively
   } else {
     if (!mc.model.empty()) command_line("--model", mc.model).fail("--model picks a model of a scenario file; '" + mc.what + "' is a card name");
-    const ModelCard card = find_card(c.cards, mc.what, command_line("card", mc.what));
+    card = find_card(c.cards, mc.what, command_line("card", mc.what));
     m.name = card.name;
-    m.card = card.name;
     m.shape = card.defaults;
   }
+  m.card = card.name;
   if (mc.views > 0) m.shape.views = mc.views;
   if (mc.prompt >= 0) m.shape.prompt = mc.prompt;
   if (mc.chunk > 0) m.shape.chunk = mc.chunk;
@@ -714,12 +720,7 @@ LeaderboardModel choose_model(const Common& c, const ModelChoice& mc) {
   if (mc.batch > 0) m.shape.batch = mc.batch;
   if (!mc.dtype.empty() && !parse_dtype(mc.dtype, &m.shape.dtype))
     command_line("--dtype", mc.dtype).fail("unknown dtype '" + mc.dtype + "'; valid names are: fp32, bf16, fp16, int8");
-  if (!mc.dp_cache.empty()) {
-    m.shape.dp_cache = parse_dp_cache_option(mc.dp_cache);
-    const ModelCard card = find_card(c.cards, m.card, command_line("card", m.card));
-    if (const std::string why = dp_cache_problem(card, m.shape.dp_cache, m.shape.steps); !why.empty())
-      command_line("--dp-cache", mc.dp_cache).fail(why);
-  }
+  if (!mc.dp_cache.empty()) m.shape.dp_cache = dp_cache_option(mc.dp_cache, card, m.shape.steps);
   return m;
 }
 
@@ -768,15 +769,7 @@ int run_roofline(const Common& c, const ModelChoice& mc, const std::string& devi
     if (device.empty())
       command_line("--device", "").fail("a card runs on one catalog device: give --device (see `vlasim list devices`)");
     const LeaderboardModel m = choose_model(c, mc);
-    const Catalog catalog = Catalog::load_dir(c.catalog);
-    const DeviceSpec* spec = catalog.find(device);
-    if (!spec || spec->type == DeviceType::Link) {
-      std::vector<std::string> valid;
-      for (const auto& [name, e] : catalog.entries())
-        if (e.type != DeviceType::Link) valid.push_back(name);
-      command_line("--device", device).fail("no GPU or CPU called '" + device + "' in the catalog; valid names are: " +
-                                            join_names(valid));
-    }
+    compute_device(Catalog::load_dir(c.catalog), device, command_line("--device", device), c.catalog);
     s = one_device_scenario(m, device, c.catalog, c.cards);
     s.models[0].name = m.name;
   }

@@ -191,38 +191,41 @@ RunShape resolve(const ModelCard& card, const RunShape& shape) {
                 "chunk " + std::to_string(r.chunk) + " exceeds the card's max_chunk " +
                     mc.as_string());
   if (r.dp_cache.on())
-    if (const std::string why = dp_cache_problem(card, r.dp_cache, r.steps); !why.empty())
-      shape_error(card, "defaults", "dp_cache", why);
+    if (const DpCacheProblem p = dp_cache_problem(card, r.dp_cache, r.steps); !p.why.empty())
+      shape_error(card, "defaults", "dp_cache", p.why);
   return r;
 }
 
 }  // namespace
 
-std::string dp_cache_problem(const ModelCard& card, const DpCache& dc, int steps) {
+DpCacheProblem dp_cache_problem(const ModelCard& card, const DpCache& dc, int steps) {
   const std::string window = "[" + std::to_string(dc.start) + ", " + std::to_string(dc.end) + ")";
-  if (dc.start < 0 || dc.end > steps || dc.start >= dc.end)
-    return "the window " + window + " must hold at least one of the model's " + std::to_string(steps) +
-           " steps and end by the last";
-  if (dc.interval < 2) return "interval " + std::to_string(dc.interval) + " caches no step: it must be at least 2";
-  if (dc.keep < 0) return "keep must not be negative";
+  if (dc.start < 0) return {"start", "start must not be negative"};
+  if (dc.end > steps)
+    return {"end", "the window ends at step " + std::to_string(dc.end) + ", past the model's " +
+                       std::to_string(steps) + " steps"};
+  if (dc.start >= dc.end)
+    return {"start", "start (" + std::to_string(dc.start) + ") must be below end (" + std::to_string(dc.end) + ")"};
+  if (dc.interval < 2) return {"interval", "interval " + std::to_string(dc.interval) + " caches no step: it must be at least 2"};
+  if (dc.keep < 0) return {"keep", "keep must not be negative"};
   int experts = 0;
   for (const ConfigNode& c : card.node.required("components").items()) {
     if (c.get_string("type", "") != "expert") continue;
     ++experts;
     const long long depth = c.get_int("depth", 0);
     if (2LL * dc.keep >= depth)
-      return "keep " + std::to_string(dc.keep) + " blocks at each end leaves none of the " + std::to_string(depth) +
-             " blocks of '" + c.get_string("name", "expert") + "' to reuse";
+      return {"keep", "keep " + std::to_string(dc.keep) + " blocks at each end leaves none of the " +
+                          std::to_string(depth) + " blocks of '" + c.get_string("name", "expert") + "' to reuse"};
   }
   if (experts == 0)
-    return "dp_cache applies to a flow-matching action expert (component type expert); card '" + card.name +
-           "' has none";
+    return {"", "dp_cache applies to a flow-matching action expert (component type expert); card '" + card.name +
+                    "' has none"};
   bool any = false;
   for (int t = dc.start; t < dc.end && !any; ++t) any = dc.cached(t);
   if (!any)
-    return "caches no step: the window " + window + " with interval " + std::to_string(dc.interval) +
-           " runs every step fully";
-  return "";
+    return {"", "caches no step: the window " + window + " with interval " + std::to_string(dc.interval) +
+                    " runs every step fully"};
+  return {};
 }
 
 ModelCard load_card(const std::string& path) {

@@ -107,11 +107,15 @@ std::vector<std::string> card_names(const std::string& dir);
 // field and its line the card's matching limit (or defaults).
 OpGraph build_graph(const ModelCard& card, const RunShape& shape);
 
-// Why `dc` cannot apply to `card` run at `steps` steps ("" when it can): a window outside the
-// steps or caching no step, an interval below 2, a negative keep, no flow-matching expert
+// Why `dc` cannot apply to `card` run at `steps` steps (why empty when it can): a window outside
+// the steps or caching no step, an interval below 2, a negative keep, no flow-matching expert
 // (component type expert) in the card, or a keep that leaves an expert no block to reuse.
-// The scenario reader, build_graph and the command line all check with it.
-std::string dp_cache_problem(const ModelCard& card, const DpCache& dc, int steps);
+// `field` names the DpCache field at fault ("start", "end", "interval", "keep"; "" for the
+// whole). The scenario reader, build_graph and the command line all check with it.
+struct DpCacheProblem {
+  std::string field, why;
+};
+DpCacheProblem dp_cache_problem(const ModelCard& card, const DpCache& dc, int steps);
 
 // Component types a card may use, as (type, one-line description), in registry order.
 std::vector<std::pair<std::string, std::string>> card_component_types();

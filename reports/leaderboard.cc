@@ -67,6 +67,17 @@ std::string reason(const std::string& what) {
 
 }  // namespace
 
+const DeviceSpec& compute_device(const Catalog& catalog, const std::string& name, const ConfigNode& where,
+                                 const std::string& catalog_dir) {
+  const DeviceSpec* spec = catalog.find(name);
+  if (spec && spec->type != DeviceType::Link) return *spec;
+  std::vector<std::string> valid;
+  for (const auto& [entry, s] : catalog.entries())
+    if (s.type != DeviceType::Link) valid.push_back(entry);
+  where.fail("no GPU or CPU called '" + name + "' in the catalog (" + catalog_dir + "); valid names are: " +
+             join(valid));
+}
+
 Scenario one_device_scenario(const LeaderboardModel& model, const std::string& device,
                              const std::string& catalog_dir, const std::string& cards_dir) {
   return load_scenario_text(scenario_text(model, device), "leaderboard-" + device, catalog_dir, cards_dir);
@@ -86,30 +97,21 @@ Leaderboard make_leaderboard(const LeaderboardModel& model, const std::string& c
       if (spec.type == DeviceType::Gpu) devices.push_back(name);
   const ConfigNode where(YAML::Node(join(o.devices)), std::make_shared<const std::string>("<command line>"),
                          "--devices");
-  std::vector<std::string> valid;
-  for (const auto& [name, spec] : catalog.entries())
-    if (spec.type != DeviceType::Link) valid.push_back(name);
   {
     std::vector<std::string> unique;
     for (const std::string& d : devices)
       if (std::find(unique.begin(), unique.end(), d) == unique.end()) unique.push_back(d);
     devices = std::move(unique);  // a name given twice is one row
   }
-  for (const std::string& d : devices) {
-    const DeviceSpec* spec = catalog.find(d);
-    if (!spec || spec->type == DeviceType::Link)
-      where.fail("no GPU or CPU called '" + d + "' in the catalog (" + catalog_dir + "); valid names are: " +
-                 join(valid));
-  }
+  for (const std::string& d : devices) compute_device(catalog, d, where, catalog_dir);  // all named before any runs
   {
     const ModelCard card = find_card(cards_dir, model.card, where);
-    RunShape shape = model.shape;
-    lb.params = build_graph(card, shape).param_bytes() / dtype_bytes(shape.dtype);
+    lb.params = build_graph(card, model.shape).param_bytes() / dtype_bytes(model.shape.dtype);
     lb.model_tier = lb.params < kSmallModelParams ? "small" : "large";
   }
   size_t done = 0;
   for (const std::string& d : devices) {
-    const DeviceSpec& spec = *catalog.find(d);
+    const DeviceSpec& spec = compute_device(catalog, d, where, catalog_dir);
     LeaderboardRow row;
     row.device = d;
     row.description = spec.description;

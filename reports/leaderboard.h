@@ -76,6 +76,11 @@ struct Leaderboard {
   std::vector<LeaderboardRow> rows;  // feasible first, then by latency, then by name
 };
 
+// The GPU or CPU entry `name` of `catalog` (read from catalog_dir). Throws ConfigError at
+// `where` (a command-line option) listing the valid names when there is none (or it is a link).
+const DeviceSpec& compute_device(const Catalog& catalog, const std::string& name, const ConfigNode& where,
+                                 const std::string& catalog_dir);
+
 // The scenario a leaderboard row predicts: `model` alone on catalog entry `device` (every stage
 // there, one stream of one request a second, the roofline cost model); the device instance is
 // named like the entry. Throws ConfigError as load_scenario does.

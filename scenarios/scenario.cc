@@ -200,14 +200,8 @@ DpCache parse_dp_cache(const ConfigNode& d, int steps, const ModelCard& card) {
   dc.end = static_cast<int>(d.get_count("end", (4 * steps + 4) / 5, 1, kMaxSteps));
   dc.interval = static_cast<int>(d.get_count("interval", 2, 2, kMaxSteps));
   dc.keep = static_cast<int>(d.get_count("keep", 1, 0, 10000));
-  if (dc.end > steps)
-    (d.has("end") ? d.required("end") : d).fail("the window ends at step " + std::to_string(dc.end) +
-                                                 ", past the model's " + std::to_string(steps) + " steps");
-  if (dc.start >= dc.end)
-    (d.has("start") ? d.required("start") : d).fail("start (" + std::to_string(dc.start) +
-                                                     ") must be below end (" + std::to_string(dc.end) + ")");
-  if (const std::string why = dp_cache_problem(card, dc, steps); !why.empty())
-    (why.rfind("keep ", 0) == 0 && d.has("keep") ? d.required("keep") : d).fail(why);
+  if (const DpCacheProblem p = dp_cache_problem(card, dc, steps); !p.why.empty())
+    (!p.field.empty() && d.has(p.field) ? d.required(p.field) : d).fail(p.why);
   return dc;
 }
 
