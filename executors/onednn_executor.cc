@@ -58,7 +58,7 @@ char* Context::ptr(const Slot& s) const {
 
 dnnl::memory Context::matrix(const Op& o, const char* part, int64_t rows, int64_t full_cols,
                              int64_t col0, int64_t cols, const dnnl::memory::desc& target) const {
-  std::string key = weight_key(o, part) + "@" + std::to_string(col0) + "+" + std::to_string(cols);
+  std::string key = param_key(o, part) + "@" + std::to_string(col0) + "+" + std::to_string(cols);
   auto& list = weights->mats[key];
   for (auto& [md, mem] : list)
     if (md == target) return mem;
@@ -75,7 +75,7 @@ dnnl::memory Context::matrix(const Op& o, const char* part, int64_t rows, int64_
 }
 
 const std::vector<float>& Context::vec(const Op& o, const char* part, int64_t n) const {
-  std::string key = weight_key(o, part);
+  std::string key = param_key(o, part);
   auto it = weights->vecs.find(key);
   if (it != weights->vecs.end() && static_cast<int64_t>(it->second.size()) == n) return it->second;
   std::vector<float> v(static_cast<size_t>(n));

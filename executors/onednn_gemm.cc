@@ -55,6 +55,18 @@ class GemmKernel : public Kernel {
       tmp_ = Buffer(static_cast<size_t>(M * N * c.elem_bytes()));
       main_ = build(src, 0, N, N, Activation::None, nullptr, tmp_.data(), false);
     }
+    if (o_.epi.rope()) {
+      const int64_t half = o_.epi.rope_head_dim / 2, per = M / o_.epi.rope_batch;
+      cos_.resize(static_cast<size_t>(per * half));
+      sin_.resize(cos_.size());
+      for (int64_t pos = 0; pos < per; ++pos)
+        for (int64_t i = 0; i < half; ++i) {
+          double th = static_cast<double>(pos) *
+                      std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(o_.epi.rope_head_dim));
+          cos_[static_cast<size_t>(pos * half + i)] = static_cast<float>(std::cos(th));
+          sin_[static_cast<size_t>(pos * half + i)] = static_cast<float>(std::sin(th));
+        }
+    }
   }
 
   void run(const dnnl::stream& s) override {
@@ -65,6 +77,12 @@ class GemmKernel : public Kernel {
         finish(reinterpret_cast<const uint16_t*>(tmp_.data()));
       else
         finish(reinterpret_cast<const float*>(tmp_.data()));
+    }
+    if (o_.epi.rope()) {
+      if (c_.dtype == DType::BF16)
+        rope(reinterpret_cast<uint16_t*>(c_.ptr(p_.out)));
+      else
+        rope(reinterpret_cast<float*>(c_.ptr(p_.out)));
     }
   }
 
@@ -135,11 +153,32 @@ class GemmKernel : public Kernel {
       }
   }
 
+  // The rope epilogue, in place on the output (as the RoPE op of onednn_loops.cc).
+  template <class T>
+  void rope(T* out) {
+    const int64_t M = p_.out.rows, C = p_.out.cols, hd = o_.epi.rope_head_dim, half = hd / 2;
+    const int64_t span = o_.epi.rope_cols, per = M / o_.epi.rope_batch;
+    const float* cs = cos_.data();
+    const float* sn = sin_.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < M; ++r) {
+      const float* cr = cs + (r % per) * half;
+      const float* sr = sn + (r % per) * half;
+      for (int64_t h0 = 0; h0 < span; h0 += hd)
+        for (int64_t i = 0; i < half; ++i) {
+          const float x0 = load(out, r * C + h0 + i), x1 = load(out, r * C + h0 + half + i);
+          store(out, r * C + h0 + i, x0 * cr[i] - x1 * sr[i]);
+          store(out, r * C + h0 + half + i, x1 * cr[i] + x0 * sr[i]);
+        }
+    }
+  }
+
   Context c_;
   OpPlan p_;
   const Op& o_;
   Buffer tmp_;
   Exec gate_, main_;
+  std::vector<float> cos_, sin_;
 };
 
 }  // namespace

@@ -227,6 +227,15 @@ bool op_supported(const Op& o, std::string* why) {
       if (o.m <= 0 || o.n <= 0 || o.k <= 0 || o.batch <= 0)
         return no("gemm needs m, n, k, batch > 0");
       if (o.epi.gate_up && o.n % 2 != 0) return no("gate_up needs an even n");
+      if (o.epi.rope()) {
+        if (o.epi.gate_up || o.epi.act != Activation::None || o.epi.residual || o.epi.gate)
+          return no("a rope epilogue needs a GEMM without activation, gate_up, residual or gate");
+        if (o.epi.rope_head_dim % 2 != 0 || o.epi.rope_cols <= 0 || o.epi.rope_cols > o.n ||
+            o.epi.rope_cols % o.epi.rope_head_dim != 0)
+          return no("a rope epilogue needs an even head_dim dividing its rotated columns (at most n)");
+        if (o.epi.rope_batch <= 0 || (o.batch * o.m) % o.epi.rope_batch != 0)
+          return no("a rope epilogue needs rows % batch == 0");
+      }
       return true;
     case OpKind::Attention:
       if (o.fn != OpFn::SelfAttention && o.fn != OpFn::CrossAttention)
@@ -349,7 +358,10 @@ std::vector<OpPlan> plan_segment(const OpGraph& g, const std::vector<int>& ops) 
   // or removes ops elsewhere (e.g. DP-Cache) leaves alone, unlike its id.
   for (OpPlan& p : plan) {
     auto name = [&](Slot& sl) {
-      if (sl.used && sl.t.key.role >= 0) sl.t.stream = g.op(sl.t.key.op).name;
+      if (sl.used && sl.t.key.role >= 0) {
+        sl.t.stream = g.op(sl.t.key.op).name;
+        sl.t.const_rows = g.op(sl.t.key.op).const_rows;
+      }
     };
     for (Slot& sl : p.in) name(sl);
     for (Slot& sl : p.parts) name(sl);
@@ -437,9 +449,69 @@ std::string input_key(TensorKey k) {
   return "in" + std::to_string(k.op) + "." + std::to_string(k.role);
 }
 
+std::string param_key(const Op& o, const char* part) {
+  std::string key = weight_key(o, part);
+  if (o.kind == OpKind::Norm && o.scale_folded) key += "|folded";
+  const ParamSource& p = o.param;
+  if (o.kind == OpKind::Gemm && !p.empty())
+    key += "|" + p.weight_id + ":" + std::to_string(p.src_k) + "x" + std::to_string(p.src_n) + "@" +
+           std::to_string(p.row0) + "," + std::to_string(p.col0) + "/" + std::to_string(o.k) + "x" +
+           std::to_string(o.n) + "|" + p.row_scale + "|" + p.fold_input + "@" + std::to_string(p.fold_row0) +
+           "+" + std::to_string(p.fold_cols);
+  return key;
+}
+
+namespace {
+
+// A GEMM's parameter `part` ("w" or "b") as Op::param derives it from the source matrix.
+void fill_derived(const Op& o, const std::string& part, uint64_t seed, float* dst, int64_t n) {
+  const ParamSource& ps = o.param;
+  const std::string id = ps.weight_id.empty() ? (o.weight_id.empty() ? "op" + std::to_string(o.id) : o.weight_id)
+                                              : ps.weight_id;
+  const int64_t K = o.k, N = o.n;
+  const int64_t sk = ps.src_k > 0 ? ps.src_k : K, sn = ps.src_n > 0 ? ps.src_n : N;
+  const uint64_t ws = synth_stream(seed, id + "/w");
+  const double wscale = std::sqrt(3.0 / static_cast<double>(sk));
+  auto src_w = [&](int64_t row, int64_t col) {
+    return wscale * synth_value(ws, static_cast<uint64_t>(row * sn + col));
+  };
+  if (part == "w") {
+    if (n != K * N) throw std::logic_error("fill_weight: " + o.name + " w needs k * n values");
+    std::vector<double> scale(static_cast<size_t>(K), 1.0);
+    if (!ps.row_scale.empty()) {
+      const uint64_t ss = synth_stream(seed, ps.row_scale + "/scale");
+      for (int64_t r = 0; r < K; ++r) scale[static_cast<size_t>(r)] = 0.1 * synth_value(ss, static_cast<uint64_t>(r)) + 1;
+    }
+    for (int64_t r = 0; r < K; ++r)
+      for (int64_t j = 0; j < N; ++j)
+        dst[r * N + j] = static_cast<float>(src_w(ps.row0 + r, ps.col0 + j) * scale[static_cast<size_t>(r)]);
+    return;
+  }
+  if (n != N) throw std::logic_error("fill_weight: " + o.name + " b needs n values");
+  const uint64_t bs = synth_stream(seed, id + "/b");
+  for (int64_t j = 0; j < N; ++j) dst[j] = 0.1f * synth_value(bs, static_cast<uint64_t>(ps.col0 + j));
+  if (!ps.fold_input.empty()) {
+    // The per-step constant input's row (fill_input of a const_rows tensor) times its rows of W.
+    const uint64_t xs = synth_stream(seed, "in:" + ps.fold_input + ".0");
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t i = 0; i < ps.fold_cols; ++i)
+        acc += static_cast<double>(synth_value(xs, static_cast<uint64_t>(i))) * src_w(ps.fold_row0 + i, ps.col0 + j);
+      dst[j] = static_cast<float>(dst[j] + acc);
+    }
+  }
+}
+
+}  // namespace
+
 void fill_weight(const Op& o, const char* part, uint64_t seed, float* dst, int64_t n) {
-  uint64_t s = synth_stream(seed, weight_key(o, part));
   std::string p = part;
+  if (o.kind == OpKind::Gemm && (p == "w" || p == "b") && !o.param.empty()) return fill_derived(o, p, seed, dst, n);
+  if (o.kind == OpKind::Norm && o.scale_folded && p == "scale") {
+    std::fill(dst, dst + n, 1.0f);
+    return;
+  }
+  uint64_t s = synth_stream(seed, weight_key(o, part));
   if (p == "w") synth_fill(dst, n, s, static_cast<float>(std::sqrt(3.0 / static_cast<double>(o.k))), 0);
   else if (p == "b" || p == "shift") synth_fill(dst, n, s, 0.1f, 0);
   else if (p == "scale") synth_fill(dst, n, s, 0.1f, 1);
@@ -453,6 +525,9 @@ void fill_input(const TensorInfo& t, uint64_t seed, float* dst) {
     std::vector<int32_t> idx(static_cast<size_t>(t.elems()));
     synth_fill_indices(idx.data(), t.elems(), s, t.int_limit);
     for (int64_t i = 0; i < t.elems(); ++i) dst[i] = static_cast<float>(idx[static_cast<size_t>(i)]);
+  } else if (t.const_rows) {
+    synth_fill(dst, t.cols, s, 1, 0);
+    for (int64_t r = 1; r < t.rows; ++r) std::copy(dst, dst + t.cols, dst + r * t.cols);
   } else {
     synth_fill(dst, t.elems(), s, 1, 0);
   }

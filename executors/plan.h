@@ -15,7 +15,8 @@
 //   Gemm        X [batch*m, k] = the latest matching pred; then residual, then gate
 //               [rows, out cols] = the earliest remaining matching preds, in id order.
 //               out = act(X W + bias) (gate_up: act(X Wg + bg) * (X Wu + bu)), then
-//               out *= gate, then out += residual.
+//               out *= gate, then out += residual. A rope epilogue then rotates the first
+//               rope_cols columns as a RoPE op with that head_dim and batch would.
 //   Attention   Q is the first H hd columns of the latest pred with B*q_len rows and
 //               (H + 2 KV) hd (Q|K|V), (H + KV) hd (Q|K, e.g. after RoPE) or H hd columns;
 //               local K and V (L = kv_len - kv_cached keys per batch) follow Q in that pred
@@ -76,6 +77,8 @@ struct TensorInfo {
   // A synthetic input's values come from this name (the op's name; plan_segment sets it),
   // else from the key.
   std::string stream;
+  // A synthetic input whose rows all hold row 0's values (Op::const_rows).
+  bool const_rows = false;
   int64_t elems() const { return rows * cols; }
 };
 
@@ -138,8 +141,14 @@ void synth_fill_indices(int32_t* dst, int64_t n, uint64_t stream, int64_t limit)
 std::string weight_key(const Op& o, const char* part);
 // Fills dst[0..n) with op `o`'s synthetic parameter `part`: "w" (Gemm [k, n] row-major,
 // uniform with variance 1/k), "b" (bias, +-0.1), "scale" (1 +- 0.1), "shift" (+-0.1),
-// "table" (embedding [vocab, width], +-1).
+// "table" (embedding [vocab, width], +-1). A GEMM with an Op::param takes "w" and "b" from its
+// source as a graph pass derived them (a block of the source's [src_k, src_n] matrix, rows
+// scaled by a norm's scale, a per-step input folded into the bias); a Norm with scale_folded
+// has a scale of ones.
 void fill_weight(const Op& o, const char* part, uint64_t seed, float* dst, int64_t n);
+// The key under which executors cache op `o`'s parameter `part`: weight_key, plus what makes
+// a pass-derived parameter differ from others of the same weight_id.
+std::string param_key(const Op& o, const char* part);
 // Fills an input tensor with its synthetic values (+-1, or indices when t.is_int).
 void fill_input(const TensorInfo& t, uint64_t seed, float* dst);
 // The stream key of an input tensor.

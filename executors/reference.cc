@@ -39,7 +39,7 @@ const ReferenceExecutor::Segment& ReferenceExecutor::seg(int id) const {
 }
 
 const std::vector<double>& ReferenceExecutor::weight(const Op& o, const char* part, int64_t n) {
-  std::string key = weight_key(o, part);
+  std::string key = param_key(o, part);
   auto it = weights_.find(key);
   if (it != weights_.end() && static_cast<int64_t>(it->second.size()) == n) return it->second;
   std::vector<float> f(static_cast<size_t>(n));
@@ -151,6 +151,17 @@ void ReferenceExecutor::run_op(Segment& s, const OpPlan& p) {
           if (o.epi.gate) v *= view(kGate)(r, j);
           if (o.epi.residual) v += view(kResidual)(r, j);
           out[r * C + j] = v;
+        }
+        if (o.epi.rope()) {  // as the RoPE op below, in place on the first rope_cols columns
+          const int64_t hd = o.epi.rope_head_dim, half = hd / 2, per = R / o.epi.rope_batch;
+          const double pos = static_cast<double>(r % per);
+          for (int64_t h0 = 0; h0 < o.epi.rope_cols; h0 += hd)
+            for (int64_t i = 0; i < half; ++i) {
+              double th = pos * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+              double x0 = out[r * C + h0 + i], x1 = out[r * C + h0 + half + i];
+              out[r * C + h0 + i] = x0 * std::cos(th) - x1 * std::sin(th);
+              out[r * C + h0 + half + i] = x1 * std::cos(th) + x0 * std::sin(th);
+            }
         }
       }
       break;

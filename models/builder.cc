@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "models/emit.h"
+#include "models/passes/passes.h"
 #include "scenarios/data_dir.h"
 
 #ifndef VLASIM_CARDS_DIR
@@ -86,7 +87,8 @@ namespace {
 
 const std::vector<std::string> kCardKeys = {"name",      "description", "source",
                                             "notes",     "defaults",    "max_views",
-                                            "max_prompt", "max_chunk",  "components"};
+                                            "max_prompt", "max_chunk",  "components",
+                                            "passes"};
 const std::vector<std::string> kCommonKeys = {"name", "type", "stage", "source", "notes",
                                               "weights_from", "dtype"};
 // Keys that may differ between a component and the one it takes its weights from: where its
@@ -193,8 +195,30 @@ RunShape resolve(const ModelCard& card, const RunShape& shape) {
   if (r.dp_cache.on())
     if (const DpCacheProblem p = dp_cache_problem(card, r.dp_cache, r.steps); !p.why.empty())
       shape_error(card, "defaults", "dp_cache", p.why);
+  if (!r.passes) r.passes = d.passes;
+  if (!r.passes) r.passes = std::vector<std::string>{};
+  for (const std::string& p : *r.passes)
+    if (!find_pass(p))
+      shape_error(card, "passes", "passes", "unknown pass '" + p + "'; valid are: " + join_names(pass_names()));
   return r;
 }
+
+// Decoders whose K/V a flow-matching expert reads: an expert's `prefix`, else the latest
+// decoder before it.
+std::vector<std::string> expert_prefixes(const ModelCard& card) {
+  std::vector<std::string> out;
+  std::string latest;
+  for (const ConfigNode& n : card.node.required("components").items()) {
+    const std::string type = n.get_string("type", "");
+    if (type == "decoder") latest = n.get_string("name", "");
+    if (type == "expert") out.push_back(n.get_string("prefix", latest));
+  }
+  return out;
+}
+
+// The graph of `card` at the resolved `shape`, with its passes applied; `sites` gets, per
+// pass, the sites it could apply to (builder passes) or rewrote (rewrite passes, when on).
+OpGraph build(const ModelCard& card, const RunShape& shape, std::map<std::string, int>* sites);
 
 }  // namespace
 
@@ -305,6 +329,34 @@ ModelCard parse_card(const ConfigNode& document, const std::string& path) {
                 "'; valid are: vision, prefix, action, decode, head");
     }
   }
+  if (ConfigNode ps = root.optional("passes"); ps.defined()) {
+    if (!ps.is_sequence()) ps.fail("expected a list of pass names, e.g. [qkv_fuse, gateup_fuse]");
+    std::vector<std::string> names;
+    for (const ConfigNode& i : ps.items()) names.push_back(i.as_string());
+    card.defaults.passes = names;
+    try {
+      if (const PassesProblem p = passes_problem(card, names, card.defaults); p.index >= 0)
+        ps.items()[size_t(p.index)].fail(p.why);
+    } catch (const GraphTooLarge& e) {
+      root.fail("card '" + card.name + "' at its defaults: " + e.what());
+    }
+  } else {
+    // The builder passes that apply: the graph the builder made before passes were switchable.
+    std::vector<std::string> builder = {"qkv_fuse", "gateup_fuse"};
+    for (const ConfigNode& c : items)
+      if (c.get_bool("kv_only_last", false)) builder.push_back("last_layer_skip");
+    RunShape probe = card.defaults;
+    probe.passes = builder;
+    std::map<std::string, int> sites;
+    try {
+      build(card, resolve(card, probe), &sites);
+    } catch (const GraphTooLarge& e) {
+      root.fail("card '" + card.name + "' at its defaults: " + e.what());
+    }
+    card.defaults.passes = std::vector<std::string>{};
+    for (const std::string& p : builder)
+      if (sites[p] > 0) card.defaults.passes->push_back(p);
+  }
   // Everything that depends on several components (widths, depths) is checked by building.
   RunShape defaults = card.defaults;
   try {
@@ -346,9 +398,42 @@ std::vector<std::string> card_names(const std::string& dir) {
   return out;
 }
 
+PassesProblem passes_problem(const ModelCard& card, const std::vector<std::string>& names,
+                             const RunShape& shape) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!find_pass(names[i]))
+      return {int(i), "unknown pass '" + names[i] + "'; valid are: " + join_names(pass_names())};
+    for (size_t j = 0; j < i; ++j)
+      if (names[j] == names[i]) return {int(i), "pass '" + names[i] + "' is listed twice"};
+  }
+  RunShape r = shape;
+  r.passes = names;
+  std::map<std::string, int> sites;
+  build(card, resolve(card, r), &sites);
+  for (size_t i = 0; i < names.size(); ++i)
+    if (sites[names[i]] == 0)
+      return {int(i), "pass '" + names[i] + "' does not apply to card '" + card.name + "': " +
+                          find_pass(names[i])->not_applicable};
+  return {};
+}
+
 OpGraph build_graph(const ModelCard& card, const RunShape& shape) {
+  const RunShape r = resolve(card, shape);
+  std::map<std::string, int> sites;
+  OpGraph g = build(card, r, &sites);
+  for (const std::string& p : *r.passes)
+    if (sites[p] == 0)
+      shape_error(card, "passes", "passes", "pass '" + p + "' does not apply to card '" + card.name + "': " +
+                                                find_pass(p)->not_applicable);
+  return g;
+}
+
+namespace {
+
+OpGraph build(const ModelCard& card, const RunShape& shape, std::map<std::string, int>* sites) {
   OpGraph g;
-  detail::Ctx c{.g = g, .card = card, .shape = resolve(card, shape)};
+  detail::Ctx c{.g = g, .card = card, .shape = shape};
+  c.expert_prefixes = expert_prefixes(card);
   c.eb = dtype_bytes(c.shape.dtype);
   g.model = card.name;
   g.views = c.shape.views;
@@ -401,8 +486,13 @@ OpGraph build_graph(const ModelCard& card, const RunShape& shape) {
                                           "expert); card '" + card.name + "' has none");
   g.prefix_tokens = c.prefix_tokens;
   g.suffix_tokens = c.suffix_tokens;
+  *sites = c.sites;
+  for (const std::string& name : ordered_passes(*shape.passes))
+    if (const GraphPass* p = find_pass(name); p && p->rewrite) (*sites)[name] = p->rewrite(g);
   return g;
 }
+
+}  // namespace
 
 std::vector<std::pair<std::string, std::string>> card_component_types() {
   std::vector<std::pair<std::string, std::string>> out;

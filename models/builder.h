@@ -32,6 +32,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,8 @@ struct RunShape {
   int batch = 1;        // requests run together
   DType dtype = DType::BF16;
   DpCache dp_cache;     // off unless a scenario's model entry turns it on
+  // Graph passes to apply (models/passes/passes.h), any order; unset: the card's default set.
+  std::optional<std::vector<std::string>> passes;
 };
 
 // Largest run-shape values a card's defaults, a scenario's model entry or `vlasim graph` may
@@ -84,6 +87,9 @@ struct ModelCard {
   std::string file;
   std::string description;
   ConfigNode node;  // the whole card, kept for the component builders and for errors
+  // defaults.passes is always set: the card's `passes:` or, without it, the builder passes
+  // that apply to it (qkv_fuse, gateup_fuse, and last_layer_skip where a decoder has
+  // kv_only_last): the graph the builder made before passes were switchable.
   RunShape defaults;
 };
 
@@ -116,6 +122,18 @@ struct DpCacheProblem {
   std::string field, why;
 };
 DpCacheProblem dp_cache_problem(const ModelCard& card, const DpCache& dc, int steps);
+
+// Why the passes `names` cannot all apply to `card` at `shape` (why empty when they can): a
+// name that is no pass (listing the valid ones), or a pass with no site in this card's graph
+// (e.g. time_bias_fold on a card without a concatenated time embedding). `index` is the
+// offending entry of names (-1: none). The scenario reader, build_graph and the command line
+// all check with it.
+struct PassesProblem {
+  int index = -1;
+  std::string why;
+};
+PassesProblem passes_problem(const ModelCard& card, const std::vector<std::string>& names,
+                             const RunShape& shape);
 
 // Component types a card may use, as (type, one-line description), in registry order.
 std::vector<std::pair<std::string, std::string>> card_component_types();

@@ -203,7 +203,12 @@ void build_decoder(Ctx& c, const ConfigNode& n, const std::string& name, Stage s
   k.rope = n.get_bool("rope", true);
   k.vocab = dim(n, "vocab");
   const bool causal = n.get_bool("causal", false);
-  const bool kv_only_last = n.get_bool("kv_only_last", false);
+  // last_layer_skip: the last layer computes only the K/V an expert reads (kv_only_last in the
+  // card puts the pass in the card's defaults).
+  const bool skippable = n.get_bool("kv_only_last", false) ||
+                         std::find(c.expert_prefixes.begin(), c.expert_prefixes.end(), name) != c.expert_prefixes.end();
+  if (skippable) ++c.sites["last_layer_skip"];
+  const bool kv_only_last = skippable && c.pass("last_layer_skip");
   const int64_t st = n.get_count("state_tokens", 0, 0);
   const int64_t state_dim = st > 0 ? dim(n, "state_dim") : 0;
   const int64_t w = k.width, B = c.B();
@@ -339,6 +344,7 @@ void build_expert(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
       // chunk] (pi0.py embed_suffix): the time embedding is an input tensor (no parameters,
       // no FLOPs counted), the concatenation a copy into one [B H, 2 w] buffer.
       const int temb = c.eltwise(s, "time_embed", OpFn::Copy, B * H, w, 0, 0, {});
+      c.g.op(temb).const_rows = true;  // one time value per step, the same for every token
       const int cat = c.concat(s, "action_time", B * H, 2 * w, {ain, temb});
       const int t1 = c.gemm(s, "time_mlp_in", OpFn::Linear, B * H, w, 2 * w,
                             Epilogue{.bias = true, .act = Activation::Silu}, {cat});

@@ -156,6 +156,40 @@ int Ctx::concat(const Site& s, const std::string& leaf, int64_t rows, int64_t wi
   return id;
 }
 
+bool Ctx::pass(const std::string& name) const {
+  return shape.passes && std::find(shape.passes->begin(), shape.passes->end(), name) != shape.passes->end();
+}
+
+int split_proj(Ctx& c, const Site& s, const std::string& fused_leaf, const std::string& src_leaf,
+               int64_t src_n, int64_t col0, const std::vector<std::pair<std::string, int64_t>>& blocks,
+               int64_t rows, int64_t k, Epilogue pe, const std::vector<Dep>& deps) {
+  auto from_source = [&](int id, int64_t c0, int64_t n) {
+    if (c0 == 0 && n == src_n && c.g.op(id).weight_id == c.wid(s, src_leaf)) return;
+    ParamSource& p = c.g.op(id).param;
+    p.weight_id = c.wid(s, src_leaf);
+    p.src_k = k;
+    p.src_n = src_n;
+    p.col0 = c0;
+  };
+  int64_t total = 0;
+  for (const auto& b : blocks) total += b.second;
+  if (blocks.size() > 1) ++c.sites["qkv_fuse"];
+  if (blocks.size() == 1 || c.pass("qkv_fuse")) {
+    const int id = c.gemm(s, fused_leaf, OpFn::Linear, rows, total, k, pe, deps);
+    from_source(id, col0, total);
+    return id;
+  }
+  std::vector<Dep> parts;
+  int64_t c0 = col0;
+  for (const auto& [leaf, n] : blocks) {
+    const int id = c.gemm(s, leaf, OpFn::Linear, rows, n, k, pe, deps);
+    from_source(id, c0, n);
+    c0 += n;
+    parts.push_back(id);
+  }
+  return c.eltwise(s, fused_leaf + "_gather", OpFn::Copy, rows, total, 0, 1, parts);
+}
+
 AttnResult attn_part(Ctx& c, const Site& s, const AttnSpec& a, int x) {
   const double eb = c.eb;
   const std::string t = a.tag;
@@ -173,10 +207,14 @@ AttnResult attn_part(Ctx& c, const Site& s, const AttnSpec& a, int x) {
   int proj;
   int64_t roped;  // columns RoPE rotates
   if (a.kv_only) {
-    proj = c.gemm(s, t + "_kv", OpFn::Linear, a.rows, 2 * kv_dim, a.width, pe, {nrm});
+    // The K|V columns of the layer's Q|K|V parameters (last_layer_skip).
+    proj = split_proj(c, s, t + "_kv", t + "_qkv", q_dim + 2 * kv_dim, q_dim,
+                      {{t + "_k", kv_dim}, {t + "_v", kv_dim}}, a.rows, a.width, pe, {nrm});
     roped = kv_dim;
   } else if (local) {
-    proj = c.gemm(s, t + "_qkv", OpFn::Linear, a.rows, q_dim + 2 * kv_dim, a.width, pe, {nrm});
+    proj = split_proj(c, s, t + "_qkv", t + "_qkv", q_dim + 2 * kv_dim, 0,
+                      {{t + "_q", q_dim}, {t + "_k", kv_dim}, {t + "_v", kv_dim}}, a.rows, a.width, pe,
+                      {nrm});
     roped = q_dim + kv_dim;
   } else {
     proj = c.gemm(s, t + "_q", OpFn::Linear, a.rows, q_dim, a.width, pe, {nrm});
@@ -211,8 +249,9 @@ AttnResult attn_part(Ctx& c, const Site& s, const AttnSpec& a, int x) {
 
   int kvp = -1;
   if (a.kv == AttnSpec::Kv::CrossProj)
-    kvp = c.gemm(s, t + "_kv", OpFn::Linear, c.B() * a.ext_tokens, 2 * kv_dim, a.ext_width,
-                 pe, {a.ext_bytes > 0 ? Dep(a.ext, a.ext_bytes) : Dep(a.ext)});
+    kvp = split_proj(c, s, t + "_kv", t + "_kv", 2 * kv_dim, 0, {{t + "_k", kv_dim}, {t + "_v", kv_dim}},
+                     c.B() * a.ext_tokens, a.ext_width, pe,
+                     {a.ext_bytes > 0 ? Dep(a.ext, a.ext_bytes) : Dep(a.ext)});
 
   Ctx::AttnGeom g = a;
   g.fn = a.kv == AttnSpec::Kv::Local ? OpFn::SelfAttention : OpFn::CrossAttention;
@@ -249,10 +288,24 @@ int ffn_part(Ctx& c, const Site& s, const FfnSpec& f, int x) {
   const int nrm = c.norm(s, t + "_norm", f.norm, f.rows, f.width, f.norm_affine, f.norm_bias,
                          {x, mod});
   int up;
-  if (f.gated)
+  if (f.gated) ++c.sites["gateup_fuse"];
+  if (f.gated && c.pass("gateup_fuse")) {
     up = c.gemm(s, t + "_gate_up", OpFn::Linear, f.rows, 2 * f.mlp, f.width,
                 Epilogue{.bias = f.bias, .act = f.act, .gate_up = true}, {nrm});
-  else
+  } else if (f.gated) {
+    // Unfused: the gate and up halves of the fused parameters, then act(gate) * up.
+    int half[2];
+    for (int i = 0; i < 2; ++i) {
+      half[i] = c.gemm(s, t + (i == 0 ? "_gate" : "_up"), OpFn::Linear, f.rows, f.mlp, f.width,
+                       Epilogue{.bias = f.bias, .act = i == 0 ? f.act : Activation::None}, {nrm});
+      ParamSource& p = c.g.op(half[i]).param;
+      p.weight_id = c.wid(s, t + "_gate_up");
+      p.src_k = f.width;
+      p.src_n = 2 * f.mlp;
+      p.col0 = i * f.mlp;
+    }
+    up = c.eltwise(s, t + "_gate_mul", OpFn::Mul, f.rows, f.mlp, 1, 2, {half[0], half[1]});
+  } else
     up = c.gemm(s, t + "_up", OpFn::Linear, f.rows, f.mlp, f.width,
                 Epilogue{.bias = f.bias, .act = f.act}, {nrm});
   Epilogue de{.bias = f.bias, .residual = true, .gate = f.ada_chunks == 3};

@@ -66,6 +66,14 @@ struct Ctx {
   std::map<std::string, std::string> weight_owner{};
   int64_t prefix_tokens = 0, suffix_tokens = 0;
   bool dp_cache_used = false;  // a component applied shape.dp_cache
+  // Sites where a builder pass (models/passes/passes.h) could apply, by pass name, counted
+  // whether the pass is on or off.
+  std::map<std::string, int> sites{};
+  // Decoders whose K/V a flow-matching expert reads (last_layer_skip's candidates).
+  std::vector<std::string> expert_prefixes{};
+
+  // True when the run applies pass `name` (shape.passes).
+  bool pass(const std::string& name) const;
 
   int64_t B() const { return shape.batch; }
   // The weight id of `leaf` at site s, named after the component that owns the weights.
@@ -106,6 +114,16 @@ struct Ctx {
   int concat(const Site& s, const std::string& leaf, int64_t rows, int64_t width,
              const std::vector<Dep>& deps);
 };
+
+// A projection computing column blocks of one parameter matrix `src_leaf` ([k, src_n], with
+// bias when pe.bias): `blocks` (leaf, columns) side by side from column col0. With qkv_fuse on
+// (or one block) it is one GEMM named `fused_leaf`; else one GEMM per block gathered by a copy
+// into one buffer `fused_leaf`_gather (columns in block order). Parameters come from src_leaf
+// (Op::param) unless the GEMM is the whole of it. Counts a qkv_fuse site when there are several
+// blocks. Returns the op holding the blocks side by side.
+int split_proj(Ctx& c, const Site& s, const std::string& fused_leaf, const std::string& src_leaf,
+               int64_t src_n, int64_t col0, const std::vector<std::pair<std::string, int64_t>>& blocks,
+               int64_t rows, int64_t k, Epilogue pe, const std::vector<Dep>& deps);
 
 // The attention half of a transformer block: norm, projections, optional RoPE, attention,
 // output projection with the residual added. The inherited geometry is per sample (batch =

@@ -63,6 +63,31 @@ struct Epilogue {
   bool gate_up = false;
   bool residual = false;  // out += residual input of shape m x n
   bool gate = false;      // out *= gate input of shape m x n (adaptive-norm gating)
+  // RoPE applied to the output (rope_fold): the first rope_cols columns rotated per head of
+  // rope_head_dim at position row % (rows / rope_batch), as a RoPE op does (executors/plan.h);
+  // off when rope_head_dim == 0. Only on a GEMM without activation, gate_up, residual, gate.
+  int64_t rope_cols = 0, rope_head_dim = 0, rope_batch = 0;
+  bool rope() const { return rope_head_dim > 0; }
+};
+
+// Where a GEMM's synthetic parameters come from when a graph pass (models/passes/passes.h)
+// derived them from another parameter, so that a rewritten graph computes what the original
+// did. By default (all fields empty) an op's parameters are its own (executors/plan.h).
+struct ParamSource {
+  // W is rows [row0, row0 + k) and columns [col0, col0 + n) of parameter `weight_id`'s
+  // [src_k, src_n] matrix (and the bias columns [col0, col0 + n) of its bias); empty: the
+  // op's own weight_id, src_k = k, src_n = n.
+  std::string weight_id;
+  int64_t src_k = 0, src_n = 0, row0 = 0, col0 = 0;
+  // rmsnorm_fold: row r of W is multiplied by value r of the scale of the norm whose
+  // weight_id this is.
+  std::string row_scale;
+  // time_bias_fold: the bias gains x . S where x is one row (fold_cols values) of the
+  // synthetic input stream `fold_input` (an op name, role 0) and S rows
+  // [fold_row0, fold_row0 + fold_cols) of the source W (all src_n columns, then col0..).
+  std::string fold_input;
+  int64_t fold_row0 = 0, fold_cols = 0;
+  bool empty() const { return weight_id.empty() && row_scale.empty() && fold_input.empty(); }
 };
 
 struct Op {
@@ -103,6 +128,14 @@ struct Op {
   std::string weight_id;
   // True when this op's output is a K/V cache that later stages read.
   bool kv_cache = false;
+  // Gemm: where its parameters come from when a pass derived them (ParamSource).
+  ParamSource param;
+  // Norm: its scale was folded into the GEMMs it feeds (rmsnorm_fold): the executors do not
+  // scale.
+  bool scale_folded = false;
+  // Elementwise Copy without predecessors: its synthetic input has one row repeated (a
+  // per-step constant such as pi0's time embedding, the same for every action token).
+  bool const_rows = false;
 };
 
 // A dependency: `bytes` of tensor flow from the source op to the target op.

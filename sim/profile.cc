@@ -27,6 +27,7 @@ std::string op_signature(const Op& o) {
       s << "m=" << o.m << ",n=" << o.n << ",k=" << o.k << ",batch=" << o.batch
         << ",bias=" << o.epi.bias << ",act=" << to_string(o.epi.act) << ",gate_up=" << o.epi.gate_up
         << ",residual=" << o.epi.residual << ",gate=" << o.epi.gate;
+      if (o.epi.rope()) s << ",rope=" << o.epi.rope_cols << "/" << o.epi.rope_head_dim;
       break;
     case OpKind::Attention:
       s << "batch=" << o.batch << ",heads=" << o.heads << ",kv_heads=" << o.kv_heads
@@ -45,6 +46,7 @@ std::string op_signature(const Op& o) {
     case OpKind::Norm:
     case OpKind::Transfer:
       s << "rows=" << o.rows << ",width=" << o.width;
+      if (o.scale_folded) s << ",scale_folded=1";
       break;
   }
   return s.str();
