@@ -21,6 +21,10 @@
 #include "models/builder.h"
 #include "reports/compare.h"
 #include "reports/leaderboard.h"
+#include "reports/passes.h"
+#include "reports/plot.h"
+#include "models/passes/passes.h"
+#include "executors/onednn_executor.h"
 #include "reports/roofline.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
@@ -558,7 +562,8 @@ void list_registry(const R& reg) {
 
 int run_list(const Common& c, const std::string& what) {
   const std::vector<std::string> families = {"host", "cost_models", "queue_policies", "pipeline_policies",
-                                             "partition_policies", "zone_policies", "executors", "devices", "cards", "workloads"};
+                                             "partition_policies", "zone_policies", "executors", "devices", "cards", "workloads",
+                                             "passes"};
   bool all = what.empty() || what == "all";
   if (!all && std::find(families.begin(), families.end(), what) == families.end()) {
     std::cerr << "vlasim list: unknown family '" << what << "'; valid names are: " << join_names(families)
@@ -583,6 +588,11 @@ int run_list(const Common& c, const std::string& what) {
     for (auto& n : card_names(c.cards)) std::cout << "  " << n << "\n";
   }
   if (all || what == "workloads") list_registry(workloads());
+  if (all || what == "passes") {
+    std::cout << "graph passes (in the order they apply; a card's `passes:` or a model's `passes:` picks them):\n";
+    for (const GraphPass& p : graph_passes())
+      std::cout << "  " << p.name << " [" << (p.builder ? "builder" : "rewrite") << "] - " << p.description << "\n";
+  }
   return 0;
 }
 
@@ -625,8 +635,23 @@ DpCache dp_cache_option(const std::string& text, const ModelCard& card, int step
   return dc;
 }
 
+// --passes a,b,... ("none": no pass) for `card` at `shape`: each name a pass that applies.
+// Throws ConfigError naming --passes.
+std::vector<std::string> passes_option(const std::vector<std::string>& given, const ModelCard& card,
+                                       const RunShape& shape) {
+  std::vector<std::string> names;
+  for (const std::string& n : given)
+    if (n != "none") names.push_back(n);
+  if (given.size() > 1 && names.size() != given.size())
+    command_line("--passes", join_names(given)).fail("'none' stands alone: it means no pass");
+  if (const PassesProblem p = passes_problem(card, names, shape); p.index >= 0)
+    command_line("--passes", names[size_t(p.index)]).fail(p.why);
+  return names;
+}
+
 int run_graph(const Common& c, const std::string& card_name, int views, int prompt, int chunk,
-              int steps, int batch, const std::string& dtype, const std::string& dp_cache, bool ops) {
+              int steps, int batch, const std::string& dtype, const std::string& dp_cache,
+              const std::optional<std::vector<std::string>>& passes, bool ops) {
   ConfigNode where(YAML::Node(card_name), std::make_shared<const std::string>("<command line>"),
                    "card");
   ModelCard card = find_card(c.cards, card_name, where);
@@ -641,6 +666,7 @@ int run_graph(const Common& c, const std::string& card_name, int views, int prom
     std::cerr << "vlasim graph: unknown dtype '" << dtype << "'; valid names are: fp32, bf16, fp16, int8\n";
     return 2;
   }
+  if (passes) shape.passes = passes_option(*passes, card, shape);
   OpGraph g;
   try {
     g = build_graph(card, shape);
@@ -652,6 +678,8 @@ int run_graph(const Common& c, const std::string& card_name, int views, int prom
   std::printf("%s: %zu ops, %.3f TFLOP, %.1f M parameters, prefix %lld tokens, suffix %lld tokens\n",
               card.name.c_str(), g.size(), g.flops() / 1e12, g.param_bytes() / dtype_bytes(shape.dtype) / 1e6,
               static_cast<long long>(g.prefix_tokens), static_cast<long long>(g.suffix_tokens));
+  const std::vector<std::string>& applied = shape.passes ? *shape.passes : *card.defaults.passes;
+  std::printf("  passes: %s\n", applied.empty() ? "none" : join_names(applied).c_str());
   for (Stage s : {Stage::Vision, Stage::Prefix, Stage::Action, Stage::Decode, Stage::Head})
     if (g.flops(s) > 0)
       std::printf("  %-7s %8.4f TFLOP  %7.1f M params  %d blocks\n", to_string(s), g.flops(s) / 1e12,
@@ -674,6 +702,7 @@ struct ModelChoice {
   int views = 0, prompt = -1, chunk = 0, steps = 0, batch = 0;
   std::string dtype;
   std::string dp_cache;  // --dp-cache START:END[:INTERVAL[:KEEP]]
+  std::optional<std::vector<std::string>> passes;  // --passes (graph passes; "none": no pass)
 };
 
 
@@ -721,6 +750,7 @@ LeaderboardModel choose_model(const Common& c, const ModelChoice& mc) {
   if (!mc.dtype.empty() && !parse_dtype(mc.dtype, &m.shape.dtype))
     command_line("--dtype", mc.dtype).fail("unknown dtype '" + mc.dtype + "'; valid names are: fp32, bf16, fp16, int8");
   if (!mc.dp_cache.empty()) m.shape.dp_cache = dp_cache_option(mc.dp_cache, card, m.shape.steps);
+  if (mc.passes) m.shape.passes = passes_option(*mc.passes, card, m.shape);
   return m;
 }
 
@@ -748,31 +778,40 @@ int run_leaderboard(const Common& c, const ModelChoice& mc, const LeaderboardOpt
   return 0;
 }
 
-int run_roofline(const Common& c, const ModelChoice& mc, const std::string& device, const std::string& dir,
-                 bool quiet) {
-  if (!dir.empty()) check_output_dir("--out", dir);
-  Scenario s;
-  int model = 0;
+// The scenario `roofline` and `passes` report on, and its model index: a scenario file as it is
+// (shape options refused: its plan runs its models as the file gives them), or a card (or a
+// scenario's model) alone on --device.
+Scenario chosen_scenario(const Common& c, const ModelChoice& mc, const std::string& device, int* model) {
+  *model = 0;
   if (is_scenario_arg(mc.what) && device.empty()) {
     const char* given = mc.views > 0 ? "--views" : mc.prompt >= 0 ? "--prompt" : mc.chunk > 0 ? "--chunk"
                         : mc.steps > 0 ? "--steps" : mc.batch > 0 ? "--batch" : !mc.dtype.empty() ? "--dtype"
-                        : !mc.dp_cache.empty() ? "--dp-cache" : nullptr;
+                        : !mc.dp_cache.empty() ? "--dp-cache" : mc.passes ? "--passes" : nullptr;
     if (given)
       command_line(given, mc.what).fail(std::string(given) + " goes with a card or --device; a scenario's own plan "
                                         "runs its models as the file gives them");
     check_option_file("scenario", mc.what);
-    s = load_scenario(mc.what, c.catalog, c.cards);
-    model = pick_model(s, mc.model);
+    Scenario s = load_scenario(mc.what, c.catalog, c.cards);
+    *model = pick_model(s, mc.model);
     resolve_auto_dtypes(s, native_cpu_dtype());
     if (!c.profile.empty()) use_profiled_cost_model(s, c.profile);
-  } else {
-    if (device.empty())
-      command_line("--device", "").fail("a card runs on one catalog device: give --device (see `vlasim list devices`)");
-    const LeaderboardModel m = choose_model(c, mc);
-    compute_device(Catalog::load_dir(c.catalog), device, command_line("--device", device), c.catalog);
-    s = one_device_scenario(m, device, c.catalog, c.cards);
-    s.models[0].name = m.name;
+    return s;
   }
+  if (device.empty())
+    command_line("--device", "").fail("a card runs on one catalog device: give --device (see `vlasim list devices`)");
+  const LeaderboardModel m = choose_model(c, mc);
+  compute_device(Catalog::load_dir(c.catalog), device, command_line("--device", device), c.catalog);
+  Scenario s = one_device_scenario(m, device, c.catalog, c.cards);
+  s.models[0].name = m.name;
+  if (!c.profile.empty()) use_profiled_cost_model(s, c.profile);
+  return s;
+}
+
+int run_roofline(const Common& c, const ModelChoice& mc, const std::string& device, const std::string& dir,
+                 bool quiet) {
+  if (!dir.empty()) check_output_dir("--out", dir);
+  int model = 0;
+  const Scenario s = chosen_scenario(c, mc, device, &model);
   const Plan p = plan_scenario(s);
   const RooflineReport r = make_roofline(s, p, model);
   if (!quiet) std::cout << roofline_markdown(r);
@@ -780,6 +819,44 @@ int run_roofline(const Common& c, const ModelChoice& mc, const std::string& devi
     std::vector<std::string> warnings;
     const auto files = write_roofline(r, dir, &warnings);
     print_written(files, warnings, quiet);
+  }
+  return 0;
+}
+
+// `vlasim passes`: the cumulative speed-up table of the graph passes (reports/passes.h).
+int run_passes(const Common& c, ModelChoice mc, const std::string& device, bool measure, int reps,
+               const std::string& dir, bool quiet) {
+  if (!dir.empty()) check_output_dir("--out", dir);
+  PassTableOptions o;
+  if (mc.passes) o.passes = *mc.passes;
+  mc.passes.reset();  // here --passes names the rows to add, not the model's own passes
+  int model = 0;
+  const Scenario s = chosen_scenario(c, mc, device, &model);
+  if (measure) {
+    ExecOptions eo;
+    eo.dtype = s.models[size_t(model)].shape.dtype;
+    if (const std::string why = cpu_dtype_problem(eo.dtype); !why.empty())
+      command_line("--measure", to_string(eo.dtype)).fail(why);
+    o.executor = OneDnnExecutor(eo).device();
+    o.measure = [eo, reps](const OpGraph& g) {
+      OneDnnExecutor ex(eo);
+      const int seg = ex.prepare(g, all_ops(g));
+      ex.run(seg);  // warm-up
+      std::vector<double> t;
+      for (int i = 0; i < reps; ++i) t.push_back(ex.run(seg).total);
+      std::sort(t.begin(), t.end());
+      return t[t.size() / 2];
+    };
+  }
+  const bool bar = !quiet && isatty(STDERR_FILENO);
+  const PassTable t = make_pass_table(s, model, o, bar ? progress_bar : std::function<void(double)>());
+  if (!quiet) std::cout << pass_table_markdown(t);
+  if (!dir.empty()) {
+    fs::create_directories(dir);
+    std::vector<std::string> files = {(fs::path(dir) / "passes.md").string(), (fs::path(dir) / "passes.csv").string()};
+    write_file(files[0], pass_table_markdown(t));
+    write_file(files[1], pass_table_csv(t));
+    print_written(files, {}, quiet);
   }
   return 0;
 }
@@ -929,6 +1006,10 @@ int main(int argc, char** argv) {
     cmd->add_option("--dp-cache", mc.dp_cache,
                     "DP-Cache on the flow-matching expert: START:END[:INTERVAL[:KEEP]] (steps [START, END) "
                     "cached but every INTERVAL-th, default 2; KEEP blocks run at each end, default 1)");
+    cmd->add_option_function<std::vector<std::string>>(
+           "--passes", [&](const std::vector<std::string>& v) { mc.passes = v; },
+           "graph passes to apply, comma-separated, or none (default: the card's; `vlasim list passes`)")
+        ->delimiter(',');
   };
   auto* lboard = app.add_subcommand("leaderboard",
                                     "CET table: a model's time, energy and cost on every catalog GPU (or --devices), "
@@ -965,7 +1046,7 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "list the registered parts and their parameters");
   std::string family;
   list->add_option("family", family,
-                   "host (this machine's CPU, ISA, bf16, NUMA), cost_models, queue_policies, pipeline_policies, partition_policies, zone_policies, executors, devices, cards or workloads (default: all)");
+                   "host (this machine's CPU, ISA, bf16, NUMA), cost_models, queue_policies, pipeline_policies, partition_policies, zone_policies, executors, devices, cards, workloads or passes (default: all)");
 
   auto* graph = app.add_subcommand("graph", "summarise the operator graph a model card builds");
   std::string card, dtype;
@@ -981,7 +1062,27 @@ int main(int argc, char** argv) {
   std::string graph_dp_cache;
   graph->add_option("--dp-cache", graph_dp_cache,
                     "DP-Cache on the flow-matching expert: START:END[:INTERVAL[:KEEP]] (see `leaderboard --help`)");
+  std::optional<std::vector<std::string>> graph_passes;
+  graph->add_option_function<std::vector<std::string>>(
+           "--passes", [&](const std::vector<std::string>& v) { graph_passes = v; },
+           "graph passes to apply, comma-separated, or none (default: the card's; `vlasim list passes`)")
+      ->delimiter(',');
   graph->add_flag("--ops", ops, "list every operator");
+
+  auto* pss = app.add_subcommand("passes",
+                                 "speed-up table of the graph passes: naive, graph capture (GPUs), then each pass "
+                                 "added; kernels, FLOPs, bytes and predicted time per step (and measured with "
+                                 "--measure)");
+  add_model_options(pss);
+  std::string pss_device, pss_dir;
+  bool pss_measure = false;
+  int pss_reps = 5;
+  pss->add_option("--device", pss_device, "catalog entry to run a card (or a scenario's model) on alone");
+  pss->add_flag("--measure", pss_measure, "also run each step's graph on this CPU (oneDNN) and time it");
+  pss->add_option("--reps", pss_reps, "timed runs per step with --measure (the median is reported)")
+      ->capture_default_str()->check(whole_number(1, 1000));
+  pss->add_option("-o,--out", pss_dir, "directory for passes.md and passes.csv");
+  pss->add_flag("-q,--quiet", out.quiet, "print nothing but errors");
 
   try {
     app.parse(argc, argv);
@@ -1012,7 +1113,8 @@ int main(int argc, char** argv) {
     if (*lboard) return run_leaderboard(c, mc, lb_opt, lb_dir, out.quiet);
     if (*roof) return run_roofline(c, mc, roof_device, roof_dir, out.quiet);
     if (*list) return run_list(c, family);
-    if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, graph_dp_cache, ops);
+    if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, graph_dp_cache, graph_passes, ops);
+    if (*pss) return run_passes(c, mc, pss_device, pss_measure, pss_reps, pss_dir, out.quiet);
   } catch (const ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

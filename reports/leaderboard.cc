@@ -54,6 +54,7 @@ std::string scenario_text(const LeaderboardModel& m, const std::string& device) 
   if (const DpCache& dc = m.shape.dp_cache; dc.on())
     os << "    dp_cache: {start: " << dc.start << ", end: " << dc.end << ", interval: " << dc.interval
        << ", keep: " << dc.keep << "}\n";
+  if (m.shape.passes) os << "    passes: [" << join(*m.shape.passes) << "]\n";
   os << "workload:\n  - {name: one, model: model, rate_hz: 1, duration_s: 1}\n"
      << "policies: {queue: fifo, pipeline: serial, cost_model: roofline}\n";
   return os.str();

@@ -205,6 +205,16 @@ DpCache parse_dp_cache(const ConfigNode& d, int steps, const ModelCard& card) {
   return dc;
 }
 
+// `passes: [name, ...]` of a model entry (models/passes/passes.h): every name a pass that applies
+// to the card; `[]` is the unrewritten graph.
+std::vector<std::string> parse_passes(const ConfigNode& p, const ModelCard& card, const RunShape& shape) {
+  if (!p.is_sequence()) p.fail("expected a list of pass names, e.g. [qkv_fuse, rope_fold]");
+  std::vector<std::string> names;
+  for (const ConfigNode& i : p.items()) names.push_back(i.as_string());
+  if (const PassesProblem e = passes_problem(card, names, shape); e.index >= 0) p.items()[size_t(e.index)].fail(e.why);
+  return names;
+}
+
 RunShape parse_shape(const ConfigNode& m, const ModelCard& card) {
   RunShape r = card.defaults;
   r.views = static_cast<int>(m.get_count("views", r.views, 1, kMaxViews));
@@ -345,7 +355,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   std::set<std::string> model_names;
   for (auto& m : root.required("models").items()) {
     m.check_keys({"name", "card", "views", "prompt", "chunk", "steps", "batch", "dtype",
-                  "placement", "partition", "dynamic_zone", "dp_cache"});
+                  "placement", "partition", "dynamic_zone", "dp_cache", "passes"});
     ModelInstance mi;
     mi.where = m;
     mi.card = find_card(cards_dir, m.required("card").as_string(), m.required("card"));
@@ -355,6 +365,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
       m.fail("duplicate model instance '" + mi.name + "'; give each a distinct name");
     mi.shape = parse_shape(m, mi.card);
     if (m.has("dp_cache")) mi.shape.dp_cache = parse_dp_cache(m.required("dp_cache"), mi.shape.steps, mi.card);
+    if (m.has("passes")) mi.shape.passes = parse_passes(m.required("passes"), mi.card, mi.shape);
     mi.dtype_where = m.has("dtype") ? m.required("dtype") : m;
     mi.dtype_auto = mi.dtype_pending = m.has("dtype") && m.required("dtype").as_string() == "auto";
     if (m.has("placement") && m.has("partition"))

@@ -166,6 +166,20 @@ expect_error "--dp-cache with a scenario's own plan" 2 "key '--dp-cache'" roofli
 plain=$("$bin" graph pi0_tiny | head -1 | cut -d' ' -f2); cached=$("$bin" graph pi0_tiny --dp-cache 2:8 | head -1 | cut -d' ' -f2)
 check "graph --dp-cache 2:8 has fewer ops ($cached < $plain)" test "$cached" -lt "$plain"
 
+# Graph passes (issue 13): listed, switchable from the command line, the speed-up table.
+"$bin" list passes >"$tmp/passes" 2>&1
+check "list passes names every pass" grep -q "time_bias_fold \[rewrite\]" "$tmp/passes"
+naive=$("$bin" graph pi0_tiny --passes none | head -1 | cut -d' ' -f2); dflt=$("$bin" graph pi0_tiny | head -1 | cut -d' ' -f2)
+check "graph --passes none has more ops than the card's default ($naive > $dflt)" test "$naive" -gt "$dflt"
+expect_error "--passes with an unknown name" 2 "key '--passes'.*unknown pass 'warp'" graph pi0_tiny --passes qkv_fuse,warp
+expect_error "--passes that does not apply" 2 "does not apply to card 'diffusion_policy'" graph diffusion_policy --passes rope_fold
+expect_error "--passes none with others" 2 "'none' stands alone" graph pi0_tiny --passes none,qkv_fuse
+expect_error "passes of a card without --device" 2 "give --device" passes pi0_tiny
+"$bin" passes pi0_tiny --device rtx4090 -o "$tmp/pt" -q; rc=$?
+check "passes exits 0 and writes passes.md and passes.csv" test "$rc" -eq 0 -a -s "$tmp/pt/passes.md" -a -s "$tmp/pt/passes.csv"
+check "passes.csv: naive, graph capture, then each pass" test "$(cut -d, -f1 "$tmp/pt/passes.csv" | tr '\n' ' ')" = "step naive graph capture +qkv_fuse +gateup_fuse +last_layer_skip +rmsnorm_fold +rope_fold +time_bias_fold "
+check "passes: graph capture and every pass lower the predicted time" awk -F, 'NR > 2 && $9 > prev { bad = 1 } NR > 1 { prev = $9 } END { exit bad }' "$tmp/pt/passes.csv"
+
 # Capacity search (issue 11): the knee of a load sweep at a deadline-attainment SLO.
 "$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:4 --goal capacity --slo 0.98 -q >"$tmp/cap.out" 2>&1; rc=$?
 check "capacity sweep exits 0" test "$rc" -eq 0

@@ -281,3 +281,33 @@ TEST(LatencySeries, StreamedPercentilesAreWithinTheBoundOfTheExactOnes) {
 
 }  // namespace
 }  // namespace vlasim
+
+namespace vlasim {
+namespace {
+
+// A model's `passes:` reaches its graph: no pass is the unfused graph, more kernels and a
+// longer predicted time alone than the card's default set.
+TEST(Scenario, ModelPassesChooseTheGraph) {
+  const std::string base = read(kRoot + "/scenarios/default.yaml");
+  auto alone = [&](const std::string& passes, size_t* ops) {
+    std::string text = base;
+    const std::string at = "    dtype: auto\n";
+    text.replace(text.find(at), at.size(), at + passes);
+    Scenario s = load_scenario_text(text, "edited.yaml", default_catalog_dir(), default_cards_dir());
+    resolve_auto_dtypes(s, DType::F32);
+    const Plan p = plan_scenario(s);
+    *ops = p.models[0].graph.size();
+    return p.models[0].alone_seconds;
+  };
+  size_t dflt = 0, none = 0, all = 0;
+  const double t_dflt = alone("", &dflt);
+  const double t_none = alone("    passes: []\n", &none);
+  const double t_all = alone("    passes: [qkv_fuse, gateup_fuse, last_layer_skip, rmsnorm_fold, rope_fold, time_bias_fold]\n", &all);
+  EXPECT_GT(none, dflt);
+  EXPECT_LT(all, dflt);
+  EXPECT_GT(t_none, t_dflt);
+  EXPECT_LT(t_all, t_dflt);
+}
+
+}  // namespace
+}  // namespace vlasim
