@@ -838,14 +838,11 @@ int run_passes(const Common& c, ModelChoice mc, const std::string& device, bool 
     if (const std::string why = cpu_dtype_problem(eo.dtype); !why.empty())
       command_line("--measure", to_string(eo.dtype)).fail(why);
     o.executor = OneDnnExecutor(eo).device();
-    o.measure = [eo, reps](const OpGraph& g) {
-      OneDnnExecutor ex(eo);
-      const int seg = ex.prepare(g, all_ops(g));
-      ex.run(seg);  // warm-up
-      std::vector<double> t;
-      for (int i = 0; i < reps; ++i) t.push_back(ex.run(seg).total);
-      std::sort(t.begin(), t.end());
-      return t[t.size() / 2];
+    o.reps = reps;
+    o.prepare = [eo](const OpGraph& g) -> std::function<double()> {
+      auto ex = std::make_shared<OneDnnExecutor>(eo);
+      const int seg = ex->prepare(g, all_ops(g));
+      return [ex, seg] { return ex->run(seg).total; };
     };
   }
   const bool bar = !quiet && isatty(STDERR_FILENO);

@@ -33,7 +33,8 @@ PassTable make_pass_table(const Scenario& s, int m, const PassTableOptions& o,
   t.model = mi.name;
   t.card = mi.card.name;
   t.shape = mi.shape;
-  t.executor = o.measure ? o.executor : "";
+  t.executor = o.prepare ? o.executor : "";
+  t.reps = o.prepare ? o.reps : 0;
   bool gpu = false;
   std::vector<std::string> devices;
   for (const DeviceInstance& d : s.devices) {
@@ -60,6 +61,7 @@ PassTable make_pass_table(const Scenario& s, int m, const PassTableOptions& o,
     on = next;
     rows.push_back({.step = "+" + p, .passes = on, .graph_capture = gpu});
   }
+  std::vector<OpGraph> graphs;  // each row's, to run
   for (size_t i = 0; i < rows.size(); ++i) {
     PassRow& r = rows[i];
     Scenario v = s;
@@ -79,8 +81,26 @@ PassTable make_pass_table(const Scenario& s, int m, const PassTableOptions& o,
       r.bytes += op.bytes_read + op.bytes_written;
     }
     r.params = g.param_bytes() / dtype_bytes(v.models[static_cast<size_t>(m)].shape.dtype);
-    if (o.measure) r.measured_s = o.measure(build_graph(mi.card, v.models[static_cast<size_t>(m)].shape));
-    if (progress) progress(double(i + 1) / double(rows.size()));
+    graphs.push_back(build_graph(mi.card, v.models[static_cast<size_t>(m)].shape));
+    if (progress) progress(double(i + 1) / double(rows.size()) * (o.prepare ? 0.2 : 1.0));
+  }
+  if (o.prepare) {
+    std::vector<std::function<double()>> runs;
+    for (const OpGraph& g : graphs) runs.push_back(o.prepare(g));
+    std::vector<std::vector<double>> times(rows.size());
+    for (int round = 0; round <= o.reps; ++round) {
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const double sec = runs[i]();
+        if (round > 0) times[i].push_back(sec);  // round 0 warms up
+      }
+      if (progress) progress(0.2 + 0.8 * double(round + 1) / double(o.reps + 1));
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::vector<double>& x = times[i];
+      std::sort(x.begin(), x.end());
+      rows[i].measured_s = x[x.size() / 2];
+      rows[i].measured_iqr_s = x[(3 * x.size()) / 4] - x[x.size() / 4];
+    }
   }
   t.rows = std::move(rows);
   return t;
@@ -93,7 +113,9 @@ std::string pass_table_markdown(const PassTable& t) {
      << "Devices: " << t.devices << ". Shape: " << sh.views << " views, prompt " << sh.prompt << ", chunk "
      << sh.chunk << ", " << sh.steps << " steps, batch " << sh.batch << ", " << to_string(sh.dtype) << ".\n"
      << "Each row adds its step to the one above; predicted = the model alone as planned.\n";
-  if (!t.executor.empty()) os << "Measured: " << t.executor << ", median of the timed runs.\n";
+  if (!t.executor.empty())
+    os << "Measured: " << t.executor << ", median of " << t.reps << " timed runs per step (steps in turn, after a "
+       << "warm-up round); +- is the interquartile range.\n";
   const bool measured = !t.executor.empty();
   os << "\n| step | kernels | GEMM-like | GFLOP | MB moved | params (M) | predicted ms | speed-up |";
   if (measured) os << " measured ms | speed-up | error |";
@@ -104,7 +126,7 @@ std::string pass_table_markdown(const PassTable& t) {
        << num("%.1f", r.bytes / 1e6) << " | " << num("%.1f", r.params / 1e6) << " | "
        << num("%.3f", r.predicted_s * 1e3) << " | " << num("%.2fx", first->predicted_s / r.predicted_s) << " |";
     if (measured)
-      os << " " << num("%.3f", r.measured_s * 1e3) << " | " << num("%.2fx", first->measured_s / r.measured_s)
+      os << " " << num("%.3f", r.measured_s * 1e3) << " +- " << num("%.3f", r.measured_iqr_s * 1e3) << " | " << num("%.2fx", first->measured_s / r.measured_s)
          << " | " << num("%+.1f%%", (r.predicted_s / r.measured_s - 1) * 100) << " |";
     os << "\n";
   }
@@ -117,11 +139,12 @@ std::string pass_table_markdown(const PassTable& t) {
 
 std::string pass_table_csv(const PassTable& t) {
   std::ostringstream os;
-  os << "step,passes,graph_capture,kernels,gemm_like,flops,bytes,params,predicted_s,measured_s\n";
+  os << "step,passes,graph_capture,kernels,gemm_like,flops,bytes,params,predicted_s,measured_s,measured_iqr_s\n";
   for (const PassRow& r : t.rows)
     os << r.step << "," << joined(r.passes, ";") << "," << (r.graph_capture ? 1 : 0) << "," << r.ops << ","
        << r.gemm_ops << "," << num("%.6g", r.flops) << "," << num("%.6g", r.bytes) << "," << num("%.6g", r.params)
-       << "," << num("%.6g", r.predicted_s) << "," << (r.measured_s < 0 ? "" : num("%.6g", r.measured_s)) << "\n";
+       << "," << num("%.6g", r.predicted_s) << "," << (r.measured_s < 0 ? "" : num("%.6g", r.measured_s)) << ","
+       << (r.measured_s < 0 ? "" : num("%.6g", r.measured_iqr_s)) << "\n";
   return os.str();
 }
 

@@ -25,19 +25,25 @@ struct PassRow {
   double flops = 0, bytes = 0, params = 0;
   double predicted_s = 0;           // the model alone, as planned (sum of its segments)
   double measured_s = -1;           // median of the timed runs; < 0: not measured
+  double measured_iqr_s = 0;        // their interquartile range
 };
 
 struct PassTableOptions {
   std::vector<std::string> passes;  // the passes to add, in registry order; empty: every pass
-  // When set: the seconds one inference of a row's graph takes when run for real.
-  std::function<double(const OpGraph&)> measure;
-  std::string executor;             // what `measure` runs on, for the report
+  // When set: prepares a row's graph to run for real and returns a function that runs one
+  // inference and returns its seconds. Rows are timed in turn, `reps` rounds (after one
+  // warm-up round), so that a slow spell of a shared machine hits every row alike; each
+  // row reports its median.
+  std::function<std::function<double()>(const OpGraph&)> prepare;
+  int reps = 5;
+  std::string executor;             // what `prepare` runs on, for the report
 };
 
 struct PassTable {
   std::string scenario, model, card, devices;
   RunShape shape;
   std::string executor;              // what measured (empty when nothing did)
+  int reps = 0;                      // timed runs per row
   std::vector<PassRow> rows;
   std::vector<std::string> skipped;  // "<pass>: why" for passes that do not apply
 };

@@ -38,9 +38,10 @@
 namespace vlasim {
 
 // The shape fields that decide an op's time, as text: kind, fn, dtype and, by kind,
-//   gemm:        m, n, k, batch, bias, act, gate_up, residual, gate
+//   gemm:        m, n, k, batch, bias, act, gate_up, residual, gate (and a rope epilogue's
+//                columns/head_dim when it has one)
 //   attention:   batch, heads, kv_heads, head_dim, q_len, kv_len, kv_cached, window, causal
-//   norm:        rows, width
+//   norm:        rows, width (and scale_folded when rmsnorm_fold took its scale)
 //   elementwise: rows, width (rope also batch, heads, kv_heads, head_dim)
 //   embedding:   rows, width, vocab
 // e.g. "gemm/linear/bf16/m=16,n=1024,k=256,batch=1,bias=0,act=none,gate_up=0,residual=0,gate=0".
