@@ -20,6 +20,7 @@
 
 #include "models/builder.h"
 #include "reports/compare.h"
+#include "reports/control.h"
 #include "reports/leaderboard.h"
 #include "reports/passes.h"
 #include "reports/plot.h"
@@ -249,6 +250,15 @@ struct OutputOptions {
   }
 };
 
+// Prints each warning on stderr and, unless quiet, the files written.
+void print_written(const std::vector<std::string>& files, const std::vector<std::string>& warnings, bool quiet) {
+  for (auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  if (quiet) return;
+  std::cout << "\nwrote";
+  for (auto& f : files) std::cout << " " << f;
+  std::cout << "\n";
+}
+
 // Prints the summary and writes report.json, requests.csv and trace.json.
 // `streamed`: the report of a run whose records went to a ReportBuilder and requests.csv as
 // they finished (simulate --stream-records) instead of r.requests.
@@ -264,6 +274,23 @@ void write_outputs(const Prepared& pr, const SimResult& r, const std::string& mo
   if (!out.quiet)
     std::cout << "\nwrote " << out.dir << "/report.json, requests.csv, trace.json "
               << "(open trace.json in ui.perfetto.dev or chrome://tracing)\n";
+  // Streams with control: the control delay and real-time chunking (reports/control.h).
+  if (std::none_of(pr.s.streams.begin(), pr.s.streams.end(), [](const StreamDecl& d) { return d.control.on(); }))
+    return;
+  if (streamed) {
+    std::cerr << "warning: --stream-records keeps no records: control.md/.csv need them (run without it)\n";
+    return;
+  }
+  const ControlReport cr = make_control_report(pr.s, r);
+  if (!out.quiet)
+    for (const ControlStream& cs : cr.streams)
+      std::printf("control %s: delay p50 %.2f ms, max %.2f ms; frozen prefix p50 %d of %d actions; ran dry %zu "
+                  "chunks (%.3g s); bounded rate %.1f Hz (robot %g Hz)\n",
+                  cs.name.c_str(), cs.delay_p50 * 1e3, cs.delay_max * 1e3, cs.frozen_p50, cs.chunk, cs.dry_chunks,
+                  cs.dry_s, cs.bound_hz, cs.control.hz);
+  std::vector<std::string> warnings;
+  const std::vector<std::string> files = write_control(cr, out.dir, &warnings);
+  print_written(files, warnings, out.quiet);
 }
 
 std::string fmt_g(double v) {
@@ -460,6 +487,8 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
   Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured.result,
                                 op_times(pr.s, pr.plan, measured.op_seconds), margin);
   std::string md = compare_markdown(cmp);
+  const bool control = std::any_of(pr.s.streams.begin(), pr.s.streams.end(), [](const StreamDecl& d) { return d.control.on(); });
+  if (control) md += control_comparison(make_control_report(pr.s, predicted), make_control_report(pr.s, measured.result));
   if (!out.quiet) std::cout << md;
   if (!out.dir.empty()) {
     fs::create_directories(out.dir);
@@ -472,6 +501,11 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
       write_json(make_report(pr.s, pr.plan, *r, mode), sub + "/report.json");
       write_requests_csv(pr.s, pr.plan, *r, sub + "/requests.csv");
       write_trace(pr.s, pr.plan, *r, sub + "/trace.json");
+      if (control) {
+        std::vector<std::string> cw;
+        write_control(make_control_report(pr.s, *r), sub, &cw);
+        for (auto& w : cw) std::cerr << "warning: " << w << "\n";
+      }
     }
     std::vector<std::string> warnings;
     auto plots = write_compare_plots(cmp, out.dir, &warnings);
@@ -754,14 +788,6 @@ LeaderboardModel choose_model(const Common& c, const ModelChoice& mc) {
   return m;
 }
 
-// Prints each warning on stderr and, unless quiet, the files written.
-void print_written(const std::vector<std::string>& files, const std::vector<std::string>& warnings, bool quiet) {
-  for (auto& w : warnings) std::cerr << "warning: " << w << "\n";
-  if (quiet) return;
-  std::cout << "\nwrote";
-  for (auto& f : files) std::cout << " " << f;
-  std::cout << "\n";
-}
 
 int run_leaderboard(const Common& c, const ModelChoice& mc, const LeaderboardOptions& o, const std::string& dir,
                     bool quiet) {

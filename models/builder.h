@@ -6,6 +6,8 @@
 //   description: ...           # required; source:, notes: optional text
 //   defaults: {views, prompt, chunk, steps, batch, dtype}   # required map; counts >= 1
 //   max_views / max_prompt / max_chunk: limits a RunShape may not exceed
+//   passes: [qkv_fuse, ...]    # graph passes applied by default (models/passes/passes.h);
+//                              # without it: the builder passes that apply to the card
 //   components:                # executed in order; each has name, type, optional stage,
 //     - {name: vision, type: vit, ...}   # source, notes, and the keys of its type
 // Every component may also have:

@@ -215,6 +215,25 @@ std::vector<std::string> parse_passes(const ConfigNode& p, const ModelCard& card
   return names;
 }
 
+// `control: {hz, execute, capture_ms, actuation_ms}` of a workload entry (ControlDecl) for a
+// stream of model `mi`: the execution horizon must fit in the model's chunk.
+ControlDecl parse_control(const ConfigNode& c, const ModelInstance& mi) {
+  if (!c.is_map()) c.fail("expected a map: {hz, execute, capture_ms, actuation_ms}");
+  c.check_keys({"hz", "execute", "capture_ms", "actuation_ms"});
+  ControlDecl d;
+  d.hz = c.get_positive("hz");
+  if (d.hz > 1e6) c.required("hz").fail("a control rate of at most 1 MHz");
+  d.execute = static_cast<int>(c.get_count("execute", 0, 1, kMaxChunk));
+  if (!c.has("execute")) c.fail("needs execute: the actions of each chunk run before the next chunk is asked for");
+  if (d.execute > mi.shape.chunk)
+    c.required("execute").fail("the execution horizon (" + std::to_string(d.execute) +
+                               " actions) is longer than the chunk of model '" + mi.name + "' (" +
+                               std::to_string(mi.shape.chunk) + " actions)");
+  d.capture_s = c.get_nonneg("capture_ms", 0) * 1e-3;
+  d.actuation_s = c.get_nonneg("actuation_ms", 0) * 1e-3;
+  return d;
+}
+
 RunShape parse_shape(const ConfigNode& m, const ModelCard& card) {
   RunShape r = card.defaults;
   r.views = static_cast<int>(m.get_count("views", r.views, 1, kMaxViews));
@@ -400,7 +419,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   std::vector<std::string> mnames(model_names.begin(), model_names.end());
   for (auto& w : root.required("workload").items()) {
     w.check_keys({"name", "model", "rate_hz", "load", "jitter_ms", "deadline_ms", "start_s",
-                  "duration_s", "count", "arrival"});
+                  "duration_s", "count", "arrival", "control"});
     StreamDecl sd;
     sd.where = w;
     std::string mname = w.required("model").as_string();
@@ -409,14 +428,22 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
       if (s.models[i].name == mname) sd.model = static_cast<int>(i);
     if (sd.model < 0)
       w.required("model").fail("unknown model '" + mname + "'; valid names are: " + join_names(mnames));
-    if (w.has("rate_hz") == w.has("load"))
+    if (w.has("control")) {
+      sd.control = parse_control(w.required("control"), s.models[static_cast<size_t>(sd.model)]);
+      if (w.has("rate_hz") || w.has("load"))
+        w.required(w.has("rate_hz") ? "rate_hz" : "load")
+            .fail("a control stream asks for a chunk every control.execute actions: its rate is control.hz / "
+                  "control.execute; drop this key");
+      sd.rate_hz = sd.control.hz / sd.control.execute;
+    } else if (w.has("rate_hz") == w.has("load")) {
       w.fail("give exactly one of rate_hz (requests per second) or load (a fraction of the model's "
-             "alone throughput on its planned units)");
-    if (w.has("load")) {
+             "alone throughput on its planned units), or control");
+    }
+    if (w.has("load") && !w.has("control")) {
       sd.load = w.get_positive("load");
       if (sd.load > 100) w.required("load").fail("a load of at most 100 times the alone throughput");
       sd.rate_pending = true;
-    } else {
+    } else if (!w.has("control")) {
       sd.rate_hz = w.get_positive("rate_hz");
     }
     sd.jitter_s = w.get_nonneg("jitter_ms", 0) * 1e-3;

@@ -73,6 +73,20 @@ struct ModelInstance {
   ConfigNode where;
 };
 
+// A robot executing action chunks (SYSTEMS.md system 4, real-time chunking): it runs `hz`
+// actions a second and asks for a new chunk every `execute` actions (the execution horizon),
+// so the stream's request rate is hz / execute. An observation is `capture_s` old when its
+// request arrives (camera exposure, readout, transfer) and a chunk takes effect `actuation_s`
+// after its inference ends. reports/control.h turns a run's requests into the control delay,
+// the frozen (inpainted) prefix and usable part of each chunk, and whether the robot ran dry.
+struct ControlDecl {
+  double hz = 0;         // actions per second; 0: not a control stream
+  int execute = 0;       // actions of each chunk executed before the next request
+  double capture_s = 0;
+  double actuation_s = 0;
+  bool on() const { return hz > 0; }
+};
+
 // A stream of requests (a camera or a robot): periodic or Poisson arrivals.
 struct StreamDecl {
   std::string name;
@@ -88,6 +102,7 @@ struct StreamDecl {
   double start_s = 0;
   double duration_s = 0;
   std::string arrival = "periodic";  // a name in workloads()
+  ControlDecl control;               // `control:`: a robot executing the chunks (rate from it)
   ConfigNode where;
 };
 

@@ -180,6 +180,13 @@ check "passes exits 0 and writes passes.md and passes.csv" test "$rc" -eq 0 -a -
 check "passes.csv: naive, graph capture, then each pass" test "$(cut -d, -f1 "$tmp/pt/passes.csv" | tr '\n' ' ')" = "step naive graph capture +qkv_fuse +gateup_fuse +last_layer_skip +rmsnorm_fold +rope_fold +time_bias_fold "
 check "passes: graph capture and every pass lower the predicted time" awk -F, 'NR > 2 && $9 > prev { bad = 1 } NR > 1 { prev = $9 } END { exit bad }' "$tmp/pt/passes.csv"
 
+# Control delay and real-time chunking (issue 13): simulate writes control.md/.csv beside the report.
+"$bin" simulate "$src/scenarios/systems/realtime_pi0_rtc_4090.yaml" -o "$tmp/rtc" >"$tmp/rtc.out" 2>&1; rc=$?
+check "a control scenario simulates" test "$rc" -eq 0
+check "simulate prints the control summary" grep -q "control arm: delay p50 .* ms.*frozen prefix p50 [0-9]* of 50 actions" "$tmp/rtc.out"
+check "control.csv has one row per request" test "$(($(wc -l < "$tmp/rtc/control.csv") - 1))" -eq "$(($(wc -l < "$tmp/rtc/requests.csv") - 1))"
+check "control.md has the delay split and the sweep" grep -q "| actuation | 150.000 |" "$tmp/rtc/control.md"
+
 # Capacity search (issue 11): the knee of a load sweep at a deadline-attainment SLO.
 "$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:4 --goal capacity --slo 0.98 -q >"$tmp/cap.out" 2>&1; rc=$?
 check "capacity sweep exits 0" test "$rc" -eq 0

@@ -1,0 +1,79 @@
+// Control analysis of a run (SYSTEMS.md system 4; issue 13): for each request of a stream with
+// `control:` (scenarios/scenario.h ControlDecl), a robot executing action chunks of H actions
+// at `hz`, asking for the next chunk every `execute` actions.
+//
+// Delay identification. Request i's observation is taken at o_i = arrival - capture; its chunk
+// takes effect at r_i = end + actuation. The control delay d_i = r_i - o_i splits into
+// capture, queueing (start - arrival), each stage's time (first start to last end), the rest
+// of the run (transfers and waits between stages: end - start - the stages) and actuation.
+//
+// Real-time chunking. Action k of chunk i is meant for time o_i + k / hz. When the chunk
+// takes effect, its first ceil(d_i hz) actions are already past or under way: that prefix is
+// frozen to the previous chunk's actions (RTC inpaints the new chunk to agree with it) and the
+// rest, H - frozen, is usable. The robot runs chunk i until chunk i+1 takes effect; if that
+// is after o_i + H / hz, chunk i ran out and the robot ran dry for the difference (a request
+// that never finished leaves its predecessor to run dry to the end of the run).
+//
+// Control-bounded rate. At the run's arrival times and delays, no chunk runs out as long as
+// hz <= min_i H / (r_{i+1} - o_i): the highest control rate the scenario bounds. A sweep over
+// a constant delay d (in actions) gives the usable part H - d and whether a robot asking
+// every `execute` actions runs dry (d > H - execute).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scenarios/scenario.h"
+#include "sim/engine.h"
+
+namespace vlasim {
+
+struct ControlRow {
+  uint64_t request = 0;
+  int stream = 0;
+  bool finished = false;
+  double observed_s = 0, ready_s = 0;    // o_i, r_i (ready: when it takes effect)
+  double capture_s = 0, queue_s = 0, other_s = 0, actuation_s = 0;
+  double stage_s[kStages] = {};           // each stage's time, 0 where it did not run
+  double delay_s = 0;                     // r_i - o_i
+  int frozen = 0, usable = 0;             // actions of its chunk
+  double dry_s = 0;                       // time the robot had no action left after this chunk
+};
+
+struct ControlStream {
+  int stream = 0;
+  std::string name, model;
+  ControlDecl control;
+  int chunk = 0;
+  size_t requests = 0, unfinished = 0;
+  double delay_p50 = 0, delay_p99 = 0, delay_max = 0;
+  double mean_s[kStages + 4] = {};        // capture, queue, stages, other, actuation (means)
+  int frozen_p50 = 0, frozen_max = 0, usable_min = 0;
+  size_t dry_chunks = 0;
+  double dry_s = 0;
+  double bound_hz = 0;                    // the control-bounded rate (0: fewer than two chunks)
+};
+
+struct ControlReport {
+  std::vector<ControlStream> streams;     // the scenario's control streams, in order
+  std::vector<ControlRow> rows;           // their requests, by stream then arrival
+};
+
+// The analysis of run `r` of `s` (empty when no stream has control:).
+ControlReport make_control_report(const Scenario& s, const SimResult& r);
+// Markdown: per stream its delays, the mean split of the delay, frozen and usable actions,
+// running dry, the bounded rate and the sweep over a constant delay.
+std::string control_markdown(const ControlReport& c);
+// One row per request (SI units): the delay's parts, frozen, usable, dry time.
+std::string control_csv(const ControlReport& c);
+// A Markdown section comparing the control analysis of a simulated run with a real one of the
+// same scenario, stream by stream: delay p50 and max, frozen prefix p50, chunks that ran dry
+// and the bounded rate, predicted, measured and their ratio.
+std::string control_comparison(const ControlReport& predicted, const ControlReport& measured);
+// Writes control.md, control.csv and, when gnuplot is on PATH, control_delay.svg (the delay of
+// each of the first 200 requests of each stream, stacked by part) into `dir`; returns the
+// files written, with a warning for a missing gnuplot or a failed plot.
+std::vector<std::string> write_control(const ControlReport& c, const std::string& dir,
+                                       std::vector<std::string>* warnings);
+
+}  // namespace vlasim
