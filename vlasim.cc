@@ -274,6 +274,15 @@ void write_outputs(const Prepared& pr, const SimResult& r, const std::string& mo
   if (!out.quiet)
     std::cout << "\nwrote " << out.dir << "/report.json, requests.csv, trace.json "
               << "(open trace.json in ui.perfetto.dev or chrome://tracing)\n";
+  // Streams of some stages only (full streaming): rates and staleness (reports/control.h).
+  if (const std::vector<StreamingRow> sr = streamed ? std::vector<StreamingRow>{} : make_streaming_report(pr.s, r);
+      !sr.empty()) {
+    if (!out.quiet) std::cout << "\n" << streaming_markdown(sr);
+    std::vector<std::string> files;
+    write_into(out.dir, "streams.md", streaming_markdown(sr), &files);
+    write_into(out.dir, "streams.csv", streaming_csv(sr), &files);
+    print_written(files, {}, out.quiet);
+  }
   // Streams with control: the control delay and real-time chunking (reports/control.h).
   if (std::none_of(pr.s.streams.begin(), pr.s.streams.end(), [](const StreamDecl& d) { return d.control.on(); }))
     return;
@@ -489,6 +498,8 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
   std::string md = compare_markdown(cmp);
   const bool control = std::any_of(pr.s.streams.begin(), pr.s.streams.end(), [](const StreamDecl& d) { return d.control.on(); });
   if (control) md += control_comparison(make_control_report(pr.s, predicted), make_control_report(pr.s, measured.result));
+  const std::vector<StreamingRow> sp = make_streaming_report(pr.s, predicted), sm = make_streaming_report(pr.s, measured.result);
+  if (!sp.empty()) md += streaming_comparison(sp, sm);
   if (!out.quiet) std::cout << md;
   if (!out.dir.empty()) {
     fs::create_directories(out.dir);
@@ -501,6 +512,11 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
       write_json(make_report(pr.s, pr.plan, *r, mode), sub + "/report.json");
       write_requests_csv(pr.s, pr.plan, *r, sub + "/requests.csv");
       write_trace(pr.s, pr.plan, *r, sub + "/trace.json");
+      if (!sp.empty()) {
+        const std::vector<StreamingRow>& rows = mode == "simulate" ? sp : sm;
+        write_file(sub + "/streams.md", streaming_markdown(rows));
+        write_file(sub + "/streams.csv", streaming_csv(rows));
+      }
       if (control) {
         std::vector<std::string> cw;
         write_control(make_control_report(pr.s, *r), sub, &cw);

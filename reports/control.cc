@@ -256,4 +256,97 @@ std::vector<std::string> write_control(const ControlReport& c, const std::string
   return written;
 }
 
+std::vector<StreamingRow> make_streaming_report(const Scenario& s, const SimResult& r) {
+  std::vector<StreamingRow> out;
+  if (std::none_of(s.streams.begin(), s.streams.end(), [](const StreamDecl& d) { return d.stages != 0; }))
+    return out;
+  for (size_t si = 0; si < s.streams.size(); ++si) {
+    const StreamDecl& sd = s.streams[si];
+    StreamingRow row;
+    row.name = sd.name;
+    row.model = s.models[static_cast<size_t>(sd.model)].name;
+    for (int k = 0; k < kStages; ++k)
+      if (sd.stages == 0 || ((sd.stages >> k) & 1))
+        row.stages += (row.stages.empty() ? "" : "+") + std::string(to_string(static_cast<Stage>(k)));
+    if (sd.stages == 0) row.stages = "all";
+    row.rate_hz = sd.rate_hz;
+    row.reads_context = sd.stages != 0 && !(sd.stages & 1u);
+    std::vector<double> lat, stale;
+    for (const RequestRecord& q : r.requests) {
+      if (q.stream != static_cast<int>(si)) continue;
+      ++row.requests;
+      if (q.finished() && !q.failed) {
+        lat.push_back(q.latency());
+        if (q.end <= sd.start_s + sd.duration_s) ++row.finished;  // within the stream's window
+      }
+      if (!q.met()) ++row.misses;
+      if (row.reads_context && q.start >= 0) {
+        if (q.context_end < 0) ++row.no_context;
+        else stale.push_back(q.start - q.context_end);
+      }
+    }
+    row.achieved_hz = sd.duration_s > 0 ? double(row.finished) / sd.duration_s : 0;
+    if (!lat.empty()) {
+      row.latency_p50 = percentile(lat, 0.5);
+      row.latency_p99 = percentile(lat, 0.99);
+    }
+    if (!stale.empty()) {
+      row.stale_p50 = percentile(stale, 0.5);
+      row.stale_p99 = percentile(stale, 0.99);
+      row.stale_max = *std::max_element(stale.begin(), stale.end());
+    }
+    out.push_back(row);
+  }
+  return out;
+}
+
+std::string streaming_markdown(const std::vector<StreamingRow>& rows) {
+  std::ostringstream os;
+  os << "# Streams\n\nStaleness: how old the context (the prefix) a request read was when it started.\n\n"
+     << "| stream | model | stages | asked Hz | achieved Hz | latency p50 ms | p99 ms | misses | staleness p50 ms | p99 ms | max ms | without context |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const StreamingRow& r : rows) {
+    os << "| " << r.name << " | " << r.model << " | " << r.stages << " | " << num("%.1f", r.rate_hz) << " | "
+       << num("%.1f", r.achieved_hz) << " | " << num("%.2f", r.latency_p50 * 1e3) << " | "
+       << num("%.2f", r.latency_p99 * 1e3) << " | " << r.misses << " | ";
+    if (r.reads_context)
+      os << num("%.2f", r.stale_p50 * 1e3) << " | " << num("%.2f", r.stale_p99 * 1e3) << " | "
+         << num("%.2f", r.stale_max * 1e3) << " | " << r.no_context << " |\n";
+    else
+      os << "- | - | - | - |\n";
+  }
+  return os.str();
+}
+
+std::string streaming_csv(const std::vector<StreamingRow>& rows) {
+  std::ostringstream os;
+  os << "stream,model,stages,rate_hz,achieved_hz,requests,finished,misses,latency_p50_s,latency_p99_s,"
+        "stale_p50_s,stale_p99_s,stale_max_s,no_context\n";
+  for (const StreamingRow& r : rows)
+    os << r.name << "," << r.model << "," << r.stages << "," << num("%.9g", r.rate_hz) << ","
+       << num("%.9g", r.achieved_hz) << "," << r.requests << "," << r.finished << "," << r.misses << ","
+       << num("%.9g", r.latency_p50) << "," << num("%.9g", r.latency_p99) << ","
+       << (r.reads_context ? num("%.9g", r.stale_p50) : "") << "," << (r.reads_context ? num("%.9g", r.stale_p99) : "")
+       << "," << (r.reads_context ? num("%.9g", r.stale_max) : "") << "," << (r.reads_context ? std::to_string(r.no_context) : "")
+       << "\n";
+  return os.str();
+}
+
+std::string streaming_comparison(const std::vector<StreamingRow>& predicted, const std::vector<StreamingRow>& measured) {
+  std::ostringstream os;
+  os << "\n## Streams, predicted vs measured\n\n"
+     << "| stream | stages | achieved Hz, predicted / measured | ratio | latency p50 ms | staleness p50 ms | misses |\n"
+     << "|---|---|---|---|---|---|---|\n";
+  for (size_t i = 0; i < predicted.size() && i < measured.size(); ++i) {
+    const StreamingRow& p = predicted[i];
+    const StreamingRow& m = measured[i];
+    os << "| " << p.name << " | " << p.stages << " | " << num("%.1f", p.achieved_hz) << " / " << num("%.1f", m.achieved_hz)
+       << " | " << (m.achieved_hz > 0 ? num("%.3f", p.achieved_hz / m.achieved_hz) : "-") << " | "
+       << num("%.2f", p.latency_p50 * 1e3) << " / " << num("%.2f", m.latency_p50 * 1e3) << " | "
+       << (p.reads_context ? num("%.2f", p.stale_p50 * 1e3) + " / " + num("%.2f", m.stale_p50 * 1e3) : "-") << " | "
+       << p.misses << " / " << m.misses << " |\n";
+  }
+  return os.str();
+}
+
 }  // namespace vlasim

@@ -76,4 +76,26 @@ std::string control_comparison(const ControlReport& predicted, const ControlRepo
 std::vector<std::string> write_control(const ControlReport& c, const std::string& dir,
                                        std::vector<std::string>* warnings);
 
+// Full streaming (SYSTEMS.md system 4): a model's streams that run only some of its stages
+// (StreamDecl::stages), e.g. a VLM stream at camera rate and action-expert streams at control
+// rate. Per stream: the rate it asked for and the rate it got (requests finished while it
+// issued them, over its duration: a saturated stream gets its unit's throughput), latency, deadline misses, and the staleness of the context each request read
+// (its start minus the end of the latest finished request that ran the stage before its
+// first: how old the prefix an action used was; requests that started before any had count
+// as without context).
+struct StreamingRow {
+  std::string name, model, stages;
+  double rate_hz = 0, achieved_hz = 0;
+  size_t requests = 0, finished = 0, misses = 0, no_context = 0;  // finished: within the window
+  double latency_p50 = 0, latency_p99 = 0;
+  double stale_p50 = 0, stale_p99 = 0, stale_max = 0;  // 0 when the stream reads no context
+  bool reads_context = false;
+};
+// Every stream of `s` when any runs only some stages, else none.
+std::vector<StreamingRow> make_streaming_report(const Scenario& s, const SimResult& r);
+std::string streaming_markdown(const std::vector<StreamingRow>& rows);
+std::string streaming_csv(const std::vector<StreamingRow>& rows);
+// Predicted beside measured, per stream: achieved rate, latency p50, staleness p50 and misses.
+std::string streaming_comparison(const std::vector<StreamingRow>& predicted, const std::vector<StreamingRow>& measured);
+
 }  // namespace vlasim

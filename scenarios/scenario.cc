@@ -419,7 +419,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   std::vector<std::string> mnames(model_names.begin(), model_names.end());
   for (auto& w : root.required("workload").items()) {
     w.check_keys({"name", "model", "rate_hz", "load", "jitter_ms", "deadline_ms", "start_s",
-                  "duration_s", "count", "arrival", "control"});
+                  "duration_s", "count", "arrival", "control", "stages"});
     StreamDecl sd;
     sd.where = w;
     std::string mname = w.required("model").as_string();
@@ -458,6 +458,17 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     if (!sd.rate_pending && sd.duration_s * sd.rate_hz < 1)
       w.required("duration_s").fail(fmt_seconds(sd.duration_s) + " is shorter than one period of rate_hz " +
                                     fmt_number(sd.rate_hz) + ": the stream would issue no request");
+    if (w.has("stages")) {
+      const ConfigNode st = w.required("stages");
+      if (!st.is_sequence()) st.fail("expected a list of stages, e.g. [vision, prefix]");
+      for (const ConfigNode& i : st.items()) {
+        Stage stage;
+        if (!parse_stage(i.as_string(), &stage))
+          i.fail("unknown stage '" + i.as_string() + "'; valid are: vision, prefix, action, decode, head");
+        sd.stages |= static_cast<uint8_t>(1u << static_cast<int>(stage));
+      }
+      if (sd.stages == 0) st.fail("an empty list runs nothing; leave the key out to run every stage");
+    }
     sd.arrival = w.get_string("arrival", "periodic");
     if (!workloads().find(sd.arrival))
       w.required("arrival").fail("unknown workload '" + sd.arrival + "'; valid names are: " +

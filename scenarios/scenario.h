@@ -103,6 +103,10 @@ struct StreamDecl {
   double duration_s = 0;
   std::string arrival = "periodic";  // a name in workloads()
   ControlDecl control;               // `control:`: a robot executing the chunks (rate from it)
+  // `stages: [...]`: its requests run only these stages of the model (bit k: Stage k; 0: all),
+  // decoupled from the model's other streams (full streaming: a VLM stream at camera rate and
+  // action-expert streams at control rate, each action reading the latest prefix finished).
+  uint8_t stages = 0;
   ConfigNode where;
 };
 

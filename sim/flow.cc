@@ -13,8 +13,48 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
   queue_ = queue_policies().make(s.queue.name, s.queue.params, s.queue.where);
   auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
   for (const auto& mp : p.models) window_.push_back(pipe->window(mp.pipeline_stages));
-  in_flight_.assign(p.models.size(), 0);
-  waiting_.resize(p.models.size());
+  // A stream running only some stages is its own flow, with the window of its model's plan.
+  for (const auto& sd : s.streams) window_.push_back(window_[static_cast<size_t>(sd.model)]);
+  in_flight_.assign(window_.size(), 0);
+  waiting_.resize(window_.size());
+  last_stage_end_.assign(s.models.size(), {});
+  for (auto& a : last_stage_end_) a.fill(-1);
+  for (const auto& mp : p.models) {
+    std::vector<uint8_t> st(mp.segments.size(), 0);
+    for (size_t k = 0; k < mp.segments.size(); ++k)
+      for (int id : mp.segments[k].ops) st[k] |= static_cast<uint8_t>(1u << static_cast<int>(mp.graph.op(id).stage));
+    // A transfer belongs to both its neighbours' stages: it runs when they both do.
+    for (size_t k = 0; k < mp.segments.size(); ++k) {
+      if (!mp.segments[k].transfer) continue;
+      uint8_t before = 0xff, after = 0xff;
+      for (size_t j = k; j-- > 0;)
+        if (!mp.segments[j].transfer) { before = st[j]; break; }
+      for (size_t j = k + 1; j < mp.segments.size(); ++j)
+        if (!mp.segments[j].transfer) { after = st[j]; break; }
+      st[k] = before & after;
+    }
+    seg_stages_.push_back(std::move(st));
+  }
+  // A stream that runs only some stages needs them in segments of their own.
+  for (const auto& sd : s.streams) {
+    if (sd.stages == 0) continue;
+    const ConfigNode at = sd.where.has("stages") ? sd.where.required("stages") : sd.where;
+    for (int v : p.models[static_cast<size_t>(sd.model)].variants.empty()
+                     ? std::vector<int>{sd.model} : p.models[static_cast<size_t>(sd.model)].variants) {
+      const ModelPlan& mp = p.models[static_cast<size_t>(v)];
+      bool any = false;
+      for (size_t k = 0; k < mp.segments.size(); ++k) {
+        const uint8_t m = seg_stages_[static_cast<size_t>(v)][k];
+        if (mp.segments[k].transfer) continue;
+        any = any || (m & sd.stages);
+        if ((m & sd.stages) && (m & ~sd.stages))
+          at.fail("segment '" + mp.segments[k].label + "' on unit " + p.units[static_cast<size_t>(mp.segments[k].unit)].name +
+                  " holds stages this stream runs and others it does not: place its stages on a unit of their own "
+                  "(a GPU stream or a core group)");
+      }
+      if (!any) at.fail("model '" + s.models[static_cast<size_t>(sd.model)].name + "' has no operators in these stages");
+    }
+  }
   unit_queue_.resize(p.units.size());
   unit_busy_.assign(p.units.size(), 0);
   out_.units.resize(p.units.size());
@@ -83,15 +123,32 @@ void RequestFlow::arrive(int stream, double t, double now) {
   rec.stream = stream;
   rec.arrival = t;
   rec.deadline = sd.deadline_s > 0 ? t + sd.deadline_s : 0;
-  if (in_flight_[sd.model] < window_[sd.model]) admit(rec.id, now);
-  else waiting_[sd.model].push_back(rec.id);
+  const size_t key = flow_key(rec);
+  if (in_flight_[key] < window_[key]) admit(rec.id, now);
+  else waiting_[key].push_back(rec.id);
+}
+
+bool RequestFlow::runs(const RequestRecord& rec, int k) const {
+  const uint8_t mask = s_.streams[static_cast<size_t>(rec.stream)].stages;
+  return mask == 0 || (seg_stages_[static_cast<size_t>(rec.plan)][static_cast<size_t>(k)] & mask) != 0;
+}
+
+int RequestFlow::next_segment(const RequestRecord& rec, int k) const {
+  const int n = static_cast<int>(p_.models[static_cast<size_t>(rec.plan)].segments.size());
+  for (; k < n; ++k)
+    if (runs(rec, k)) return k;
+  return -1;
+}
+
+size_t RequestFlow::flow_key(const RequestRecord& rec) const {
+  return s_.streams[static_cast<size_t>(rec.stream)].stages == 0 ? static_cast<size_t>(rec.model)
+                                                                   : p_.models.size() + static_cast<size_t>(rec.stream);
 }
 
 void RequestFlow::segment_done(int unit, const WorkItem& item, double start, double end,
                                const double* stage_seconds) {
   RequestRecord& rec = this->rec(item.request);
-  const ModelPlan& mp = p_.models[rec.plan];
-  const Segment& done = mp.segments[item.segment];
+  const Segment& done = p_.models[rec.plan].segments[item.segment];
   if (done.seconds > 0) slowdown_[unit] = 0.8 * slowdown_[unit] + 0.2 * (end - start) / done.seconds;
   // Split the segment's interval among the stages the plan puts in it, in proportion to
   // stage_seconds (the plan's own shares if those are all zero). A stage's first and last
@@ -128,8 +185,8 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
   else
     out_.trace_truncated = true;
   unit_busy_[unit] = 0;
-  if (static_cast<size_t>(item.segment) + 1 < mp.segments.size()) {
-    enqueue(item.request, item.segment + 1, end);
+  if (const int next = next_segment(rec, item.segment + 1); next >= 0) {
+    enqueue(item.request, next, end);
   } else {
     end_request(rec, end);
   }
@@ -153,11 +210,15 @@ void RequestFlow::end_request(RequestRecord& rec, double end) {
   } else {
     rec.end = end;
     ++finished_;
+    const uint8_t mask = s_.streams[static_cast<size_t>(rec.stream)].stages;
+    for (int st = 0; st < kStages; ++st)
+      if (mask == 0 ? rec.stage_done(st) : ((mask >> st) & 1))
+        last_stage_end_[static_cast<size_t>(rec.model)][static_cast<size_t>(st)] = end;
   }
-  const int model = rec.model;
-  --in_flight_[model];
+  const size_t key = flow_key(rec);
+  --in_flight_[key];
   if (sink_) release();  // rec may be gone from here on
-  auto& w = waiting_[model];
+  auto& w = waiting_[key];
   if (!w.empty()) {
     uint64_t next = w.front();
     w.pop_front();
@@ -167,9 +228,9 @@ void RequestFlow::end_request(RequestRecord& rec, double end) {
 
 void RequestFlow::admit(uint64_t id, double now) {
   RequestRecord& rec = this->rec(id);
-  ++in_flight_[rec.model];
+  ++in_flight_[flow_key(rec)];
   if (zone_[rec.model]) rec.plan = choose_plan(rec.model, now);
-  enqueue(id, 0, now);
+  enqueue(id, next_segment(rec, 0), now);
 }
 
 int RequestFlow::choose_plan(int m, double now) {
@@ -223,7 +284,15 @@ void RequestFlow::dispatch(int unit, double now) {
   running_start_[unit] = now;
   running_estimate_[unit] = w.estimate;
   RequestRecord& rec = this->rec(w.request);
-  if (rec.start < 0) rec.start = now;
+  if (rec.start < 0) {
+    rec.start = now;
+    // The context it reads: the latest end of the stage before its stream's first.
+    if (const uint8_t mask = s_.streams[static_cast<size_t>(rec.stream)].stages; mask != 0) {
+      int first = 0;
+      while (!((mask >> first) & 1)) ++first;
+      if (first > 0) rec.context_end = last_stage_end_[static_cast<size_t>(rec.model)][static_cast<size_t>(first - 1)];
+    }
+  }
   start_(unit, w);
 }
 

@@ -5,6 +5,7 @@
 // No SystemC, no oneDNN. Not thread-safe: the real runtime calls it under one lock.
 #pragma once
 
+#include <array>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -85,6 +86,18 @@ class RequestFlow {
     uint8_t first = 0, last = 0;
   };
   std::vector<std::vector<StageSpan>> stage_span_;
+  // Per plan and segment: the stages its ops belong to (bit k: Stage k); a transfer takes
+  // its neighbours'.
+  std::vector<std::vector<uint8_t>> seg_stages_;
+  // Whether request `rec` runs segment k (its stream's stages; every segment without them).
+  bool runs(const RequestRecord& rec, int k) const;
+  // The first segment >= k that `rec` runs, or -1.
+  int next_segment(const RequestRecord& rec, int k) const;
+  // The admission window a request belongs to: its model, or its own stream when the stream
+  // runs only some stages (indices p.models.size() + stream).
+  size_t flow_key(const RequestRecord& rec) const;
+  // Per scenario model and stage: when the latest finished request that ran it ended.
+  std::vector<std::array<double, kStages>> last_stage_end_;
   size_t finished_ = 0, failed_ = 0;
   RecordSink sink_;
   std::deque<RequestRecord> live_;  // with a sink: records from id live_base_ on

@@ -187,6 +187,12 @@ check "simulate prints the control summary" grep -q "control arm: delay p50 .* m
 check "control.csv has one row per request" test "$(($(wc -l < "$tmp/rtc/control.csv") - 1))" -eq "$(($(wc -l < "$tmp/rtc/requests.csv") - 1))"
 check "control.md has the delay split and the sweep" grep -q "| actuation | 150.000 |" "$tmp/rtc/control.md"
 
+# Full streaming (issue 13): decoupled VLM and action-expert streams, rates and staleness.
+"$bin" simulate "$src/scenarios/systems/realtime_pi0_streaming_4090.yaml" -o "$tmp/strm" -q; rc=$?
+check "a streaming scenario simulates" test "$rc" -eq 0
+check "streams.csv: the expert runs only its stage at the rate asked" grep -q "^expert,pi0,action,480,480," "$tmp/strm/streams.csv"
+check "streams.csv: the expert read prefixes (staleness set)" awk -F, '$1 == "expert" && $11 > 0 && $11 < 0.05 { ok = 1 } END { exit !ok }' "$tmp/strm/streams.csv"
+
 # Capacity search (issue 11): the knee of a load sweep at a deadline-attainment SLO.
 "$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:4 --goal capacity --slo 0.98 -q >"$tmp/cap.out" 2>&1; rc=$?
 check "capacity sweep exits 0" test "$rc" -eq 0

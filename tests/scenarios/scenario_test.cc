@@ -311,3 +311,72 @@ TEST(Scenario, ModelPassesChooseTheGraph) {
 
 }  // namespace
 }  // namespace vlasim
+
+namespace vlasim {
+namespace {
+
+// Full streaming: a stream of only the action stage runs only the action expert's segments,
+// reads the latest prefix the VLM stream finished, and is admitted apart from the VLM stream.
+std::string streaming_text(const std::string& expert_stages, const std::string& placement) {
+  return "name: st\nhardware:\n  devices:\n    - {name: gpu0, catalog: rtx4090, streams: [{name: vlm}, {name: ae}]}\n"
+         "models:\n  - name: m\n    card: pi0_tiny\n    steps: 1\n    placement:\n" + placement +
+         "workload:\n  - {name: camera, model: m, stages: [vision, prefix], rate_hz: 30, duration_s: 1}\n"
+         "  - {name: expert, model: m, stages: " + expert_stages + ", rate_hz: 400, duration_s: 1}\n";
+}
+
+TEST(Scenario, StreamsOfSomeStagesRunOnlyThoseAndReadTheLatestPrefix) {
+  const std::string split = "      - {stages: [vision, prefix], device: gpu0.vlm}\n      - {stage: action, device: gpu0.ae}\n";
+  Scenario s = load_scenario_text(streaming_text("[action]", split), "st.yaml", default_catalog_dir(), default_cards_dir());
+  const Plan p = plan_scenario(s);
+  const SimResult r = simulate(s, p);
+  size_t camera = 0, expert = 0, with_context = 0;
+  double last_camera_end = -1;
+  for (const RequestRecord& q : r.requests) {
+    ASSERT_TRUE(q.finished());
+    const bool is_expert = q.stream == 1;
+    EXPECT_EQ(q.stage_done(int(Stage::Action)), is_expert);
+    EXPECT_EQ(q.stage_done(int(Stage::Prefix)), !is_expert);
+    EXPECT_EQ(q.stage_done(int(Stage::Vision)), !is_expert);
+    if (is_expert) {
+      ++expert;
+      if (q.context_end >= 0) {
+        ++with_context;
+        EXPECT_LE(q.context_end, q.start);
+        EXPECT_LT(q.start - q.context_end, 1.0 / 30 + 0.05);  // never older than a camera period and a VLM run
+      }
+    } else {
+      ++camera;
+      last_camera_end = std::max(last_camera_end, q.end);
+      EXPECT_LT(q.context_end, 0);  // the VLM reads no earlier stage
+    }
+  }
+  EXPECT_EQ(camera, 30u);
+  EXPECT_EQ(expert, 400u);
+  EXPECT_GT(with_context, 350u);     // all but those before the first prefix finished
+  EXPECT_LT(with_context, expert);
+  // The expert's requests are far shorter than whole inferences: only its segments ran.
+  double expert_latency = 0;
+  for (const RequestRecord& q : r.requests)
+    if (q.stream == 1) expert_latency = std::max(expert_latency, q.latency());
+  EXPECT_LT(expert_latency, p.models[0].alone_seconds / 2);
+}
+
+TEST(Scenario, StreamStagesSharingASegmentWithOthersAreRefused) {
+  const std::string one_unit = "      - {stages: [vision, prefix, action], device: gpu0.vlm}\n";
+  try {
+    Scenario s = load_scenario_text(streaming_text("[action]", one_unit), "st.yaml", default_catalog_dir(), default_cards_dir());
+    const Plan p = plan_scenario(s);
+    simulate(s, p);
+    FAIL() << "a stream of the action stage was accepted with the action in the VLM's segment";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "workload[0].stages") << e.what();  // the first such stream: the VLM's
+    EXPECT_NE(std::string(e.what()).find("unit of their own"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_scenario_text(streaming_text("[acton]", one_unit), "st.yaml", default_catalog_dir(), default_cards_dir()),
+               ConfigError);
+  EXPECT_THROW(load_scenario_text(streaming_text("[]", one_unit), "st.yaml", default_catalog_dir(), default_cards_dir()),
+               ConfigError);
+}
+
+}  // namespace
+}  // namespace vlasim
