@@ -55,18 +55,7 @@ class GemmKernel : public Kernel {
       tmp_ = Buffer(static_cast<size_t>(M * N * c.elem_bytes()));
       main_ = build(src, 0, N, N, Activation::None, nullptr, tmp_.data(), false);
     }
-    if (o_.epi.rope()) {
-      const int64_t half = o_.epi.rope_head_dim / 2, per = M / o_.epi.rope_batch;
-      cos_.resize(static_cast<size_t>(per * half));
-      sin_.resize(cos_.size());
-      for (int64_t pos = 0; pos < per; ++pos)
-        for (int64_t i = 0; i < half; ++i) {
-          double th = static_cast<double>(pos) *
-                      std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(o_.epi.rope_head_dim));
-          cos_[static_cast<size_t>(pos * half + i)] = static_cast<float>(std::cos(th));
-          sin_[static_cast<size_t>(pos * half + i)] = static_cast<float>(std::sin(th));
-        }
-    }
+    if (o_.epi.rope()) rope_tables(M / o_.epi.rope_batch, o_.epi.rope_head_dim, &cos_, &sin_);
   }
 
   void run(const dnnl::stream& s) override {

@@ -106,4 +106,8 @@ inline float load(const uint16_t* p, int64_t i) { return bf16_to_f32(p[i]); }
 inline void store(float* p, int64_t i, float v) { p[i] = v; }
 inline void store(uint16_t* p, int64_t i, float v) { p[i] = f32_to_bf16(v); }
 
+// RoPE angle tables for positions [0, positions) and pairs [0, head_dim / 2):
+// theta = pos * 10000^(-2 i / head_dim); cos and sin get positions * head_dim / 2 values.
+void rope_tables(int64_t positions, int64_t head_dim, std::vector<float>* cos, std::vector<float>* sin);
+
 }  // namespace vlasim::onednn

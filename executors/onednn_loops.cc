@@ -43,16 +43,7 @@ class LoopKernel : public Kernel {
       hd_ = o_.head_dim > 0 ? o_.head_dim : C;
       span_ = o_.heads > 0 ? (o_.heads + o_.kv_heads) * hd_ : C;
       per_ = p.out.rows / o_.batch;
-      const int64_t half = hd_ / 2;
-      cos_.resize(static_cast<size_t>(per_ * half));
-      sin_.resize(cos_.size());
-      for (int64_t pos = 0; pos < per_; ++pos)
-        for (int64_t i = 0; i < half; ++i) {
-          double th = static_cast<double>(pos) *
-                      std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(hd_));
-          cos_[static_cast<size_t>(pos * half + i)] = static_cast<float>(std::cos(th));
-          sin_[static_cast<size_t>(pos * half + i)] = static_cast<float>(std::sin(th));
-        }
+      rope_tables(per_, hd_, &cos_, &sin_);
     }
   }
 
@@ -213,6 +204,19 @@ class LoopKernel : public Kernel {
 };
 
 }  // namespace
+
+void rope_tables(int64_t positions, int64_t head_dim, std::vector<float>* cos, std::vector<float>* sin) {
+  const int64_t half = head_dim / 2;
+  cos->resize(static_cast<size_t>(positions * half));
+  sin->resize(cos->size());
+  for (int64_t pos = 0; pos < positions; ++pos)
+    for (int64_t i = 0; i < half; ++i) {
+      const double th = static_cast<double>(pos) *
+                        std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+      (*cos)[static_cast<size_t>(pos * half + i)] = static_cast<float>(std::cos(th));
+      (*sin)[static_cast<size_t>(pos * half + i)] = static_cast<float>(std::sin(th));
+    }
+}
 
 std::unique_ptr<Kernel> make_loop_kernel(const Context& c, const OpPlan& p) {
   if (c.dtype == DType::BF16) return std::make_unique<LoopKernel<uint16_t>>(c, p);

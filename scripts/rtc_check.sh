@@ -7,6 +7,7 @@
 # Builds nothing: it expects build/vlasim (or $VLASIM).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+source "$here/scripts/check_report.sh"
 cd "$here"
 vlasim=${VLASIM:-$here/build/vlasim}
 report=${REPORT:-$here/reports/rtc.md}
@@ -15,27 +16,15 @@ scenario=scenarios/papers/realtime_rtc_cpu.yaml
 [[ -x $vlasim ]] || { echo "rtc_check: $vlasim not found; run scripts/setup.sh first" >&2; exit 1; }
 mkdir -p "$out"
 "$vlasim" list host > "$out/host.txt"
-date_start=$(date -u +%Y-%m-%dT%H:%MZ)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 "$vlasim" calibrate "$scenario" --grid quick --in-context -q -o "$out/profile.json" > "$out/calibrate.log" 2>&1
 "$vlasim" --profile "$out/profile.json" compare "$scenario" -q -o "$out/compare"
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 {
-  head -1 "$report" 2>/dev/null || echo "# Real-time chunking on the CPU executor: predicted vs measured"
-  echo
-  echo "## $date_start: $(sed -n 's/^  cpu: //p' "$out/host.txt")"
-  echo
-  echo '```'
-  cat "$out/host.txt"
-  echo '```'
-  echo
-  echo "Load average at start $load_start, at end $load_end. \`scripts/rtc_check.sh\` on \`$scenario\`."
+  echo "\`scripts/rtc_check.sh\` on \`$scenario\`."
   echo "Fit: the quick grid and the scenario's ops in context (calibrate); the control figures are predictions."
   echo
   sed -n '/^| stream | figure/,/^$/p' "$out/compare/compare.md"
   echo
   sed -n '/^| model | KS D/,/^$/p' "$out/compare/compare.md"
-  tail -n +2 "$report" 2>/dev/null | sed '1{/^$/d}' || true
-} > "$out/report.md"
-mv "$out/report.md" "$report"
-echo "rtc_check: wrote $report"
+} > "$out/body.md"
+prepend_section "$report" "# Real-time chunking on the CPU executor: predicted vs measured" "$out/host.txt" "$load_start" "$out/body.md"

@@ -10,6 +10,7 @@
 # Builds nothing: it expects build/vlasim (or $VLASIM). AE_HZ overrides the saturated rate.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+source "$here/scripts/check_report.sh"
 cd "$here"
 vlasim=${VLASIM:-$here/build/vlasim}
 report=${REPORT:-$here/reports/streaming.md}
@@ -24,7 +25,6 @@ saturated=scenarios/papers/.streaming_saturated.yaml
 trap 'rm -f "$saturated"' EXIT
 sed "s/rate_hz: 200, deadline_ms: 5/rate_hz: $ae_hz, deadline_ms: 5/" "$scenario" > "$saturated"
 grep -q "rate_hz: $ae_hz" "$saturated" || { echo "streaming_check: could not set the expert's rate" >&2; exit 1; }
-date_start=$(date -u +%Y-%m-%dT%H:%MZ)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 for fit in alone context; do
   flag=(); [[ $fit == context ]] && flag=(--in-context)
@@ -32,17 +32,8 @@ for fit in alone context; do
   "$vlasim" --profile "$out/profile_$fit.json" compare "$scenario" -q -o "$out/nominal_$fit"
   "$vlasim" --profile "$out/profile_$fit.json" compare "$saturated" -q -o "$out/saturated_$fit"
 done
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 {
-  head -1 "$report" 2>/dev/null || echo "# Full streaming on the CPU executor: predicted vs measured"
-  echo
-  echo "## $date_start: $(sed -n 's/^  cpu: //p' "$out/host.txt")"
-  echo
-  echo '```'
-  cat "$out/host.txt"
-  echo '```'
-  echo
-  echo "Load average at start $load_start, at end $load_end. \`scripts/streaming_check.sh\` on \`$scenario\`."
+  echo "\`scripts/streaming_check.sh\` on \`$scenario\`."
   echo "Fits: the quick grid and the scenario's ops timed back to back (ops alone), or also its segments run one"
   echo "request at a time (in context); the stream figures are predictions."
   echo
@@ -56,7 +47,5 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
     sed -n '/^| stream | stages/,/^$/p' "$out/saturated_$fit/compare.md"
     echo
   done
-  tail -n +2 "$report" 2>/dev/null | sed '1{/^$/d}' || true
-} > "$out/report.md"
-mv "$out/report.md" "$report"
-echo "streaming_check: wrote $report"
+} > "$out/body.md"
+prepend_section "$report" "# Full streaming on the CPU executor: predicted vs measured" "$out/host.txt" "$load_start" "$out/body.md"
