@@ -275,6 +275,8 @@ void write_outputs(const Prepared& pr, const SimResult& r, const std::string& mo
     std::cout << "\nwrote " << out.dir << "/report.json, requests.csv, trace.json "
               << "(open trace.json in ui.perfetto.dev or chrome://tracing)\n";
   // Streams of some stages only (full streaming): rates and staleness (reports/control.h).
+  if (streamed && std::any_of(pr.s.streams.begin(), pr.s.streams.end(), [](const StreamDecl& d) { return d.stages != 0; }))
+    std::cerr << "warning: --stream-records keeps no records: streams.md/.csv need them (run without it)\n";
   if (const std::vector<StreamingRow> sr = streamed ? std::vector<StreamingRow>{} : make_streaming_report(pr.s, r);
       !sr.empty()) {
     if (!out.quiet) std::cout << "\n" << streaming_markdown(sr);
@@ -694,8 +696,12 @@ std::vector<std::string> passes_option(const std::vector<std::string>& given, co
     if (n != "none") names.push_back(n);
   if (given.size() > 1 && names.size() != given.size())
     command_line("--passes", join_names(given)).fail("'none' stands alone: it means no pass");
-  if (const PassesProblem p = passes_problem(card, names, shape); p.index >= 0)
-    command_line("--passes", names[size_t(p.index)]).fail(p.why);
+  try {
+    if (const PassesProblem p = passes_problem(card, names, shape); p.index >= 0)
+      command_line("--passes", names[size_t(p.index)]).fail(p.why);
+  } catch (const GraphTooLarge& e) {
+    command_line("--passes", join_names(given)).fail(std::string("cannot check the passes: ") + e.what());
+  }
   return names;
 }
 
@@ -870,7 +876,11 @@ int run_passes(const Common& c, ModelChoice mc, const std::string& device, bool 
                const std::string& dir, bool quiet) {
   if (!dir.empty()) check_output_dir("--out", dir);
   PassTableOptions o;
-  if (mc.passes) o.passes = *mc.passes;
+  if (mc.passes) {
+    for (const std::string& p : *mc.passes)
+      if (p != "none") o.passes.push_back(p);
+    o.none = o.passes.empty();
+  }
   mc.passes.reset();  // here --passes names the rows to add, not the model's own passes
   int model = 0;
   const Scenario s = chosen_scenario(c, mc, device, &model);

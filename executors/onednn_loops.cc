@@ -34,6 +34,7 @@ class LoopKernel : public Kernel {
       scale_ = c.vec(o_, "scale", C).data();
       if (o_.fn == OpFn::LayerNorm) shift_ = c.vec(o_, "shift", C).data();
     }
+    if (o_.fn == OpFn::BiasAdd) shift_ = c.vec(o_, "b", C).data();
     if (o_.kind == OpKind::Embedding) {
       memory_table_ = c.matrix(o_, "table", o_.vocab, C, 0, C,
                                dnnl::memory::desc({o_.vocab, C}, c.dt(), dnnl::memory::format_tag::ab));
@@ -132,6 +133,13 @@ class LoopKernel : public Kernel {
 #pragma omp parallel for schedule(static)
         for (int64_t r = 0; r < R; ++r)
           for (int64_t j = 0; j < C; ++j) store(out, r * C + j, a(r, j) + dt * b(r, j));
+        break;
+      }
+      case OpFn::BiasAdd: {
+        const float* bias = shift_;
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t j = 0; j < C; ++j) store(out, r * C + j, a(r, j) + bias[j]);
         break;
       }
       case OpFn::Gelu:

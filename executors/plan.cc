@@ -254,7 +254,7 @@ bool op_supported(const Op& o, std::string* why) {
       return true;
     case OpKind::Elementwise:
       switch (o.fn) {
-        case OpFn::Add: case OpFn::Mul: case OpFn::Sub: case OpFn::Gelu: case OpFn::Silu:
+        case OpFn::Add: case OpFn::Mul: case OpFn::Sub: case OpFn::Gelu: case OpFn::Silu: case OpFn::BiasAdd:
         case OpFn::EulerUpdate: case OpFn::Softmax: case OpFn::Copy:
           break;
         case OpFn::RoPE: {
@@ -453,11 +453,13 @@ std::string param_key(const Op& o, const char* part) {
   std::string key = weight_key(o, part);
   if (o.kind == OpKind::Norm && o.scale_folded) key += "|folded";
   const ParamSource& p = o.param;
-  if (o.kind == OpKind::Gemm && !p.empty())
+  if ((o.kind == OpKind::Gemm || o.fn == OpFn::BiasAdd) && !p.empty())
     key += "|" + p.weight_id + ":" + std::to_string(p.src_k) + "x" + std::to_string(p.src_n) + "@" +
            std::to_string(p.row0) + "," + std::to_string(p.col0) + "/" + std::to_string(o.k) + "x" +
-           std::to_string(o.n) + "|" + p.row_scale + "|" + p.fold_input + "@" + std::to_string(p.fold_row0) +
-           "+" + std::to_string(p.fold_cols);
+           std::to_string(o.n) + "|" + p.row_scale +
+           (std::string(part) == "b" ? "|" + p.fold_input + "@" + std::to_string(p.fold_row0) + "+" +
+                                           std::to_string(p.fold_cols)
+                                     : std::string());
   return key;
 }
 
@@ -507,6 +509,12 @@ void fill_derived(const Op& o, const std::string& part, uint64_t seed, float* ds
 void fill_weight(const Op& o, const char* part, uint64_t seed, float* dst, int64_t n) {
   std::string p = part;
   if (o.kind == OpKind::Gemm && (p == "w" || p == "b") && !o.param.empty()) return fill_derived(o, p, seed, dst, n);
+  if (o.fn == OpFn::BiasAdd && p == "b" && !o.param.weight_id.empty()) {
+    // The bias of the GEMM it was split from: columns [col0, col0 + n) of its source's bias.
+    const uint64_t bs = synth_stream(seed, o.param.weight_id + "/b");
+    for (int64_t j = 0; j < n; ++j) dst[j] = 0.1f * synth_value(bs, static_cast<uint64_t>(o.param.col0 + j));
+    return;
+  }
   if (o.kind == OpKind::Norm && o.scale_folded && p == "scale") {
     std::fill(dst, dst + n, 1.0f);
     return;

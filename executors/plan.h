@@ -31,7 +31,8 @@
 //               first, then local. Query head h reads kv head h / (H / KV).
 //   Norm        X [rows, width]; RMSNorm: x / sqrt(mean x^2 + 1e-6) * scale;
 //               LayerNorm: (x - mean) / sqrt(var + 1e-6) * scale + shift.
-//   Elementwise Add/Mul: a, b (id order); Sub: b - a (the later minus the earlier); Gelu (tanh), Silu, Softmax (per row): a;
+//   Elementwise Add/Mul: a, b (id order); Sub: b - a (the later minus the earlier); BiasAdd:
+//               a + the op's parameter "b" on every row (a split GEMM's: Op::param names it); Gelu (tanh), Silu, Softmax (per row): a;
 //               Copy: a, or else a concatenation of its preds in id order: by rows when
 //               preds of `width` columns have rows adding up to `rows` (with batch > 1 and
 //               every part's rows a multiple of batch, sample by sample: sample b holds

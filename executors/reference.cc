@@ -256,6 +256,12 @@ void ReferenceExecutor::run_op(Segment& s, const OpPlan& p) {
             for (int64_t c = 0; c < C; ++c) out[r * C + c] = a(r, c) + p.dt * b(r, c);
           break;
         }
+        case OpFn::BiasAdd: {
+          const std::vector<double>& bias = weight(o, "b", C);
+          for (int64_t r = 0; r < R; ++r)
+            for (int64_t c = 0; c < C; ++c) out[r * C + c] = a(r, c) + bias[static_cast<size_t>(c)];
+          break;
+        }
         case OpFn::Gelu: case OpFn::Silu: case OpFn::Copy:
           for (int64_t r = 0; r < R; ++r)
             for (int64_t c = 0; c < C; ++c)

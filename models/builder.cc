@@ -203,16 +203,28 @@ RunShape resolve(const ModelCard& card, const RunShape& shape) {
   return r;
 }
 
-// Decoders whose K/V a flow-matching expert reads: an expert's `prefix`, else the latest
-// decoder before it.
-std::vector<std::string> expert_prefixes(const ModelCard& card) {
-  std::vector<std::string> out;
+// Decoders last_layer_skip may cut: a flow-matching expert reads their K/V (its `prefix`, else
+// the latest decoder before it) and nothing reads their output (no `inputs:` names them, no
+// ar_decode decodes with them, and the next component is not one reading the previous
+// component's output).
+std::vector<std::string> skippable_decoders(const ModelCard& card) {
+  const std::vector<ConfigNode> items = card.node.required("components").items();
+  std::vector<std::string> read_by_expert, output_read;
   std::string latest;
-  for (const ConfigNode& n : card.node.required("components").items()) {
-    const std::string type = n.get_string("type", "");
-    if (type == "decoder") latest = n.get_string("name", "");
-    if (type == "expert") out.push_back(n.get_string("prefix", latest));
+  for (size_t i = 0; i < items.size(); ++i) {
+    const ConfigNode& n = items[i];
+    const std::string type = n.get_string("type", ""), name = n.get_string("name", "");
+    if (type == "expert") read_by_expert.push_back(n.get_string("prefix", latest));
+    if (type == "ar_decode") output_read.push_back(n.get_string("decoder", latest));
+    if (ConfigNode in = n.optional("inputs"); in.defined() && in.is_sequence())
+      for (const ConfigNode& x : in.items()) output_read.push_back(x.as_string());
+    else if (i > 0 && type != "expert" && type != "ar_decode")
+      output_read.push_back(items[i - 1].get_string("name", ""));
+    if (type == "decoder") latest = name;
   }
+  std::vector<std::string> out;
+  for (const std::string& d : read_by_expert)
+    if (std::find(output_read.begin(), output_read.end(), d) == output_read.end()) out.push_back(d);
   return out;
 }
 
@@ -342,7 +354,7 @@ ModelCard parse_card(const ConfigNode& document, const std::string& path) {
     }
   } else {
     // The builder passes that apply: the graph the builder made before passes were switchable.
-    std::vector<std::string> builder = {"qkv_fuse", "gateup_fuse"};
+    std::vector<std::string> builder = {"qkv_fuse", "gateup_fuse", "epilogue_fuse"};
     for (const ConfigNode& c : items)
       if (c.get_bool("kv_only_last", false)) builder.push_back("last_layer_skip");
     RunShape probe = card.defaults;
@@ -433,7 +445,7 @@ namespace {
 OpGraph build(const ModelCard& card, const RunShape& shape, std::map<std::string, int>* sites) {
   OpGraph g;
   detail::Ctx c{.g = g, .card = card, .shape = shape};
-  c.expert_prefixes = expert_prefixes(card);
+  c.skippable_decoders = skippable_decoders(card);
   c.eb = dtype_bytes(c.shape.dtype);
   g.model = card.name;
   g.views = c.shape.views;

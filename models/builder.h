@@ -90,8 +90,8 @@ struct ModelCard {
   std::string description;
   ConfigNode node;  // the whole card, kept for the component builders and for errors
   // defaults.passes is always set: the card's `passes:` or, without it, the builder passes
-  // that apply to it (qkv_fuse, gateup_fuse, and last_layer_skip where a decoder has
-  // kv_only_last): the graph the builder made before passes were switchable.
+  // that apply to it (qkv_fuse, gateup_fuse, epilogue_fuse, and last_layer_skip where a
+  // decoder has kv_only_last): the graph the builder made before passes were switchable.
   RunShape defaults;
 };
 

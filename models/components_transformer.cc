@@ -206,7 +206,8 @@ void build_decoder(Ctx& c, const ConfigNode& n, const std::string& name, Stage s
   // last_layer_skip: the last layer computes only the K/V an expert reads (kv_only_last in the
   // card puts the pass in the card's defaults).
   const bool skippable = n.get_bool("kv_only_last", false) ||
-                         std::find(c.expert_prefixes.begin(), c.expert_prefixes.end(), name) != c.expert_prefixes.end();
+                         std::find(c.skippable_decoders.begin(), c.skippable_decoders.end(), name) !=
+                             c.skippable_decoders.end();
   if (skippable) ++c.sites["last_layer_skip"];
   const bool kv_only_last = skippable && c.pass("last_layer_skip");
   const int64_t st = n.get_count("state_tokens", 0, 0);

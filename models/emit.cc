@@ -41,8 +41,32 @@ void Ctx::link(const std::vector<Dep>& deps, int to) {
 }
 
 int Ctx::gemm(const Site& s, const std::string& leaf, OpFn fn, int64_t m, int64_t n, int64_t k,
-              Epilogue epi, const std::vector<Dep>& deps, double weight_elems) {
+              Epilogue epi, const std::vector<Dep>& deps, double weight_elems, const ParamSource& src) {
+  const bool act_op = epi.act == Activation::None || epi.act == Activation::GeluTanh || epi.act == Activation::Silu;
+  const bool splittable = fn == OpFn::Linear && !epi.gate_up && !epi.gate && act_op &&
+                          (epi.bias || epi.act != Activation::None || epi.residual);
+  if (splittable) ++sites["epilogue_fuse"];
+  if (splittable && !pass("epilogue_fuse")) {
+    // The unfused form: the bare product, then a bias add, an activation and a residual add.
+    std::vector<Dep> in = deps;
+    Dep residual = epi.residual ? in.at(1) : Dep(-1);
+    if (epi.residual) in.erase(in.begin() + 1);
+    int x = gemm(s, leaf, fn, m, n, k, Epilogue{}, in, weight_elems, src);
+    if (epi.bias) {
+      const int b = eltwise(s, leaf + "_bias", OpFn::BiasAdd, m, n, 1, 1, {x}, double(n));
+      Op& o = g.op(b);
+      o.param = src;
+      if (o.param.weight_id.empty()) o.param.weight_id = g.op(x).weight_id;
+      x = b;
+    }
+    if (epi.act != Activation::None)
+      x = eltwise(s, leaf + "_act", epi.act == Activation::Silu ? OpFn::Silu : OpFn::Gelu, m, n,
+                  epi.act == Activation::Silu ? 4 : 8, 1, {x});
+    if (epi.residual) x = eltwise(s, leaf + "_residual", OpFn::Add, m, n, 1, 2, {x, residual});
+    return x;
+  }
   Op o = base_op(s, leaf, OpKind::Gemm, fn, shape.dtype);
+  o.param = src;
   o.m = m;
   o.n = n;
   o.k = k;
@@ -163,29 +187,27 @@ bool Ctx::pass(const std::string& name) const {
 int split_proj(Ctx& c, const Site& s, const std::string& fused_leaf, const std::string& src_leaf,
                int64_t src_n, int64_t col0, const std::vector<std::pair<std::string, int64_t>>& blocks,
                int64_t rows, int64_t k, Epilogue pe, const std::vector<Dep>& deps) {
-  auto from_source = [&](int id, int64_t c0, int64_t n) {
-    if (c0 == 0 && n == src_n && c.g.op(id).weight_id == c.wid(s, src_leaf)) return;
-    ParamSource& p = c.g.op(id).param;
+  // Where a GEMM over columns [c0, c0 + n) named `leaf` takes its parameters from.
+  auto source = [&](const std::string& leaf, int64_t c0, int64_t n) {
+    ParamSource p;
+    if (c0 == 0 && n == src_n && leaf == src_leaf) return p;
     p.weight_id = c.wid(s, src_leaf);
     p.src_k = k;
     p.src_n = src_n;
     p.col0 = c0;
+    return p;
   };
   int64_t total = 0;
   for (const auto& b : blocks) total += b.second;
   if (blocks.size() > 1) ++c.sites["qkv_fuse"];
   if (blocks.size() == 1 || c.pass("qkv_fuse")) {
-    const int id = c.gemm(s, fused_leaf, OpFn::Linear, rows, total, k, pe, deps);
-    from_source(id, col0, total);
-    return id;
+    return c.gemm(s, fused_leaf, OpFn::Linear, rows, total, k, pe, deps, -1, source(fused_leaf, col0, total));
   }
   std::vector<Dep> parts;
   int64_t c0 = col0;
   for (const auto& [leaf, n] : blocks) {
-    const int id = c.gemm(s, leaf, OpFn::Linear, rows, n, k, pe, deps);
-    from_source(id, c0, n);
+    parts.push_back(c.gemm(s, leaf, OpFn::Linear, rows, n, k, pe, deps, -1, source(leaf, c0, n)));
     c0 += n;
-    parts.push_back(id);
   }
   return c.eltwise(s, fused_leaf + "_gather", OpFn::Copy, rows, total, 0, 1, parts);
 }
@@ -296,13 +318,13 @@ int ffn_part(Ctx& c, const Site& s, const FfnSpec& f, int x) {
     // Unfused: the gate and up halves of the fused parameters, then act(gate) * up.
     int half[2];
     for (int i = 0; i < 2; ++i) {
-      half[i] = c.gemm(s, t + (i == 0 ? "_gate" : "_up"), OpFn::Linear, f.rows, f.mlp, f.width,
-                       Epilogue{.bias = f.bias, .act = i == 0 ? f.act : Activation::None}, {nrm});
-      ParamSource& p = c.g.op(half[i]).param;
+      ParamSource p;
       p.weight_id = c.wid(s, t + "_gate_up");
       p.src_k = f.width;
       p.src_n = 2 * f.mlp;
       p.col0 = i * f.mlp;
+      half[i] = c.gemm(s, t + (i == 0 ? "_gate" : "_up"), OpFn::Linear, f.rows, f.mlp, f.width,
+                       Epilogue{.bias = f.bias, .act = i == 0 ? f.act : Activation::None}, {nrm}, -1, p);
     }
     up = c.eltwise(s, t + "_gate_mul", OpFn::Mul, f.rows, f.mlp, 1, 2, {half[0], half[1]});
   } else

@@ -69,8 +69,9 @@ struct Ctx {
   // Sites where a builder pass (models/passes/passes.h) could apply, by pass name, counted
   // whether the pass is on or off.
   std::map<std::string, int> sites{};
-  // Decoders whose K/V a flow-matching expert reads (last_layer_skip's candidates).
-  std::vector<std::string> expert_prefixes{};
+  // Decoders last_layer_skip may cut besides those with kv_only_last (an expert reads their
+  // K/V and nothing their output).
+  std::vector<std::string> skippable_decoders{};
 
   // True when the run applies pass `name` (shape.passes).
   bool pass(const std::string& name) const;
@@ -82,9 +83,13 @@ struct Ctx {
   void link(const std::vector<Dep>& deps, int to);
 
   // out[m, n] = in[m, k] * W[k, n]; weight_elems overrides k * n (e.g. transposed convs).
-  // flops = 2 m n k; with epi.gate_up the output is m x n/2.
+  // flops = 2 m n k; with epi.gate_up the output is m x n/2. `src` says where derived
+  // parameters come from (Op::param). Without the epilogue_fuse pass, a Linear GEMM's bias,
+  // activation (gelu_tanh, silu) and residual (deps[1], REQUIRED there when epi.residual) are
+  // ops of their own after it (not with gate_up or gate); returns the op holding the result.
   int gemm(const Site& s, const std::string& leaf, OpFn fn, int64_t m, int64_t n, int64_t k,
-           Epilogue epi, const std::vector<Dep>& deps, double weight_elems = -1);
+           Epilogue epi, const std::vector<Dep>& deps, double weight_elems = -1,
+           const ParamSource& src = {});
   // Attention with its flops 4 * batch * heads * q_len * kv_eff * head_dim, where kv_eff is
   // kv_len reduced by the causal mask and the window.
   struct AttnGeom {

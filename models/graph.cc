@@ -63,6 +63,7 @@ const char* to_string(OpFn f) {
     case OpFn::Add: return "add";
     case OpFn::Mul: return "mul";
     case OpFn::Sub: return "sub";
+    case OpFn::BiasAdd: return "bias_add";
     case OpFn::Gelu: return "gelu";
     case OpFn::Silu: return "silu";
     case OpFn::EulerUpdate: return "euler_update";

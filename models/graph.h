@@ -39,6 +39,7 @@ enum class OpFn {
   // Elementwise
   RoPE, Add, Mul, Gelu, Silu, EulerUpdate, Softmax, Copy,
   Sub,  // the later input (id order) minus the earlier one
+  BiasAdd,  // the input plus a bias vector (parameter "b") on every row (epilogue_fuse off)
   // Embedding
   Lookup,
   // Transfer (inserted by placement, never by the builder)

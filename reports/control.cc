@@ -34,8 +34,8 @@ std::string num(const char* f, double v) { return printf_number(f, v); }
 
 // Actions whose time has come by `seconds` after the observation, at `hz` (a tolerance keeps
 // a delay of exactly k periods at k).
-int actions_past(double seconds, double hz) {
-  return static_cast<int>(std::ceil(seconds * hz - 1e-9));
+int actions_past(double seconds, double hz, int chunk) {
+  return static_cast<int>(std::min<double>(chunk, std::max(0.0, std::ceil(seconds * hz - 1e-9))));
 }
 
 }  // namespace
@@ -70,7 +70,7 @@ ControlReport make_control_report(const Scenario& s, const SimResult& r) {
         row.actuation_s = sd.control.actuation_s;
         row.ready_s = q.end + sd.control.actuation_s;
         row.delay_s = row.ready_s - row.observed_s;
-        row.frozen = std::min(cs.chunk, actions_past(row.delay_s, hz));
+        row.frozen = actions_past(row.delay_s, hz, cs.chunk);
         row.usable = cs.chunk - row.frozen;
       }
       rows.push_back(row);

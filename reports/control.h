@@ -14,6 +14,9 @@
 // is after o_i + H / hz, chunk i ran out and the robot ran dry for the difference (a request
 // that never finished leaves its predecessor to run dry to the end of the run).
 //
+// For a stream that runs only some stages (full streaming), the delay starts at its own
+// request's observation; the older prefix it read is its staleness (make_streaming_report).
+//
 // Control-bounded rate. At the run's arrival times and delays, no chunk runs out as long as
 // hz <= min_i H / (r_{i+1} - o_i): the highest control rate the scenario bounds. A sweep over
 // a constant delay d (in actions) gives the usable part H - d and whether a robot asking

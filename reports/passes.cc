@@ -51,6 +51,7 @@ PassTable make_pass_table(const Scenario& s, int m, const PassTableOptions& o,
   if (gpu) rows.push_back({.step = "graph capture", .graph_capture = true});
   std::vector<std::string> on;
   for (const std::string& p : pass_names()) {
+    if (o.none) break;
     if (!o.passes.empty() && std::find(o.passes.begin(), o.passes.end(), p) == o.passes.end()) continue;
     std::vector<std::string> next = on;
     next.push_back(p);

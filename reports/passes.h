@@ -30,6 +30,7 @@ struct PassRow {
 
 struct PassTableOptions {
   std::vector<std::string> passes;  // the passes to add, in registry order; empty: every pass
+  bool none = false;                // no pass row at all (naive and graph capture only)
   // When set: prepares a row's graph to run for real and returns a function that runs one
   // inference and returns its seconds. Rows are timed in turn, `reps` rounds (after one
   // warm-up round), so that a slow spell of a shared machine hits every row alike; each

@@ -211,7 +211,11 @@ std::vector<std::string> parse_passes(const ConfigNode& p, const ModelCard& card
   if (!p.is_sequence()) p.fail("expected a list of pass names, e.g. [qkv_fuse, rope_fold]");
   std::vector<std::string> names;
   for (const ConfigNode& i : p.items()) names.push_back(i.as_string());
-  if (const PassesProblem e = passes_problem(card, names, shape); e.index >= 0) p.items()[size_t(e.index)].fail(e.why);
+  try {
+    if (const PassesProblem e = passes_problem(card, names, shape); e.index >= 0) p.items()[size_t(e.index)].fail(e.why);
+  } catch (const GraphTooLarge& e) {
+    p.fail(std::string("cannot check the passes: ") + e.what());
+  }
   return names;
 }
 
@@ -229,6 +233,8 @@ ControlDecl parse_control(const ConfigNode& c, const ModelInstance& mi) {
     c.required("execute").fail("the execution horizon (" + std::to_string(d.execute) +
                                " actions) is longer than the chunk of model '" + mi.name + "' (" +
                                std::to_string(mi.shape.chunk) + " actions)");
+  for (const char* k : {"capture_ms", "actuation_ms"})
+    if (c.get_nonneg(k, 0) > 1e9) c.required(k).fail("at most 1e9 ms");
   d.capture_s = c.get_nonneg("capture_ms", 0) * 1e-3;
   d.actuation_s = c.get_nonneg("actuation_ms", 0) * 1e-3;
   return d;

@@ -25,8 +25,8 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
   -q -o "$out"
 {
   echo "\`scripts/passes_check.sh\` (REPS=$reps)."
-  echo "Fit: the quick grid and the scenario's default graph (qkv_fuse, gateup_fuse, last_layer_skip) in"
-  echo "context; every other row is predicted from the profile's fits (a test row)."
+  echo "Fit: the quick grid and the scenario's default graph (qkv_fuse, gateup_fuse, epilogue_fuse, last_layer_skip)"
+  echo "in context; every other row is predicted from the profile's fits (a test row)."
   echo
   sed -n '/^| step/,$p' "$out/passes.md"
 } > "$out/body.md"

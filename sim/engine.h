@@ -34,8 +34,8 @@ struct RequestRecord {
   double deadline = 0;  // absolute; 0 when the stream has none
   double stage_latency[kStages] = {};
   // A request of a stream running only some stages (StreamDecl::stages): when it started,
-  // the end of the latest finished request of its model that ran the stage before its
-  // first (the prefix an action-expert request reads); -1 when none had (or not such a stream).
+  // the latest end, in any request of its model, of the model's last stage before its first
+  // (the prefix an action-expert request reads); -1 when none had (or not such a stream).
   double context_end = -1;
   bool finished() const { return end >= 0; }
   bool stage_done(int k) const { return (stages_done >> k) & 1; }

@@ -23,16 +23,10 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
     std::vector<uint8_t> st(mp.segments.size(), 0);
     for (size_t k = 0; k < mp.segments.size(); ++k)
       for (int id : mp.segments[k].ops) st[k] |= static_cast<uint8_t>(1u << static_cast<int>(mp.graph.op(id).stage));
-    // A transfer belongs to both its neighbours' stages: it runs when they both do.
-    for (size_t k = 0; k < mp.segments.size(); ++k) {
-      if (!mp.segments[k].transfer) continue;
-      uint8_t before = 0xff, after = 0xff;
-      for (size_t j = k; j-- > 0;)
-        if (!mp.segments[j].transfer) { before = st[j]; break; }
-      for (size_t j = k + 1; j < mp.segments.size(); ++j)
-        if (!mp.segments[j].transfer) { after = st[j]; break; }
-      st[k] = before & after;
-    }
+    // A transfer carries the inputs of the segment after it: it runs with that segment (the
+    // prefix K/V moved to the action expert's device is the expert's stream's to pay).
+    for (size_t k = mp.segments.size(); k-- > 0;)
+      if (mp.segments[k].transfer) st[k] = k + 1 < mp.segments.size() ? st[k + 1] : 0;
     seg_stages_.push_back(std::move(st));
   }
   // A stream that runs only some stages needs them in segments of their own.
@@ -171,6 +165,8 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
       if ((span.last >> st) & 1) {
         rec.stage_latency[st] = at + len - first_start;
         rec.stages_done |= static_cast<uint8_t>(1u << st);
+        // What a later stage stream reads (its context) is ready when this stage ends.
+        last_stage_end_[static_cast<size_t>(rec.model)][static_cast<size_t>(st)] = at + len;
       } else {
         rec.stage_latency[st] = first_start;  // kept until the stage's last segment ends
       }
@@ -210,10 +206,6 @@ void RequestFlow::end_request(RequestRecord& rec, double end) {
   } else {
     rec.end = end;
     ++finished_;
-    const uint8_t mask = s_.streams[static_cast<size_t>(rec.stream)].stages;
-    for (int st = 0; st < kStages; ++st)
-      if (mask == 0 ? rec.stage_done(st) : ((mask >> st) & 1))
-        last_stage_end_[static_cast<size_t>(rec.model)][static_cast<size_t>(st)] = end;
   }
   const size_t key = flow_key(rec);
   --in_flight_[key];
@@ -286,11 +278,17 @@ void RequestFlow::dispatch(int unit, double now) {
   RequestRecord& rec = this->rec(w.request);
   if (rec.start < 0) {
     rec.start = now;
-    // The context it reads: the latest end of the stage before its stream's first.
+    // The context it reads: the latest end of the model's last stage before its stream's first.
     if (const uint8_t mask = s_.streams[static_cast<size_t>(rec.stream)].stages; mask != 0) {
       int first = 0;
       while (!((mask >> first) & 1)) ++first;
-      if (first > 0) rec.context_end = last_stage_end_[static_cast<size_t>(rec.model)][static_cast<size_t>(first - 1)];
+      uint8_t has = 0;
+      for (uint8_t m : seg_stages_[static_cast<size_t>(rec.plan)]) has |= m;
+      for (int st = first - 1; st >= 0; --st)
+        if ((has >> st) & 1) {
+          rec.context_end = last_stage_end_[static_cast<size_t>(rec.model)][static_cast<size_t>(st)];
+          break;
+        }
     }
   }
   start_(unit, w);

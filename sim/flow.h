@@ -87,7 +87,7 @@ class RequestFlow {
   };
   std::vector<std::vector<StageSpan>> stage_span_;
   // Per plan and segment: the stages its ops belong to (bit k: Stage k); a transfer takes
-  // its neighbours'.
+  // those of the segment after it (whose inputs it carries).
   std::vector<std::vector<uint8_t>> seg_stages_;
   // Whether request `rec` runs segment k (its stream's stages; every segment without them).
   bool runs(const RequestRecord& rec, int k) const;
@@ -96,7 +96,7 @@ class RequestFlow {
   // The admission window a request belongs to: its model, or its own stream when the stream
   // runs only some stages (indices p.models.size() + stream).
   size_t flow_key(const RequestRecord& rec) const;
-  // Per scenario model and stage: when the latest finished request that ran it ended.
+  // Per scenario model and stage: when the stage last ended (in any request).
   std::vector<std::array<double, kStages>> last_stage_end_;
   size_t finished_ = 0, failed_ = 0;
   RecordSink sink_;

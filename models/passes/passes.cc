@@ -23,6 +23,9 @@ const std::vector<GraphPass>& graph_passes() {
        true, nullptr, "it has no attention with its own K/V projections"},
       {"gateup_fuse", "gated FFN's gate and up projections as one GEMM writing act(gate)*up (else two GEMMs and a multiply)",
        true, nullptr, "it has no gated feed-forward block"},
+      {"epilogue_fuse",
+       "bias, activation (gelu_tanh, silu) and residual add in the GEMM's epilogue (else an op each after it)",
+       true, nullptr, "no Linear GEMM has a bias, activation or residual to fuse"},
       {"last_layer_skip", "the last prefix layer read only for its K/V computes only its K/V (no Q, attention or FFN)",
        true, nullptr, "no flow-matching expert reads a decoder's K/V cache"},
       {"rmsnorm_fold", "RMSNorm scale folded into the weight rows of the GEMMs it feeds", false, fold_rmsnorm,
@@ -32,7 +35,7 @@ const std::vector<GraphPass>& graph_passes() {
       {"time_bias_fold",
        "action-time embedding folded into per-step biases of the time MLP (one table, precomputed): its "
        "input GEMM reads only the action embedding",
-       false, fold_time_bias, "no GEMM reads an activation concatenated with a per-step time embedding"},
+       false, fold_time_bias, "no GEMM with a bias (epilogue_fuse) reads an activation concatenated with a per-step time embedding"},
   };
   return passes;
 }
@@ -78,13 +81,19 @@ OpGraph rebuild_graph(const OpGraph& g, const std::vector<int>& redirect) {
     const int to = new_id[static_cast<size_t>(id)];
     if (to < 0) continue;
     Op& o = out.op(to);
-    if (o.kv_source >= 0) o.kv_source = new_id[static_cast<size_t>(source(o.kv_source))];
+    if (o.kv_source >= 0) {
+      const int s = source(o.kv_source);
+      if (s < 0) throw std::logic_error("rebuild_graph: " + o.name + " reads a K/V cache that was dropped");
+      o.kv_source = new_id[static_cast<size_t>(s)];
+    }
     std::map<int, std::pair<double, bool>> in;  // new source -> bytes, redirected
-    for (int p : g.preds(id)) {
+    const GraphImpl& gi = g.impl();
+    for (auto [it, end] = boost::in_edges(static_cast<size_t>(id), gi); it != end; ++it) {  // parallel edges each
+      const int p = static_cast<int>(boost::source(*it, gi));
       const int s = source(p);
       if (s < 0 || s == id) continue;
       auto& e = in[new_id[static_cast<size_t>(s)]];
-      e.first += g.edge_bytes(p, id);
+      e.first += gi[*it].bytes;
       e.second = e.second || s != p;
     }
     for (const auto& [from, e] : in) {

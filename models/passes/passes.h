@@ -4,9 +4,10 @@
 // before passes existed is each card's default set, so graphs without `passes:` are unchanged.
 //
 // Two kinds, both listed by graph_passes():
-// - builder passes (qkv_fuse, gateup_fuse, last_layer_skip) choose which form the builder
-//   emits: without them it writes the unfused graph (separate Q, K, V GEMMs gathered into one
-//   Q|K|V buffer; separate gate and up GEMMs and a multiply; a full last prefix layer);
+// - builder passes (qkv_fuse, gateup_fuse, epilogue_fuse, last_layer_skip) choose which form
+//   the builder emits: without them it writes the unfused graph (separate Q, K, V GEMMs
+//   gathered into one Q|K|V buffer; separate gate and up GEMMs and a multiply; bias add,
+//   activation and residual add as ops after a GEMM; a full last prefix layer);
 // - rewrite passes (rmsnorm_fold, rope_fold, time_bias_fold) rewrite the built OpGraph, in
 //   registry order, after the builder.
 // A pass that changes the parameters records where they come from (Op::param, the norm's

@@ -173,11 +173,13 @@ naive=$("$bin" graph pi0_tiny --passes none | head -1 | cut -d' ' -f2); dflt=$("
 check "graph --passes none has more ops than the card's default ($naive > $dflt)" test "$naive" -gt "$dflt"
 expect_error "--passes with an unknown name" 2 "key '--passes'.*unknown pass 'warp'" graph pi0_tiny --passes qkv_fuse,warp
 expect_error "--passes that does not apply" 2 "does not apply to card 'diffusion_policy'" graph diffusion_policy --passes rope_fold
+"$bin" passes pi0_tiny --device rtx4090 --passes none -o "$tmp/pn" -q; rc=$?
+check "passes --passes none: naive and graph capture only" test "$rc" -eq 0 -a "$(wc -l < "$tmp/pn/passes.csv")" -eq 3
 expect_error "--passes none with others" 2 "'none' stands alone" graph pi0_tiny --passes none,qkv_fuse
 expect_error "passes of a card without --device" 2 "give --device" passes pi0_tiny
 "$bin" passes pi0_tiny --device rtx4090 -o "$tmp/pt" -q; rc=$?
 check "passes exits 0 and writes passes.md and passes.csv" test "$rc" -eq 0 -a -s "$tmp/pt/passes.md" -a -s "$tmp/pt/passes.csv"
-check "passes.csv: naive, graph capture, then each pass" test "$(cut -d, -f1 "$tmp/pt/passes.csv" | tr '\n' ' ')" = "step naive graph capture +qkv_fuse +gateup_fuse +last_layer_skip +rmsnorm_fold +rope_fold +time_bias_fold "
+check "passes.csv: naive, graph capture, then each pass" test "$(cut -d, -f1 "$tmp/pt/passes.csv" | tr '\n' ' ')" = "step naive graph capture +qkv_fuse +gateup_fuse +epilogue_fuse +last_layer_skip +rmsnorm_fold +rope_fold +time_bias_fold "
 check "passes: graph capture and every pass lower the predicted time" awk -F, 'NR > 2 && $9 > prev { bad = 1 } NR > 1 { prev = $9 } END { exit bad }' "$tmp/pt/passes.csv"
 
 # Control delay and real-time chunking (issue 13): simulate writes control.md/.csv beside the report.

@@ -40,8 +40,8 @@ void expect_well_formed(const OpGraph& g) {
 
 TEST(GraphPasses, RegistryListsEveryPassOnceWithADescription) {
   std::vector<std::string> names = pass_names();
-  for (const char* want : {"qkv_fuse", "gateup_fuse", "last_layer_skip", "rmsnorm_fold", "rope_fold",
-                           "time_bias_fold"})
+  for (const char* want : {"qkv_fuse", "gateup_fuse", "epilogue_fuse", "last_layer_skip", "rmsnorm_fold",
+                           "rope_fold", "time_bias_fold"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   for (const GraphPass& p : graph_passes()) {
     EXPECT_STRNE(p.description, "") << p.name;
@@ -57,13 +57,14 @@ TEST(GraphPasses, RegistryListsEveryPassOnceWithADescription) {
 // named gives the same graph: the graphs of earlier releases stay as they were.
 TEST(GraphPasses, CardDefaultsAreTheBuilderPassesThatApply) {
   const ModelCard pi0 = card("pi0");
-  EXPECT_EQ(*pi0.defaults.passes, (std::vector<std::string>{"qkv_fuse", "gateup_fuse", "last_layer_skip"}));
-  const ModelCard dp = card("diffusion_policy");  // a U-Net: no attention, no FFN
-  EXPECT_TRUE(dp.defaults.passes->empty());
+  EXPECT_EQ(*pi0.defaults.passes,
+            (std::vector<std::string>{"qkv_fuse", "gateup_fuse", "epilogue_fuse", "last_layer_skip"}));
+  const ModelCard dp = card("diffusion_policy");  // a U-Net: no attention, no FFN; biased Linear GEMMs
+  EXPECT_EQ(*dp.defaults.passes, std::vector<std::string>{"epilogue_fuse"});
   const ModelCard openvla = card("openvla");  // no kv_only_last, no expert
-  EXPECT_EQ(*openvla.defaults.passes, (std::vector<std::string>{"qkv_fuse", "gateup_fuse"}));
+  EXPECT_EQ(*openvla.defaults.passes, (std::vector<std::string>{"qkv_fuse", "gateup_fuse", "epilogue_fuse"}));
   const OpGraph a = build_graph(pi0, RunShape{});
-  const OpGraph b = with(pi0, {"last_layer_skip", "gateup_fuse", "qkv_fuse"});
+  const OpGraph b = with(pi0, {"last_layer_skip", "epilogue_fuse", "gateup_fuse", "qkv_fuse"});
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a.op(int(i)).name, b.op(int(i)).name);
   EXPECT_DOUBLE_EQ(a.flops(), b.flops());
@@ -80,6 +81,13 @@ TEST(GraphPasses, UnfusedGraphHasSeparateProjectionsAndAFullLastLayer) {
   EXPECT_GT(naive.size(), fused.size());
   // Splitting a fused GEMM keeps its parameters: only the full last layer adds some.
   EXPECT_DOUBLE_EQ(with(c, {"last_layer_skip"}).param_bytes(), fused.param_bytes());
+  // Without epilogue_fuse: bias adds, activations and residual adds after bare GEMMs.
+  EXPECT_GT(count(naive, OpKind::Elementwise, OpFn::BiasAdd), 0);
+  for (size_t i = 0; i < naive.size(); ++i) {
+    const Op& o = naive.op(int(i));
+    if (o.kind == OpKind::Gemm && o.fn == OpFn::Linear && !o.epi.gate_up && !o.epi.gate)
+      EXPECT_FALSE(o.epi.bias || o.epi.residual || o.epi.act != Activation::None) << o.name;
+  }
   EXPECT_GT(naive.param_bytes(), fused.param_bytes());
   int q = 0, gather = 0, gate = 0, gmul = 0, qkv = 0, gate_up = 0;
   for (size_t i = 0; i < naive.size(); ++i) {
@@ -191,7 +199,9 @@ TEST(GraphPasses, PassesThatCannotApplyAreNamed) {
   EXPECT_NE(p.why.find("rope_fold"), std::string::npos) << "lists the valid names: " << p.why;
   p = passes_problem(pi0, {"rope_fold", "rope_fold"}, RunShape{});
   EXPECT_EQ(p.index, 1);
-  EXPECT_EQ(passes_problem(pi0, {"qkv_fuse", "rope_fold", "time_bias_fold"}, RunShape{}).index, -1);
+  EXPECT_EQ(passes_problem(pi0, {"qkv_fuse", "epilogue_fuse", "rope_fold", "time_bias_fold"}, RunShape{}).index, -1);
+  // The time MLP's bias is an op of its own without epilogue_fuse: nothing to fold it into.
+  EXPECT_EQ(passes_problem(pi0, {"qkv_fuse", "time_bias_fold"}, RunShape{}).index, 1);
   // RoPE after a gather of separate Q, K, V projections has no GEMM to fold into.
   p = passes_problem(pi0, {"rope_fold"}, RunShape{});
   EXPECT_EQ(p.index, 0);
@@ -202,7 +212,7 @@ TEST(GraphPasses, PassesThatCannotApplyAreNamed) {
   EXPECT_NE(p.why.find("does not apply to card 'pi05'"), std::string::npos) << p.why;
   // A U-Net has nothing for any transformer pass.
   for (const std::string& name : pass_names())
-    EXPECT_EQ(passes_problem(card("diffusion_policy"), {name}, RunShape{}).index, 0) << name;
+    if (name != "epilogue_fuse") EXPECT_EQ(passes_problem(card("diffusion_policy"), {name}, RunShape{}).index, 0) << name;
   RunShape s;
   s.passes = std::vector<std::string>{"time_bias_fold"};
   try {

@@ -302,7 +302,7 @@ TEST(Scenario, ModelPassesChooseTheGraph) {
   size_t dflt = 0, none = 0, all = 0;
   const double t_dflt = alone("", &dflt);
   const double t_none = alone("    passes: []\n", &none);
-  const double t_all = alone("    passes: [qkv_fuse, gateup_fuse, last_layer_skip, rmsnorm_fold, rope_fold, time_bias_fold]\n", &all);
+  const double t_all = alone("    passes: [qkv_fuse, gateup_fuse, epilogue_fuse, last_layer_skip, rmsnorm_fold, rope_fold, time_bias_fold]\n", &all);
   EXPECT_GT(none, dflt);
   EXPECT_LT(all, dflt);
   EXPECT_GT(t_none, t_dflt);
