@@ -145,21 +145,9 @@ class GemmKernel : public Kernel {
   // The rope epilogue, in place on the output (as the RoPE op of onednn_loops.cc).
   template <class T>
   void rope(T* out) {
-    const int64_t M = p_.out.rows, C = p_.out.cols, hd = o_.epi.rope_head_dim, half = hd / 2;
-    const int64_t span = o_.epi.rope_cols, per = M / o_.epi.rope_batch;
-    const float* cs = cos_.data();
-    const float* sn = sin_.data();
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < M; ++r) {
-      const float* cr = cs + (r % per) * half;
-      const float* sr = sn + (r % per) * half;
-      for (int64_t h0 = 0; h0 < span; h0 += hd)
-        for (int64_t i = 0; i < half; ++i) {
-          const float x0 = load(out, r * C + h0 + i), x1 = load(out, r * C + h0 + half + i);
-          store(out, r * C + h0 + i, x0 * cr[i] - x1 * sr[i]);
-          store(out, r * C + h0 + half + i, x1 * cr[i] + x0 * sr[i]);
-        }
-    }
+    const int64_t M = p_.out.rows, C = p_.out.cols;
+    rope_rows([out, C](int64_t r, int64_t j) { return load(out, r * C + j); }, out, M, C, o_.epi.rope_cols,
+              o_.epi.rope_head_dim, M / o_.epi.rope_batch, cos_.data(), sin_.data());
   }
 
   Context c_;

@@ -110,4 +110,24 @@ inline void store(uint16_t* p, int64_t i, float v) { p[i] = f32_to_bf16(v); }
 // theta = pos * 10000^(-2 i / head_dim); cos and sin get positions * head_dim / 2 values.
 void rope_tables(int64_t positions, int64_t head_dim, std::vector<float>* cos, std::vector<float>* sin);
 
+// out[R, C] = `a` with the first `span` columns rotated per head of `hd` at position
+// r % per (tables from rope_tables); `a(r, j)` reads the source, which may be out itself.
+template <class T, class Src>
+void rope_rows(Src a, T* out, int64_t R, int64_t C, int64_t span, int64_t hd, int64_t per, const float* cs,
+               const float* sn) {
+  const int64_t half = hd / 2;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < R; ++r) {
+    const float* cr = cs + (r % per) * half;
+    const float* sr = sn + (r % per) * half;
+    for (int64_t h0 = 0; h0 < span; h0 += hd)
+      for (int64_t i = 0; i < half; ++i) {
+        const float x0 = a(r, h0 + i), x1 = a(r, h0 + half + i);
+        store(out, r * C + h0 + i, x0 * cr[i] - x1 * sr[i]);
+        store(out, r * C + h0 + half + i, x1 * cr[i] + x0 * sr[i]);
+      }
+    for (int64_t j = span; j < C; ++j) store(out, r * C + j, a(r, j));
+  }
+}
+
 }  // namespace vlasim::onednn

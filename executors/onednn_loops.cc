@@ -173,24 +173,9 @@ class LoopKernel : public Kernel {
           for (int64_t j = 0; j < C; ++j) store(out, r * C + j, std::exp(a(r, j) - mx) * inv);
         }
         break;
-      case OpFn::RoPE: {
-        const int64_t half = hd_ / 2, hd = hd_, span = span_, per = per_;
-        const float* cs = cos_.data();
-        const float* sn = sin_.data();
-#pragma omp parallel for schedule(static)
-        for (int64_t r = 0; r < R; ++r) {
-          const float* cr = cs + (r % per) * half;
-          const float* sr = sn + (r % per) * half;
-          for (int64_t h0 = 0; h0 < span; h0 += hd)
-            for (int64_t i = 0; i < half; ++i) {
-              float x0 = a(r, h0 + i), x1 = a(r, h0 + half + i);
-              store(out, r * C + h0 + i, x0 * cr[i] - x1 * sr[i]);
-              store(out, r * C + h0 + half + i, x1 * cr[i] + x0 * sr[i]);
-            }
-          for (int64_t j = span; j < C; ++j) store(out, r * C + j, a(r, j));
-        }
+      case OpFn::RoPE:
+        rope_rows(a, out, R, C, span_, hd_, per_, cos_.data(), sin_.data());
         break;
-      }
       default:
         break;
     }

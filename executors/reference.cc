@@ -114,6 +114,22 @@ const SegmentTiming& ReferenceExecutor::run(int segment) {
 
 namespace {
 
+// Rotates the first `span` columns of out[R, C] in place, per head of `hd`, at position
+// r % per (the RoPE op's rule, executors/plan.h).
+void rope_in_place(double* out, int64_t R, int64_t C, int64_t span, int64_t hd, int64_t per) {
+  const int64_t half = hd / 2;
+  for (int64_t r = 0; r < R; ++r) {
+    const double pos = static_cast<double>(r % per);
+    for (int64_t h0 = 0; h0 < span; h0 += hd)
+      for (int64_t i = 0; i < half; ++i) {
+        const double th = pos * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+        const double x0 = out[r * C + h0 + i], x1 = out[r * C + h0 + half + i];
+        out[r * C + h0 + i] = x0 * std::cos(th) - x1 * std::sin(th);
+        out[r * C + h0 + half + i] = x1 * std::cos(th) + x0 * std::sin(th);
+      }
+  }
+}
+
 // Element (r, c) of a slot's view.
 struct View {
   const double* base;
@@ -152,18 +168,8 @@ void ReferenceExecutor::run_op(Segment& s, const OpPlan& p) {
           if (o.epi.residual) v += view(kResidual)(r, j);
           out[r * C + j] = v;
         }
-        if (o.epi.rope()) {  // as the RoPE op below, in place on the first rope_cols columns
-          const int64_t hd = o.epi.rope_head_dim, half = hd / 2, per = R / o.epi.rope_batch;
-          const double pos = static_cast<double>(r % per);
-          for (int64_t h0 = 0; h0 < o.epi.rope_cols; h0 += hd)
-            for (int64_t i = 0; i < half; ++i) {
-              double th = pos * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
-              double x0 = out[r * C + h0 + i], x1 = out[r * C + h0 + half + i];
-              out[r * C + h0 + i] = x0 * std::cos(th) - x1 * std::sin(th);
-              out[r * C + h0 + half + i] = x1 * std::cos(th) + x0 * std::sin(th);
-            }
-        }
       }
+      if (o.epi.rope()) rope_in_place(out.data(), R, C, o.epi.rope_cols, o.epi.rope_head_dim, R / o.epi.rope_batch);
       break;
     }
     case OpKind::Attention: {
@@ -280,19 +286,9 @@ void ReferenceExecutor::run_op(Segment& s, const OpPlan& p) {
           break;
         case OpFn::RoPE: {
           const int64_t hd = o.head_dim > 0 ? o.head_dim : C;
-          const int64_t span = o.heads > 0 ? (o.heads + o.kv_heads) * hd : C;
-          const int64_t per = R / o.batch, half = hd / 2;
-          for (int64_t r = 0; r < R; ++r) {
+          for (int64_t r = 0; r < R; ++r)
             for (int64_t c = 0; c < C; ++c) out[r * C + c] = a(r, c);
-            double pos = static_cast<double>(r % per);
-            for (int64_t h0 = 0; h0 < span; h0 += hd)
-              for (int64_t i = 0; i < half; ++i) {
-                double th = pos * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
-                double x0 = a(r, h0 + i), x1 = a(r, h0 + half + i);
-                out[r * C + h0 + i] = x0 * std::cos(th) - x1 * std::sin(th);
-                out[r * C + h0 + half + i] = x1 * std::cos(th) + x0 * std::sin(th);
-              }
-          }
+          rope_in_place(out.data(), R, C, o.heads > 0 ? (o.heads + o.kv_heads) * hd : C, hd, R / o.batch);
           break;
         }
         default:

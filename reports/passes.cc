@@ -5,22 +5,18 @@
 #include <sstream>
 
 #include "models/passes/passes.h"
+#include "reports/plot.h"
 #include "sim/plan.h"
 
 namespace vlasim {
 
 namespace {
 
+// `v` joined by `sep` (join_names joins by ", ").
 std::string joined(const std::vector<std::string>& v, const char* sep) {
   std::string out;
   for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
   return out;
-}
-
-std::string num(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
 }
 
 }  // namespace
@@ -41,11 +37,11 @@ PassTable make_pass_table(const Scenario& s, int m, const PassTableOptions& o,
     devices.push_back(d.name + " (" + d.spec.name + ")");
     gpu = gpu || d.spec.type == DeviceType::Gpu;
   }
-  t.devices = joined(devices, ", ");
+  t.devices = join_names(devices);
   for (const std::string& p : o.passes)
     if (!find_pass(p))
       throw ConfigError("<command line>", 0, 0, "--passes",
-                        "unknown pass '" + p + "'; valid are: " + joined(pass_names(), ", "));
+                        "unknown pass '" + p + "'; valid are: " + join_names(pass_names()));
   std::vector<PassRow> rows;
   rows.push_back({.step = "naive"});
   if (gpu) rows.push_back({.step = "graph capture", .graph_capture = true});
@@ -82,7 +78,7 @@ PassTable make_pass_table(const Scenario& s, int m, const PassTableOptions& o,
       r.bytes += op.bytes_read + op.bytes_written;
     }
     r.params = g.param_bytes() / dtype_bytes(v.models[static_cast<size_t>(m)].shape.dtype);
-    graphs.push_back(build_graph(mi.card, v.models[static_cast<size_t>(m)].shape));
+    graphs.push_back(g);  // what was planned is what runs
     if (progress) progress(double(i + 1) / double(rows.size()) * (o.prepare ? 0.2 : 1.0));
   }
   if (o.prepare) {
@@ -123,12 +119,12 @@ std::string pass_table_markdown(const PassTable& t) {
   os << "\n|---|---|---|---|---|---|---|---|" << (measured ? "---|---|---|" : "") << "\n";
   const PassRow* first = t.rows.empty() ? nullptr : &t.rows.front();
   for (const PassRow& r : t.rows) {
-    os << "| " << r.step << " | " << r.ops << " | " << r.gemm_ops << " | " << num("%.3f", r.flops / 1e9) << " | "
-       << num("%.1f", r.bytes / 1e6) << " | " << num("%.1f", r.params / 1e6) << " | "
-       << num("%.3f", r.predicted_s * 1e3) << " | " << num("%.2fx", first->predicted_s / r.predicted_s) << " |";
+    os << "| " << r.step << " | " << r.ops << " | " << r.gemm_ops << " | " << printf_number("%.3f", r.flops / 1e9) << " | "
+       << printf_number("%.1f", r.bytes / 1e6) << " | " << printf_number("%.1f", r.params / 1e6) << " | "
+       << printf_number("%.3f", r.predicted_s * 1e3) << " | " << printf_number("%.2fx", first->predicted_s / r.predicted_s) << " |";
     if (measured)
-      os << " " << num("%.3f", r.measured_s * 1e3) << " +- " << num("%.3f", r.measured_iqr_s * 1e3) << " | " << num("%.2fx", first->measured_s / r.measured_s)
-         << " | " << num("%+.1f%%", (r.predicted_s / r.measured_s - 1) * 100) << " |";
+      os << " " << printf_number("%.3f", r.measured_s * 1e3) << " +- " << printf_number("%.3f", r.measured_iqr_s * 1e3) << " | " << printf_number("%.2fx", first->measured_s / r.measured_s)
+         << " | " << printf_number("%+.1f%%", (r.predicted_s / r.measured_s - 1) * 100) << " |";
     os << "\n";
   }
   if (!t.skipped.empty()) {
@@ -143,9 +139,9 @@ std::string pass_table_csv(const PassTable& t) {
   os << "step,passes,graph_capture,kernels,gemm_like,flops,bytes,params,predicted_s,measured_s,measured_iqr_s\n";
   for (const PassRow& r : t.rows)
     os << r.step << "," << joined(r.passes, ";") << "," << (r.graph_capture ? 1 : 0) << "," << r.ops << ","
-       << r.gemm_ops << "," << num("%.6g", r.flops) << "," << num("%.6g", r.bytes) << "," << num("%.6g", r.params)
-       << "," << num("%.6g", r.predicted_s) << "," << (r.measured_s < 0 ? "" : num("%.6g", r.measured_s)) << ","
-       << (r.measured_s < 0 ? "" : num("%.6g", r.measured_iqr_s)) << "\n";
+       << r.gemm_ops << "," << printf_number("%.6g", r.flops) << "," << printf_number("%.6g", r.bytes) << "," << printf_number("%.6g", r.params)
+       << "," << printf_number("%.6g", r.predicted_s) << "," << (r.measured_s < 0 ? "" : printf_number("%.6g", r.measured_s)) << ","
+       << (r.measured_s < 0 ? "" : printf_number("%.6g", r.measured_iqr_s)) << "\n";
   return os.str();
 }
 

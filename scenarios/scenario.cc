@@ -233,10 +233,13 @@ ControlDecl parse_control(const ConfigNode& c, const ModelInstance& mi) {
     c.required("execute").fail("the execution horizon (" + std::to_string(d.execute) +
                                " actions) is longer than the chunk of model '" + mi.name + "' (" +
                                std::to_string(mi.shape.chunk) + " actions)");
-  for (const char* k : {"capture_ms", "actuation_ms"})
-    if (c.get_nonneg(k, 0) > 1e9) c.required(k).fail("at most 1e9 ms");
-  d.capture_s = c.get_nonneg("capture_ms", 0) * 1e-3;
-  d.actuation_s = c.get_nonneg("actuation_ms", 0) * 1e-3;
+  auto delay_s = [&](const char* key) {
+    const double ms = c.get_nonneg(key, 0);
+    if (ms > 1e9) c.required(key).fail("at most 1e9 ms");
+    return ms * 1e-3;
+  };
+  d.capture_s = delay_s("capture_ms");
+  d.actuation_s = delay_s("actuation_ms");
   return d;
 }
 
