@@ -614,7 +614,7 @@ void list_registry(const R& reg) {
 
 int run_list(const Common& c, const std::string& what) {
   const std::vector<std::string> families = {"host", "cost_models", "queue_policies", "pipeline_policies",
-                                             "partition_policies", "zone_policies", "executors", "devices", "cards", "workloads",
+                                             "batching_policies", "partition_policies", "zone_policies", "executors", "devices", "cards", "workloads",
                                              "passes"};
   bool all = what.empty() || what == "all";
   if (!all && std::find(families.begin(), families.end(), what) == families.end()) {
@@ -626,6 +626,7 @@ int run_list(const Common& c, const std::string& what) {
   if (all || what == "cost_models") list_registry(cost_models());
   if (all || what == "queue_policies") list_registry(queue_policies());
   if (all || what == "pipeline_policies") list_registry(pipeline_policies());
+  if (all || what == "batching_policies") list_registry(batch_policies());
   if (all || what == "partition_policies") list_registry(partition_policies());
   if (all || what == "zone_policies") list_registry(zone_policies());
   if (all || what == "executors") list_registry(executor_registry());
@@ -1095,7 +1096,7 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "list the registered parts and their parameters");
   std::string family;
   list->add_option("family", family,
-                   "host (this machine's CPU, ISA, bf16, NUMA), cost_models, queue_policies, pipeline_policies, partition_policies, zone_policies, executors, devices, cards, workloads or passes (default: all)");
+                   "host (this machine's CPU, ISA, bf16, NUMA), cost_models, queue_policies, pipeline_policies, batching_policies, partition_policies, zone_policies, executors, devices, cards, workloads or passes (default: all)");
 
   auto* graph = app.add_subcommand("graph", "summarise the operator graph a model card builds");
   std::string card, dtype;

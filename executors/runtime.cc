@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "executors/executor.h"
 #include "scenarios/workload.h"
@@ -22,11 +23,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What one unit runs: a prepared segment handle per (model, segment), on the executor of
-// the model's dtype; transfers are memcpy between two buffers of the unit.
+// What one unit runs: a prepared segment handle per (plan, segment, batch size), on the
+// executor of the model's dtype; transfers are memcpy between two buffers of the unit.
 struct UnitRunner {
   std::map<DType, std::unique_ptr<Executor>> executors;
-  std::map<std::pair<int, int>, std::pair<Executor*, int>> handles;  // (model, seg) -> handle
+  std::map<std::tuple<int, int, int>, std::pair<Executor*, int>> handles;
   std::vector<char> src, dst;                                          // transfer buffers
   std::vector<int> cpus;
   // The one item the flow has started on this unit, if any.
@@ -109,7 +110,10 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
 
   check_cpu_dtypes(s);  // before any work starts
 
-  // Executors (one per unit and dtype) and prepared segments.
+  // Executors (one per unit and dtype) and prepared segments, at every batch size the
+  // batching policy may run on their unit.
+  auto batching = batch_policies().make(s.batching.name.empty() ? "dynamic" : s.batching.name, s.batching.params,
+                                        s.batching.where);
   for (size_t m = 0; m < p.models.size(); ++m) {
     const ModelPlan& mp = p.models[m];
     DType dtype = s.models[mp.model].shape.dtype;
@@ -126,7 +130,9 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
                              : executor_registry().make(o.executor, Params(n), n);
         out.devices.push_back(p.units[seg.unit].name + ": " + ex->device());
       }
-      ur.handles[{static_cast<int>(m), static_cast<int>(k)}] = {ex.get(), ex->prepare(mp.graph, seg.ops)};
+      const int max_batch = p.units[static_cast<size_t>(seg.unit)].batch;
+      for (int b : max_batch > 1 ? batching->sizes(max_batch) : std::vector<int>{1})
+        ur.handles[{static_cast<int>(m), static_cast<int>(k), b}] = {ex.get(), ex->prepare(mp.graph_at(b), seg.ops)};
     }
   }
   for (auto& u : units)
@@ -162,7 +168,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         if (!ur.has_item) return;
         WorkItem w = ur.item;
         ur.has_item = false;
-        const Segment& seg = p.models[w.plan].segments[w.segment];
+        const Segment& seg = p.models[w.plan].segment_at(w.segment, w.batch);
         lock.unlock();
         double start = now();
         double stage[kStages] = {0, 0, 0, 0, 0};
@@ -172,7 +178,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
           if (seg.transfer) {
             std::memcpy(ur.dst.data(), ur.src.data(), static_cast<size_t>(seg.bytes));
           } else {
-            auto [ex, handle] = ur.handles.at({w.plan, w.segment});
+            auto [ex, handle] = ur.handles.at({w.plan, w.segment, w.batch});
             timing = &ex->run(handle);
           }
         } catch (const std::exception& e) {
@@ -195,7 +201,8 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         if (timing) {
           const OpGraph& g = p.models[w.plan].graph;
           for (size_t i = 0; i < timing->ops.size(); ++i) {
-            samples[w.model][timing->ops[i]].push_back(timing->seconds[i]);
+            // Per-op figures are of one request: batched runs give only their stage shares.
+            if (w.batch == 1) samples[w.model][timing->ops[i]].push_back(timing->seconds[i]);
             stage[static_cast<int>(g.op(timing->ops[i]).stage)] += timing->seconds[i];
           }
         }

@@ -33,7 +33,8 @@ struct ExecuteOptions {
 
 struct ExecResult {
   SimResult result;  // times are seconds since the run started
-  // Per scenario model, per op id: median measured seconds (NaN for ops never run).
+  // Per scenario model, per op id: median measured seconds of runs at batch size 1 (NaN for
+  // ops never run so).
   std::vector<std::vector<double>> op_seconds;
   std::vector<std::string> devices;  // per unit used: the executor's device description
   size_t failed = 0;                 // requests whose segment threw (RequestRecord::failed)

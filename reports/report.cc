@@ -322,6 +322,8 @@ void write_trace(const Scenario& s, const Plan& p, const SimResult& r, const std
                       {"dur", (e.end - e.start) * 1e6},
                       {"args", {{"request", e.request}, {"stream", s.streams[e.stream].name},
                                 {"cut", p.models[e.plan].cut}}}});
+    if (e.batch > 1)  // a batch: its size and the requests in it (the lead's above)
+      events.back()["args"].update({{"batch", e.batch}, {"items", e.items}});
   }
   ordered_json j{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   auto out = open_out(path);

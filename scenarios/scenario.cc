@@ -54,15 +54,24 @@ void check_name(const ConfigNode& n, const std::string& name) {
       n.fail("name '" + name + "' may hold only letters, digits, '_' and '-'");
 }
 
+void parse_unit_batch(const ConfigNode& n, UnitDecl& u) {
+  u.batch_where = n;
+  if (!n.has("batch")) return;
+  u.batch = static_cast<int>(n.get_count("batch", 1, 1, kMaxUnitBatch));
+  u.batch_given = true;
+  u.batch_where = n.required("batch");
+}
+
 std::vector<UnitDecl> parse_units(const ConfigNode& dn, DeviceInstance& d) {
   std::vector<UnitDecl> units;
   std::set<std::string> seen;
   if (d.spec.type == DeviceType::Gpu) {
     ConfigNode sn = dn.optional("streams");
-    if (!sn.defined()) return {UnitDecl{"s0", 1.0}};
+    if (!sn.defined()) return {UnitDecl{"s0", 1.0, 0, 0, 0, 1, false, {}}};
     for (auto& s : sn.items()) {
-      s.check_keys({"name", "sm_fraction", "sms"});
+      s.check_keys({"name", "sm_fraction", "sms", "batch"});
       UnitDecl u;
+      parse_unit_batch(s, u);
       u.name = s.required("name").as_string();
       check_name(s.required("name"), u.name);
       if (!seen.insert(u.name).second) s.required("name").fail("duplicate stream '" + u.name + "'");
@@ -94,13 +103,14 @@ std::vector<UnitDecl> parse_units(const ConfigNode& dn, DeviceInstance& d) {
   if (!gn.defined()) {
     // One group per NUMA node, all its cores.
     for (int n = 0; n < d.spec.numa_nodes; ++n)
-      units.push_back(UnitDecl{"g" + std::to_string(n), 1.0, cores_per_node, n * cores_per_node, n});
+      units.push_back(UnitDecl{"g" + std::to_string(n), 1.0, cores_per_node, n * cores_per_node, n, 1, false, {}});
     return units;
   }
   std::vector<int> next_core(d.spec.numa_nodes, 0);
   for (auto& g : gn.items()) {
-    g.check_keys({"name", "cores", "node"});
+    g.check_keys({"name", "cores", "node", "batch"});
     UnitDecl u;
+    parse_unit_batch(g, u);
     u.name = g.required("name").as_string();
     check_name(g.required("name"), u.name);
     if (!seen.insert(u.name).second) g.required("name").fail("duplicate core group '" + u.name + "'");
@@ -523,13 +533,21 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     }
 
   ConfigNode pol = root.optional("policies");
-  if (pol.defined()) pol.check_keys({"queue", "pipeline", "cost_model"});
+  if (pol.defined()) pol.check_keys({"queue", "pipeline", "cost_model", "batching"});
   s.queue = parse_policy(pol, "queue", "fifo");
   s.pipeline = parse_policy(pol, "pipeline", "serial");
   s.cost_model = parse_policy(pol, "cost_model", "roofline");
+  s.batching = parse_policy(pol, "batching", "dynamic");
   // Validate the policy names and parameters now, where the error can point at the file.
   queue_policies().make(s.queue.name, s.queue.params, s.queue.where);
   pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
+  const int batch = batch_policies().make(s.batching.name, s.batching.params, s.batching.where)->default_size();
+  for (DeviceInstance& d : s.devices)
+    for (UnitDecl& u : d.units)
+      if (!u.batch_given) {
+        u.batch = batch;
+        if (batch > 1) u.batch_where = s.batching.where;
+      }
   return s;
 }
 

@@ -21,6 +21,11 @@ struct UnitDecl {
   int cores = 0;             // CPU: cores in the group
   int first_core = 0;        // CPU: first core index (groups are contiguous and disjoint)
   int node = 0;              // CPU: NUMA node
+  // Most items of one model and stage the unit runs as one batch (`batch:`, else the batching
+  // policy's size); 1: no batching.
+  int batch = 1;
+  bool batch_given = false;  // `batch:` was given on the unit
+  ConfigNode batch_where;    // the unit's entry (or its `batch:`), for errors
 };
 
 struct DeviceInstance {
@@ -141,7 +146,7 @@ struct Scenario {
   std::vector<ModelInstance> models;
   std::vector<StreamDecl> streams;
   std::vector<BackgroundLoad> background;
-  PolicyDecl queue, pipeline, cost_model;
+  PolicyDecl queue, pipeline, cost_model, batching;
   double drain_s = 60;  // simulated time allowed after the last arrival for queues to empty
 
   // Index of the device called `name`, or -1.

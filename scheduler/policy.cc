@@ -78,6 +78,92 @@ class LargestQueue : public QueuePolicy {
   }
 };
 
+// Earliest SLO first over model queues: each model's items at the unit form a FIFO queue;
+// the model whose head (oldest item) has the earliest deadline goes first (ties: the older
+// head, then the lower request id). Unlike edf, a model's later items never overtake its head.
+class EarliestSloFirst : public QueuePolicy {
+ public:
+  size_t pick(const UnitView& v) override {
+    std::map<int, size_t> head;  // model -> index of its oldest item
+    for (size_t i = 0; i < v.queue.size(); ++i) {
+      auto [it, fresh] = head.emplace(v.queue[i].model, i);
+      const WorkItem &a = v.queue[i], &b = v.queue[it->second];
+      if (!fresh && (a.ready < b.ready || (a.ready == b.ready && a.request < b.request))) it->second = i;
+    }
+    size_t best = head.begin()->second;
+    for (const auto& [model, i] : head) {
+      const WorkItem &a = v.queue[i], &b = v.queue[best];
+      if (a.deadline < b.deadline ||
+          (a.deadline == b.deadline && (a.ready < b.ready || (a.ready == b.ready && a.request < b.request))))
+        best = i;
+    }
+    return best;
+  }
+};
+
+// The lead and up to max_batch - 1 more items of its plan and segment, earliest deadline
+// first (ties: joined first, then request id).
+std::vector<size_t> batch_items(const UnitView& v, size_t lead, int max_batch) {
+  const WorkItem& l = v.queue[lead];
+  std::vector<size_t> rest;
+  for (size_t i = 0; i < v.queue.size(); ++i)
+    if (i != lead && v.queue[i].plan == l.plan && v.queue[i].segment == l.segment) rest.push_back(i);
+  const size_t take = std::min(rest.size(), static_cast<size_t>(max_batch - 1));
+  std::partial_sort(rest.begin(), rest.begin() + static_cast<long>(take), rest.end(), [&](size_t x, size_t y) {
+    const WorkItem &a = v.queue[x], &b = v.queue[y];
+    if (a.deadline != b.deadline) return a.deadline < b.deadline;
+    if (a.ready != b.ready) return a.ready < b.ready;
+    return a.request < b.request;
+  });
+  std::vector<size_t> out{lead};
+  out.insert(out.end(), rest.begin(), rest.begin() + static_cast<long>(take));
+  return out;
+}
+
+// Fixed batching: the batch always runs at the unit's batch size, padded with empty slots,
+// so one captured graph per stage serves every batch.
+class FixedBatch : public BatchPolicy {
+ public:
+  explicit FixedBatch(int size) : size_(size) {}
+  BatchChoice form(const UnitView& v, size_t lead, int max_batch) const override {
+    return {batch_items(v, lead, max_batch), max_batch};
+  }
+  std::vector<int> sizes(int max_batch) const override { return {max_batch}; }
+  int default_size() const override { return size_; }
+
+ private:
+  int size_;
+};
+
+// Dynamic batching: the batch runs at the number of items it took.
+class DynamicBatch : public BatchPolicy {
+ public:
+  explicit DynamicBatch(int size) : size_(size) {}
+  BatchChoice form(const UnitView& v, size_t lead, int max_batch) const override {
+    BatchChoice c{batch_items(v, lead, max_batch), 0};
+    c.size = static_cast<int>(c.items.size());
+    return c;
+  }
+  std::vector<int> sizes(int max_batch) const override {
+    std::vector<int> out;
+    for (int b = 1; b <= max_batch; ++b) out.push_back(b);
+    return out;
+  }
+  int default_size() const override { return size_; }
+
+ private:
+  int size_;
+};
+
+// The `size` parameter of a batch policy: 1 .. kMaxUnitBatch.
+int batch_size_param(const Params& p) {
+  ConfigNode n = p.node().defined() ? p.node().optional("size") : ConfigNode();
+  long long size = p.get_int("size", 1);
+  if (size < 1 || size > kMaxUnitBatch)
+    n.fail("batch size must be between 1 and " + std::to_string(kMaxUnitBatch) + ", not " + std::to_string(size));
+  return static_cast<int>(size);
+}
+
 class Serial : public PipelinePolicy {
  public:
   int window(int) const override { return 1; }
@@ -105,6 +191,8 @@ const QueuePolicyRegistry& queue_policies() {
            [](const Params&) { return std::make_unique<RoundRobin>(); }});
     r.add({"largest_queue", "the model with the most waiting work first", {},
            [](const Params&) { return std::make_unique<LargestQueue>(); }});
+    r.add({"esf", "earliest SLO first over model queues: the model whose oldest item has the earliest deadline", {},
+           [](const Params&) { return std::make_unique<EarliestSloFirst>(); }});
     return r;
   }();
   return r;
@@ -124,6 +212,23 @@ const PipelinePolicyRegistry& pipeline_policies() {
              if (depth < 0) d.fail("depth must not be negative");
              return std::make_unique<Async>(static_cast<int>(depth));
            }});
+    return r;
+  }();
+  return r;
+}
+
+const BatchPolicyRegistry& batch_policies() {
+  static const BatchPolicyRegistry r = [] {
+    BatchPolicyRegistry r("batching policy");
+    r.add({"dynamic",
+           "a free unit runs what is waiting of one model and stage, up to its batch size, at that count",
+           {{"size", "batch size of units that give no `batch:` of their own", "1"}},
+           [](const Params& p) { return std::make_unique<DynamicBatch>(batch_size_param(p)); }});
+    r.add({"fixed",
+           "a free unit runs what is waiting of one model and stage, up to its batch size, padded to that size "
+           "(one captured graph per stage)",
+           {{"size", "batch size of units that give no `batch:` of their own", "1"}},
+           [](const Params& p) { return std::make_unique<FixedBatch>(batch_size_param(p)); }});
     return r;
   }();
   return r;

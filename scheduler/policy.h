@@ -26,6 +26,9 @@ struct WorkItem {
   double ready = 0;       // when this item joined the queue (s)
   double deadline = std::numeric_limits<double>::infinity();  // absolute (s)
   double estimate = 0;    // predicted seconds of this item alone on the unit
+  // Set when a unit starts it: the batch size it runs at (padding included; 1 unbatched).
+  // The unit runs the segment once for the whole batch, costed at this size.
+  int batch = 1;
 };
 
 // What a queue policy sees when a unit becomes free.
@@ -54,11 +57,38 @@ class PipelinePolicy {
   virtual int window(int pipeline_stages) const = 0;
 };
 
+// The largest batch a unit may run (a plan costs every size a batch policy may form).
+constexpr int kMaxUnitBatch = 64;
+
+// A batch a free unit runs: items of one plan and segment (one model, one stage), run once
+// at `size` (>= items.size(); more pads the batch with empty slots).
+struct BatchChoice {
+  std::vector<size_t> items;  // indices into the queue; the lead item first
+  int size = 1;
+};
+
+// Forms the batch a free unit runs around the item its queue policy picked (the lead).
+class BatchPolicy {
+ public:
+  virtual ~BatchPolicy() = default;
+  // The batch around view.queue[lead], at most `max_batch` items, all of the lead's plan and
+  // segment: the lead, then the others earliest deadline first (ties: joined the queue
+  // first, then request id). REQUIRES: lead < view.queue.size(), max_batch >= 1.
+  virtual BatchChoice form(const UnitView& view, size_t lead, int max_batch) const = 0;
+  // The sizes form() may return on a unit whose batch size is max_batch, in increasing
+  // order (what a plan must cost and a real runtime must prepare).
+  virtual std::vector<int> sizes(int max_batch) const = 0;
+  // The batch size of units that do not declare their own (>= 1).
+  virtual int default_size() const = 0;
+};
+
 using QueuePolicyRegistry = Registry<QueuePolicy>;
 using PipelinePolicyRegistry = Registry<PipelinePolicy>;
+using BatchPolicyRegistry = Registry<BatchPolicy>;
 
 // The registries with every built-in policy.
 const QueuePolicyRegistry& queue_policies();
 const PipelinePolicyRegistry& pipeline_policies();
+const BatchPolicyRegistry& batch_policies();
 
 }  // namespace vlasim

@@ -51,6 +51,8 @@ struct TraceEvent {
   int model = 0, segment = 0;
   int plan = 0;  // Plan::models index whose segment `segment` ran
   int stream = 0;
+  int batch = 1;   // the batch size it ran at (padding included); `request` is its lead item
+  int items = 1;   // requests in the batch
 };
 
 struct UnitStats {

@@ -11,6 +11,8 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
     : s_(s), p_(p), out_(out), trace_limit_(trace_limit), start_(std::move(start)),
       sink_(std::move(sink)) {
   queue_ = queue_policies().make(s.queue.name, s.queue.params, s.queue.where);
+  batching_ = batch_policies().make(s.batching.name.empty() ? "dynamic" : s.batching.name, s.batching.params,
+                                    s.batching.where);
   auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
   for (const auto& mp : p.models) window_.push_back(pipe->window(mp.pipeline_stages));
   // A stream running only some stages is its own flow, with the window of its model's plan.
@@ -50,6 +52,7 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
     }
   }
   unit_queue_.resize(p.units.size());
+  running_.resize(p.units.size());
   unit_busy_.assign(p.units.size(), 0);
   out_.units.resize(p.units.size());
   slowdown_.assign(p.units.size(), 1.0);
@@ -141,8 +144,7 @@ size_t RequestFlow::flow_key(const RequestRecord& rec) const {
 
 void RequestFlow::segment_done(int unit, const WorkItem& item, double start, double end,
                                const double* stage_seconds) {
-  RequestRecord& rec = this->rec(item.request);
-  const Segment& done = p_.models[rec.plan].segments[item.segment];
+  const Segment& done = p_.models[static_cast<size_t>(item.plan)].segment_at(item.segment, item.batch);
   if (done.seconds > 0) slowdown_[unit] = 0.8 * slowdown_[unit] + 0.2 * (end - start) / done.seconds;
   // Split the segment's interval among the stages the plan puts in it, in proportion to
   // stage_seconds (the plan's own shares if those are all zero). A stage's first and last
@@ -155,48 +157,58 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
     total = 0;
     for (int st = 0; st < kStages; ++st) total += share[st];
   }
-  if (total > 0) {
-    const StageSpan span = stage_span_[rec.plan][item.segment];
-    double at = start;
-    for (int st = 0; st < kStages; ++st) {
-      if (done.stage_seconds[st] <= 0) continue;
-      double len = (end - start) * share[st] / total;
-      const double first_start = (span.first >> st) & 1 ? at : rec.stage_latency[st];
-      if ((span.last >> st) & 1) {
-        rec.stage_latency[st] = at + len - first_start;
-        rec.stages_done |= static_cast<uint8_t>(1u << st);
-        // What a later stage stream reads (its context) is ready when this stage ends.
-        last_stage_end_[static_cast<size_t>(rec.model)][static_cast<size_t>(st)] = at + len;
-      } else {
-        rec.stage_latency[st] = first_start;  // kept until the stage's last segment ends
-      }
-      at += len;
-    }
-  }
+  std::vector<WorkItem> batch;
+  batch.swap(running_[static_cast<size_t>(unit)]);
   UnitStats& us = out_.units[unit];
   us.busy_seconds += end - start;
   ++us.segments;
   if (out_.trace.size() < trace_limit_)
-    out_.trace.push_back(TraceEvent{unit, start, end, item.request, rec.model, item.segment, rec.plan, rec.stream});
+    out_.trace.push_back(TraceEvent{unit, start, end, item.request, item.model, item.segment, item.plan, item.stream,
+                                    item.batch, static_cast<int>(batch.size())});
   else
     out_.trace_truncated = true;
   unit_busy_[unit] = 0;
-  if (const int next = next_segment(rec, item.segment + 1); next >= 0) {
-    enqueue(item.request, next, end);
-  } else {
-    end_request(rec, end);
+  for (const WorkItem& w : batch) {
+    RequestRecord& rec = this->rec(w.request);
+    if (total > 0) {
+      const StageSpan span = stage_span_[rec.plan][w.segment];
+      double at = start;
+      for (int st = 0; st < kStages; ++st) {
+        if (done.stage_seconds[st] <= 0) continue;
+        double len = (end - start) * share[st] / total;
+        const double first_start = (span.first >> st) & 1 ? at : rec.stage_latency[st];
+        if ((span.last >> st) & 1) {
+          rec.stage_latency[st] = at + len - first_start;
+          rec.stages_done |= static_cast<uint8_t>(1u << st);
+          // What a later stage stream reads (its context) is ready when this stage ends.
+          last_stage_end_[static_cast<size_t>(rec.model)][static_cast<size_t>(st)] = at + len;
+        } else {
+          rec.stage_latency[st] = first_start;  // kept until the stage's last segment ends
+        }
+        at += len;
+      }
+    }
+    if (const int next = next_segment(rec, w.segment + 1); next >= 0) {
+      enqueue(w.request, next, end);
+    } else {
+      end_request(rec, end);
+    }
   }
   dispatch(unit, end);
 }
 
-void RequestFlow::segment_failed(int unit, const WorkItem& item, double start, double end) {
-  RequestRecord& rec = this->rec(item.request);
+void RequestFlow::segment_failed(int unit, const WorkItem&, double start, double end) {
   UnitStats& us = out_.units[unit];
   us.busy_seconds += end - start;
   ++us.segments;
   unit_busy_[unit] = 0;
-  rec.failed = true;
-  end_request(rec, end);
+  std::vector<WorkItem> batch;
+  batch.swap(running_[static_cast<size_t>(unit)]);
+  for (const WorkItem& w : batch) {
+    RequestRecord& rec = this->rec(w.request);
+    rec.failed = true;
+    end_request(rec, end);
+  }
   dispatch(unit, end);
 }
 
@@ -269,29 +281,40 @@ void RequestFlow::dispatch(int unit, double now) {
   v.unit = unit;
   v.queue = std::span<const WorkItem>(q.data(), q.size());
   v.busy_fraction = now > 0 ? out_.units[unit].busy_seconds / now : 0;
-  size_t pick = q.size() == 1 ? 0 : queue_->pick(v);
-  WorkItem w = q[pick];
-  q.erase(q.begin() + static_cast<long>(pick));
+  const size_t pick = q.size() == 1 ? 0 : queue_->pick(v);
+  const int max_batch = p_.units[static_cast<size_t>(unit)].batch;
+  BatchChoice choice{{pick}, 1};
+  if (max_batch > 1) choice = batching_->form(v, pick, max_batch);
+  std::vector<WorkItem>& batch = running_[static_cast<size_t>(unit)];
+  batch.clear();
+  for (size_t i : choice.items) batch.push_back(q[i]);
+  std::sort(choice.items.begin(), choice.items.end());
+  for (size_t k = choice.items.size(); k-- > 0;) q.erase(q.begin() + static_cast<long>(choice.items[k]));
+  WorkItem& lead = batch.front();
+  lead.batch = choice.size;
+  lead.estimate = p_.models[static_cast<size_t>(lead.plan)].segment_at(lead.segment, choice.size).seconds;
   unit_busy_[unit] = 1;
   running_start_[unit] = now;
-  running_estimate_[unit] = w.estimate;
-  RequestRecord& rec = this->rec(w.request);
-  if (rec.start < 0) {
-    rec.start = now;
-    // The context it reads: the latest end of the model's last stage before its stream's first.
-    if (const uint8_t mask = s_.streams[static_cast<size_t>(rec.stream)].stages; mask != 0) {
-      int first = 0;
-      while (!((mask >> first) & 1)) ++first;
-      uint8_t has = 0;
-      for (uint8_t m : seg_stages_[static_cast<size_t>(rec.plan)]) has |= m;
-      for (int st = first - 1; st >= 0; --st)
-        if ((has >> st) & 1) {
-          rec.context_end = last_stage_end_[static_cast<size_t>(rec.model)][static_cast<size_t>(st)];
-          break;
-        }
-    }
+  running_estimate_[unit] = lead.estimate;
+  for (const WorkItem& w : batch) mark_start(this->rec(w.request), now);
+  start_(unit, lead);
+}
+
+void RequestFlow::mark_start(RequestRecord& rec, double now) {
+  if (rec.start >= 0) return;
+  rec.start = now;
+  // The context it reads: the latest end of the model's last stage before its stream's first.
+  if (const uint8_t mask = s_.streams[static_cast<size_t>(rec.stream)].stages; mask != 0) {
+    int first = 0;
+    while (!((mask >> first) & 1)) ++first;
+    uint8_t has = 0;
+    for (uint8_t m : seg_stages_[static_cast<size_t>(rec.plan)]) has |= m;
+    for (int st = first - 1; st >= 0; --st)
+      if ((has >> st) & 1) {
+        rec.context_end = last_stage_end_[static_cast<size_t>(rec.model)][static_cast<size_t>(st)];
+        break;
+      }
   }
-  start_(unit, w);
 }
 
 }  // namespace vlasim

@@ -22,7 +22,8 @@ namespace vlasim {
 class RequestFlow {
  public:
   // Called when a free unit should start `item` now (segment item.segment of request
-  // item.request). The caller later reports the end through segment_done().
+  // item.request, at batch size item.batch: the segment runs once for the batch, whose other
+  // items the flow keeps). The caller later reports the end through segment_done().
   using StartFn = std::function<void(int unit, const WorkItem& item)>;
 
   // Called with each request's record once, in id (arrival) order, when it and every earlier
@@ -43,14 +44,14 @@ class RequestFlow {
   // now >= t (a real run's arrival thread may hand it over late): its record keeps t, its
   // start is no earlier than now.
   void arrive(int stream, double t, double now);
-  // The segment of `item` that started at `start` on `unit` finished at `end` (the current
-  // time). `stage_seconds` (by Stage index) splits its duration in proportion among the
+  // The segment of `item` (the lead of its batch: every item of the batch moves on) that
+  // started at `start` on `unit` finished at `end` (the current time). `stage_seconds` (by Stage index) splits its duration in proportion among the
   // stages the plan's segment holds; other stages' entries are ignored.
   void segment_done(int unit, const WorkItem& item, double start, double end,
                     const double* stage_seconds);
 
   // Segment `item` failed on `unit` (a real executor threw) between start and end (now): the
-  // request ends there, failed and unfinished, and the unit takes its next item.
+  // requests of its batch end there, failed and unfinished, and the unit takes its next item.
   void segment_failed(int unit, const WorkItem& item, double start, double end);
 
   size_t requests() const { return issued_; }
@@ -70,6 +71,8 @@ class RequestFlow {
   int choose_plan(int m, double now);
   void enqueue(uint64_t id, int segment, double now);
   void dispatch(int unit, double now);
+  // Sets rec.start (and a stage stream's context_end) when `rec` first starts on a unit.
+  void mark_start(RequestRecord& rec, double now);
 
   const Scenario& s_;
   const Plan& p_;
@@ -77,6 +80,8 @@ class RequestFlow {
   size_t trace_limit_;
   StartFn start_;
   std::unique_ptr<QueuePolicy> queue_;
+  std::unique_ptr<BatchPolicy> batching_;
+  std::vector<std::vector<WorkItem>> running_;  // per unit: the batch it runs, lead first
   std::vector<int> window_, in_flight_;
   std::vector<std::deque<uint64_t>> waiting_;
   std::vector<std::vector<WorkItem>> unit_queue_;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 namespace vlasim {
 
@@ -37,6 +38,7 @@ void add_units(const Scenario& s, Plan& p) {
         ui.memory_resource = 1;
         ui.compute_share = dev.units[u].sm_fraction;
         ui.memory_share = 1;
+        ui.batch = dev.units[u].batch;
         p.units.push_back(ui);
       }
     } else {
@@ -53,6 +55,7 @@ void add_units(const Scenario& s, Plan& p) {
         ui.memory_resource = groups + dev.units[u].node;
         ui.compute_share = 1;
         ui.memory_share = unit_bandwidth(dev, dev.units[u]) / dev.spec.mem_bw;
+        ui.batch = dev.units[u].batch;
         p.units.push_back(ui);
       }
     }
@@ -215,7 +218,44 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
   return mp;
 }
 
+// The batched variants of plan `mp` (model m): one per size above 1 that `policy` may form on
+// any unit the plan visits, each with the graph built for that many requests at once.
+void add_batches(const Scenario& s, const Plan& p, const CostModel& cost, const BatchPolicy& policy,
+                 ModelPlan& mp) {
+  std::set<int> sizes;
+  for (const Segment& seg : mp.segments)
+    for (int b : policy.sizes(p.units[seg.unit].batch))
+      if (b > 1) sizes.insert(b);
+  const ModelInstance& mi = s.models[mp.model];
+  for (int b : sizes) {
+    RunShape shape = mi.shape;
+    shape.batch = mi.shape.batch * b;
+    OpGraph g;
+    try {
+      g = build_graph(mi.card, shape);
+    } catch (const GraphTooLarge& e) {
+      mi.where.fail("model '" + mi.name + "' at batch " + std::to_string(b) + ": " + e.what());
+    }
+    ModelPlan at = plan_model(s, p, cost, mp.model, std::move(g), mp.cut);
+    // The builder emits the same ops at every batch size, so the segments line up.
+    bool same = at.segments.size() == mp.segments.size();
+    for (size_t k = 0; same && k < at.segments.size(); ++k)
+      same = at.segments[k].unit == mp.segments[k].unit && at.segments[k].ops == mp.segments[k].ops &&
+             at.segments[k].transfer == mp.segments[k].transfer;
+    if (!same)
+      throw std::logic_error("make_plan: model '" + mi.name + "' at batch " + std::to_string(b) +
+                             " splits into other segments than at batch 1");
+    mp.batched.push_back(BatchVariant{b, std::move(at.graph), std::move(at.segments)});
+  }
+}
+
 }  // namespace
+
+const BatchVariant& ModelPlan::variant(int b) const {
+  for (const BatchVariant& v : batched)
+    if (v.size == b) return v;
+  throw std::logic_error("plan of model " + std::to_string(model) + " has no batch of " + std::to_string(b));
+}
 
 namespace {
 // Requests in flight of model m, given the pipeline stages of its plan.
@@ -261,6 +301,10 @@ Plan make_plan_with(const Scenario& s, const CostModel& cost, const WindowFn& in
     for (auto [cut, index] : by_cut) p.models[m].variants.push_back(index);
     for (int index : p.models[m].variants) p.models[index].variants = p.models[m].variants;
   }
+  // Batched variants of every plan, dynamic-zone ones included.
+  auto batching = batch_policies().make(s.batching.name.empty() ? "dynamic" : s.batching.name, s.batching.params,
+                                        s.batching.where);
+  for (ModelPlan& mp : p.models) add_batches(s, p, cost, *batching, mp);
 
   // Memory per device: unique weights of every op a device may run (any variant), and the
   // largest KV cache and activation working set of any variant, times the requests in flight.
@@ -321,7 +365,21 @@ Plan make_plan(const Scenario& s, const CostModel& cost, const std::vector<int>&
 Plan plan_scenario(const Scenario& s) {
   auto cost = cost_models().make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
   auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
-  return make_plan_with(s, *cost, [&](int, int stages) { return pipe->window(stages); });
+  Plan p = make_plan_with(s, *cost, [&](int, int stages) { return pipe->window(stages); });
+  // A batch larger than the requests of a model that may be in flight could never fill.
+  for (size_t m = 0; m < s.models.size(); ++m) {
+    const int window = pipe->window(p.models[m].pipeline_stages);
+    for (const Segment& seg : p.models[m].segments) {
+      const UnitInfo& u = p.units[static_cast<size_t>(seg.unit)];
+      if (u.batch <= window || u.device < 0) continue;
+      s.devices[static_cast<size_t>(u.device)].units[static_cast<size_t>(u.unit)].batch_where.fail(
+          "batch " + std::to_string(u.batch) + " on " + u.name + " is more than the " + std::to_string(window) +
+          " request(s) of model '" + s.models[m].name + "' the pipeline policy '" + s.pipeline.name +
+          "' lets in flight, so a batch could never fill; raise the pipeline's depth "
+          "(policies.pipeline: {name: async, params: {depth: N}}) or lower the batch");
+    }
+  }
+  return p;
 }
 
 double bottleneck_seconds(const Plan& p, int m) {

@@ -27,6 +27,7 @@ struct UnitInfo {
   int memory_resource = 1;   // resource index within the domain (HBM, or the NUMA node)
   double compute_share = 1;  // fraction of the compute resource the unit may use
   double memory_share = 1;   // fraction of the memory resource the unit may use
+  int batch = 1;             // most items of one model and stage it runs as one batch
 };
 
 struct Segment {
@@ -47,6 +48,14 @@ struct Segment {
   std::vector<double> variability;
 };
 
+// A model plan's segments at a batch size above 1: the same ops on the same units (segment k
+// here is segment k of the plan), costed on the graph built for `size` requests at once.
+struct BatchVariant {
+  int size = 1;
+  OpGraph graph;
+  std::vector<Segment> segments;
+};
+
 struct ModelPlan {
   int model = 0;                 // index into Scenario::models
   int cut = -1;                  // the partition cut this plan runs with (-1: no partition)
@@ -59,6 +68,16 @@ struct ModelPlan {
   std::vector<Segment> segments;
   int pipeline_stages = 1;       // distinct consecutive units visited
   double alone_seconds = 0;      // sum of segment times (one request, no contention)
+  // The batch sizes above 1 the scenario's batching policy may run on the units this plan
+  // visits, in increasing order; empty without batching.
+  std::vector<BatchVariant> batched;
+
+  // Segment k at batch size b (1: segments[k]). Throws std::logic_error for a size the plan
+  // did not cost.
+  const Segment& segment_at(int k, int b) const { return b <= 1 ? segments[k] : variant(b).segments[k]; }
+  // The graph at batch size b (1: graph); throws as segment_at.
+  const OpGraph& graph_at(int b) const { return b <= 1 ? graph : variant(b).graph; }
+  const BatchVariant& variant(int b) const;
 };
 
 struct DeviceMemory {

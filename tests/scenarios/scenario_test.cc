@@ -378,5 +378,67 @@ TEST(Scenario, StreamStagesSharingASegmentWithOthersAreRefused) {
                ConfigError);
 }
 
+// pi0_tiny's VLM on one stream and its action expert on another of one RTX 4090, with the
+// given stream keys and policies.
+std::string batching_text(const std::string& vlm, const std::string& ae, const std::string& policies) {
+  return "name: b\n"
+         "hardware:\n"
+         "  devices:\n"
+         "    - {name: gpu0, catalog: rtx4090, streams: [{name: vlm" + vlm + "}, {name: ae" + ae + "}]}\n"
+         "models:\n"
+         "  - name: m\n"
+         "    card: pi0_tiny\n"
+         "    placement:\n"
+         "      - {stages: [vision, prefix], device: gpu0.vlm}\n"
+         "      - {stage: action, device: gpu0.ae}\n"
+         "workload:\n"
+         "  - {model: m, count: 8, rate_hz: 50, jitter_ms: 1, deadline_ms: 50, duration_s: 0.5}\n"
+         "policies:\n" + policies;
+}
+
+TEST(Scenario, UnitBatchSizesReachThePlanCostedAtEverySizeThePolicyRuns) {
+  Scenario s = load_scenario_text(
+      batching_text("", ", batch: 4", "  batching: dynamic\n  pipeline: {name: async, params: {depth: 8}}\n"),
+      "b.yaml", default_catalog_dir(), default_cards_dir());
+  const Plan p = plan_scenario(s);
+  EXPECT_EQ(p.units[0].batch, 1);
+  EXPECT_EQ(p.units[1].batch, 4);
+  const ModelPlan& mp = p.models[0];
+  ASSERT_EQ(mp.batched.size(), 3u);  // dynamic on a unit of 4: sizes 2, 3, 4
+  const int ae = static_cast<int>(mp.segments.size()) - 1;
+  ASSERT_EQ(mp.segments[static_cast<size_t>(ae)].unit, 1);
+  const double one = mp.segment_at(ae, 1).seconds, four = mp.segment_at(ae, 4).seconds;
+  EXPECT_GT(four, one);       // more work
+  EXPECT_LT(four, 4 * one);   // but the weights are read once per batch
+  EXPECT_DOUBLE_EQ(mp.graph_at(4).op(0).out_bytes, 4 * mp.graph.op(0).out_bytes);
+  SimResult r = simulate(s, p);
+  bool batched = false;
+  for (const TraceEvent& e : r.trace) batched = batched || (e.unit == 1 && e.items > 1);
+  EXPECT_TRUE(batched) << "8 robots at once never formed a batch on the action stream";
+
+  // fixed: one size per unit, the unit's; the policy's size for units without `batch:`.
+  Scenario f = load_scenario_text(
+      batching_text("", "", "  batching: {name: fixed, params: {size: 2}}\n  pipeline: {name: async, params: {depth: 8}}\n"),
+      "b.yaml", default_catalog_dir(), default_cards_dir());
+  const Plan fp = plan_scenario(f);
+  EXPECT_EQ(fp.units[0].batch, 2);
+  ASSERT_EQ(fp.models[0].batched.size(), 1u);
+  EXPECT_EQ(fp.models[0].batched[0].size, 2);
+  EXPECT_THROW(fp.models[0].segment_at(0, 3), std::logic_error);
+}
+
+TEST(Scenario, ABatchThePipelineCanNeverFillIsRefusedAtItsBatchKey) {
+  Scenario s = load_scenario_text(batching_text("", ", batch: 4", "  pipeline: {name: async, params: {depth: 3}}\n"),
+                                  "b.yaml", default_catalog_dir(), default_cards_dir());
+  try {
+    plan_scenario(s);
+    FAIL() << "a batch of 4 with 3 requests in flight was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "hardware.devices[0].streams[1].batch") << e.what();
+    EXPECT_EQ(e.line(), 4) << e.what();
+    EXPECT_NE(std::string(e.what()).find("could never fill"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace vlasim

@@ -75,6 +75,18 @@ struct Fixture {
     return mp.model;
   }
 
+  // Gives model m's plan a batched variant: its segments at batch `size` take `seconds` each.
+  void add_batch(int m, int size, double seconds) {
+    BatchVariant v;
+    v.size = size;
+    v.segments = p.models[m].segments;
+    for (Segment& seg : v.segments) {
+      seg.seconds = seconds;
+      seg.stage_seconds[static_cast<int>(Stage::Prefix)] = seconds;
+    }
+    p.models[m].batched.push_back(v);
+  }
+
   void add_stream(int model, double rate, double duration, double start = 0, double deadline = 0) {
     StreamDecl sd;
     sd.name = "st" + std::to_string(s.streams.size());
@@ -403,6 +415,69 @@ TEST(Engine, SegmentTimesFollowTheirVariabilityQuantiles) {
   EXPECT_NEAR(lat[40], 0.006, 0.0008);   // 10th percentile
   EXPECT_NEAR(lat[360], 0.014, 0.0008);  // 90th percentile
   for (double x : run(3, false)) EXPECT_NEAR(x, 0.010, 1e-9);  // none: every run alike
+}
+
+TEST(Engine, DynamicBatchRunsWhatIsWaitingOnceAtThatSize) {
+  // Five requests of one model queue behind a first one on a unit that batches up to 4: the
+  // first runs alone (10 ms); then 4 run as one batch (18 ms), then the last alone (10 ms).
+  Fixture f;
+  f.s.batching.name = "dynamic";
+  f.s.pipeline.name = "async";
+  f.s.pipeline.params = Params(ConfigNode::load_string("depth: 8", "<test>"));
+  f.p.units[0].batch = 4;
+  int m = f.add_model({{0, 0.010, 1.0, 0.0}});
+  for (int b = 2; b <= 4; ++b) f.add_batch(m, b, 0.010 + 0.002 * b);
+  for (int k = 0; k < 6; ++k) f.add_stream(m, 1.0, 0.5, k * 1e-4);
+  SimResult r = simulate(f.s, f.p);
+  ASSERT_EQ(r.requests.size(), 6u);
+  EXPECT_NEAR(r.requests[0].end, 0.010, 1e-9);
+  for (int k = 1; k <= 4; ++k) EXPECT_NEAR(r.requests[k].end, 0.028, 1e-9) << k;
+  EXPECT_NEAR(r.requests[5].end, 0.038, 1e-9);
+  ASSERT_EQ(r.trace.size(), 3u);  // one event per batch, with its size and items
+  EXPECT_EQ(r.trace[1].batch, 4);
+  EXPECT_EQ(r.trace[1].items, 4);
+  EXPECT_EQ(r.units[0].segments, 3u);
+}
+
+TEST(Engine, FixedBatchPadsToItsSize) {
+  // One request on a unit with fixed batches of 4 pays for the whole batch.
+  Fixture f;
+  f.s.batching.name = "fixed";
+  f.s.pipeline.name = "async";
+  f.s.pipeline.params = Params(ConfigNode::load_string("depth: 4", "<test>"));
+  f.p.units[0].batch = 4;
+  int m = f.add_model({{0, 0.010, 1.0, 0.0}});
+  f.add_batch(m, 4, 0.018);
+  f.add_stream(m, 1.0, 0.5);
+  SimResult r = simulate(f.s, f.p);
+  ASSERT_EQ(r.requests.size(), 1u);
+  EXPECT_NEAR(r.requests[0].latency(), 0.018, 1e-9);
+  ASSERT_EQ(r.trace.size(), 1u);
+  EXPECT_EQ(r.trace[0].batch, 4);
+  EXPECT_EQ(r.trace[0].items, 1);
+}
+
+TEST(Engine, BatchesHoldOneModelAndStage) {
+  // Two models wait at a batching unit: each runs as its own batch, never mixed.
+  Fixture f;
+  f.s.batching.name = "dynamic";
+  f.s.pipeline.name = "async";
+  f.s.pipeline.params = Params(ConfigNode::load_string("depth: 4", "<test>"));
+  f.p.units[0].batch = 4;
+  int a = f.add_model({{0, 0.010, 1.0, 0.0}});
+  int b = f.add_model({{0, 0.010, 1.0, 0.0}});
+  for (int m : {a, b})
+    for (int k = 2; k <= 4; ++k) f.add_batch(m, k, 0.012);
+  for (int k = 0; k < 3; ++k) f.add_stream(a, 1.0, 0.5, 1e-4 * k);
+  for (int k = 0; k < 2; ++k) f.add_stream(b, 1.0, 0.5, 1e-4 * k + 5e-5);
+  SimResult r = simulate(f.s, f.p);
+  for (const TraceEvent& e : r.trace)
+    for (const RequestRecord& q : r.requests)
+      if (q.start == e.start) EXPECT_EQ(q.model, e.model);
+  ASSERT_EQ(r.trace.size(), 3u);  // a alone, then b's two (queued first), then a's two
+  EXPECT_EQ(r.trace[1].items, 2);
+  EXPECT_EQ(r.trace[2].items, 2);
+  EXPECT_NE(r.trace[1].model, r.trace[2].model);
 }
 
 TEST(Engine, BareLoopCountsEveryEvent) {
