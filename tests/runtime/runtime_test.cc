@@ -116,6 +116,38 @@ drain_s: 60
   ASSERT_EQ(r.op_seconds.size(), 1u);  // per scenario model, variants merged
 }
 
+// kTwoGroups with four robots arriving together and fixed batches of 4 on both groups.
+std::string batched_two_groups() {
+  std::string yaml = kTwoGroups;
+  yaml.replace(yaml.find("{name: cam, model: tiny, rate_hz: 40, duration_s: 0.5}"), 54,
+               "{name: cam, model: tiny, count: 4, rate_hz: 10, duration_s: 0.2}");
+  yaml.replace(yaml.find("policies: {pipeline: async}"), 27,
+               "policies: {pipeline: {name: async, params: {depth: 4}}, batching: {name: fixed, params: {size: 4}}}");
+  return yaml;
+}
+
+TEST(Runtime, RunsBatchesOfItsQueuedRequestsAtTheBatchSize) {
+  alarm(120);
+  Scenario s = scenario(batched_two_groups());
+  const Plan p = plan_of(s);
+  ASSERT_EQ(p.models[0].batched.size(), 1u);
+  ExecResult r = execute(s, p, ExecuteOptions{});
+  ASSERT_EQ(r.result.requests.size(), 8u);
+  for (const auto& q : r.result.requests) EXPECT_TRUE(q.finished());
+  // The first request of an arrival finds group a free and starts alone; the other three
+  // wait for it and run as one batch: fewer runs than requests, each at the batch size.
+  int items = 0, most = 0;
+  for (const TraceEvent& e : r.result.trace) {
+    EXPECT_EQ(e.batch, 4);  // fixed: always at the unit's size
+    items += e.items;
+    most = std::max(most, e.items);
+  }
+  EXPECT_EQ(items, 16);  // each request once on each group
+  EXPECT_GE(most, 3);
+  EXPECT_LT(r.result.trace.size(), 16u);
+  alarm(0);
+}
+
 TEST(Runtime, RefusesAGpuWithAClearError) {
   Scenario s = scenario(R"(
 name: gpu
@@ -294,6 +326,28 @@ TEST(RuntimeFaults, AWorkerThatDiesOnEveryRunFailsEveryRequestAndTheRunEndsAtOnc
   EXPECT_EQ(r.failed, 20u);
   EXPECT_NE(r.first_error.find("not a std::exception"), std::string::npos) << r.first_error;
   EXPECT_LT(r.result.end_time, s.arrivals_end() + 1.0);  // not held to the 5 s drain
+  alarm(0);
+}
+
+TEST(RuntimeFaults, AFailedBatchFailsEveryRequestInIt) {
+  alarm(120);
+  Scenario s = scenario(batched_two_groups());
+  // Group a's executor (made first) takes 50 ms on its first run, so requests 1-3 queue behind
+  // request 0 and run next as one batch, and that run throws: exactly those three fail.
+  ExecuteOptions o = faulty([](int k) {
+    if (k == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (k == 2) throw std::runtime_error("injected batch fault");
+  });
+  auto faulty_make = o.make_executor;
+  int made = 0;
+  o.make_executor = [&](const Params& params, const ConfigNode& where) {
+    return made++ == 0 ? faulty_make(params, where) : executor_registry().make("onednn", params, where);
+  };
+  ExecResult r = execute(s, plan_of(s), o);
+  expect_accounted(r, 8);
+  EXPECT_EQ(r.failed, 3u);
+  for (uint64_t id : {1, 2, 3}) EXPECT_TRUE(r.result.requests[id].failed) << id;
+  for (uint64_t id : {0, 4, 5, 6, 7}) EXPECT_TRUE(r.result.requests[id].finished()) << id;
   alarm(0);
 }
 
