@@ -35,6 +35,7 @@
 #include "scheduler/zone.h"
 #include "sim/cost_model.h"
 #include "sim/engine.h"
+#include "sim/lockstep.h"
 #include "sim/plan.h"
 #include "executors/executor.h"
 #include "executors/runtime.h"
@@ -316,6 +317,34 @@ extern "C" void on_sigint(int) { g_interrupted = 1; }
 // Exit statuses of a simulation stopped early; its partial report is written all the same.
 constexpr int kExitWallLimit = 3;
 constexpr int kExitInterrupted = 130;
+
+// Writes the SM lookup table of every lockstep GPU in scenario `path`, made from its cost model
+// for every pair of batches that may meet, to `out_path` (several GPUs: one file each, the
+// device's name before the extension) or stdout.
+int run_profile_lut(const Common& c, const std::string& path, const std::string& out_path, bool quiet) {
+  Scenario s = load_for(c, path, false, quiet);
+  for (DeviceInstance& d : s.devices) d.lockstep.lut = "auto";  // profile, whatever the scenario reads
+  const Plan p = plan_scenario(s);
+  if (p.locksteps.empty())
+    throw ConfigError(s.file, 0, 0, "hardware.devices",
+                      "no GPU of this scenario has a lockstep; give one `lockstep: {streams: [a, b]}`");
+  for (const LockstepPlan& lp : p.locksteps) {
+    const std::string text = sm_lut_yaml(s, p, lp);
+    if (out_path.empty() || out_path == "-") {
+      std::cout << text;
+      continue;
+    }
+    fs::path f(out_path);
+    if (p.locksteps.size() > 1)
+      f = f.parent_path() / (f.stem().string() + "." + s.devices[static_cast<size_t>(lp.device)].name + f.extension().string());
+    if (!f.parent_path().empty()) fs::create_directories(f.parent_path());
+    std::ofstream o(f);
+    o << text;
+    if (!o) throw std::runtime_error(f.string() + ": failed to write");
+    if (!quiet) std::cerr << "wrote " << f.string() << " (" << lp.lut.size() << " pairs of batches)\n";
+  }
+  return 0;
+}
 
 int run_simulate(const Common& c, const std::string& path, long long seed, const OutputOptions& out) {
   if (!out.dir.empty()) check_output_dir("--out", out.dir);
@@ -1093,6 +1122,12 @@ int main(int argc, char** argv) {
   roof->add_option("-o,--out", roof_dir, "directory for roofline.md, roofline.csv and roofline_<device>.svg");
   roof->add_flag("-q,--quiet", out.quiet, "print nothing but errors");
 
+  std::string lut_out;
+  auto* plut = app.add_subcommand("profile-lut",
+                                  "make the SM lookup table of a scenario's lockstep GPUs from its cost model");
+  plut->add_option("scenario", scenario, "scenario YAML file with a `lockstep:` on a GPU")->required();
+  plut->add_option("-o,--out", lut_out, "table file (YAML) to write, for the scenario's `lut:` (default: stdout)");
+  plut->add_flag("-q,--quiet", out.quiet, "print nothing but errors");
   auto* list = app.add_subcommand("list", "list the registered parts and their parameters");
   std::string family;
   list->add_option("family", family,
@@ -1162,6 +1197,7 @@ int main(int argc, char** argv) {
     if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, slo, cap_gb, mem_device, sweep_dir, out);
     if (*lboard) return run_leaderboard(c, mc, lb_opt, lb_dir, out.quiet);
     if (*roof) return run_roofline(c, mc, roof_device, roof_dir, out.quiet);
+    if (*plut) return run_profile_lut(c, scenario, lut_out, out.quiet);
     if (*list) return run_list(c, family);
     if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, graph_dp_cache, graph_passes, ops);
     if (*pss) return run_passes(c, mc, pss_device, pss_measure, pss_reps, pss_dir, out.quiet);

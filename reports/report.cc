@@ -132,6 +132,8 @@ Report ReportBuilder::finish(const Plan& p, const SimResult& r, const std::strin
   rep.horizon_s = r.horizon;
   rep.end_s = r.end_time;
   rep.activations = r.activations;
+  rep.locksteps = r.locksteps;
+  rep.guard_kept = r.guard_kept;
   rep.trace_truncated = r.trace_truncated;
   rep.requests = requests_;
   rep.failed = failed_;
@@ -261,6 +263,10 @@ void write_json(const Report& rep, const std::string& path) {
     j["devices"].push_back(dj);
   }
   j["activations"] = rep.activations;
+  if (rep.locksteps > 0) {
+    j["locksteps"] = rep.locksteps;
+    j["guard_kept_split"] = rep.guard_kept;
+  }
   j["trace_truncated"] = rep.trace_truncated;
   auto out = open_out(path);
   out << j.dump(2) << '\n';
@@ -374,6 +380,8 @@ std::string summary_text(const Report& rep) {
     }
     os << '\n';
   }
+  if (rep.locksteps > 0)
+    os << "\nlocksteps " << rep.locksteps << " (the guard kept the previous SM split in " << rep.guard_kept << ")\n";
   if (rep.trace_truncated) os << "\n(trace holds only the first executions; raise --trace-limit for more)\n";
   return os.str();
 }

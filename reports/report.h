@@ -52,6 +52,7 @@ struct Report {
   std::vector<ModelMetrics> models;
   std::vector<DeviceMetrics> devices;   // links included (type link)
   uint64_t activations = 0;
+  uint64_t locksteps = 0, guard_kept = 0;  // SimResult's: locksteps run, splits the guard kept
   bool trace_truncated = false;
   std::string partial;  // non-empty: the run stopped early, and why (SimResult::stopped)
 };

@@ -129,11 +129,37 @@ std::vector<UnitDecl> parse_units(const ConfigNode& dn, DeviceInstance& d) {
   return units;
 }
 
+LockstepDecl parse_lockstep(const ConfigNode& n, const DeviceInstance& d) {
+  n.check_keys({"streams", "lut", "guard"});
+  LockstepDecl l;
+  l.where = n;
+  ConfigNode sn = n.required("streams");
+  std::vector<ConfigNode> items = sn.items();
+  if (items.size() != 2) sn.fail("a lockstep runs two streams: [the SM-limited one, the other]");
+  int* slot[2] = {&l.first, &l.second};
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string name = items[i].as_string();
+    for (size_t u = 0; u < d.units.size(); ++u)
+      if (d.units[u].name == name) *slot[i] = static_cast<int>(u);
+    if (*slot[i] < 0) {
+      std::vector<std::string> names;
+      for (const UnitDecl& u : d.units) names.push_back(u.name);
+      items[i].fail("device '" + d.name + "' has no stream '" + name + "'; valid names are: " + join_names(names));
+    }
+  }
+  if (l.first == l.second) sn.fail("the two streams of a lockstep must differ");
+  l.lut = n.get_string("lut", "auto");
+  l.lut_where = n.has("lut") ? n.required("lut") : n;
+  if (l.lut.empty()) l.lut_where.fail("give auto or the path of a table file (vlasim profile-lut writes one)");
+  l.guard = n.get_bool("guard", true);
+  return l;
+}
+
 void parse_hardware(const ConfigNode& hw, const Catalog& catalog, Scenario& s) {
   hw.check_keys({"devices", "links"});
   for (auto& dn : hw.required("devices").items()) {
     dn.check_keys({"name", "catalog", "count", "isa", "graph_capture", "streams", "core_groups",
-                   "reserved_gb"});
+                   "reserved_gb", "lockstep"});
     std::string base = dn.required("name").as_string();
     check_name(dn.required("name"), base);
     const DeviceSpec& spec = catalog.get(dn.required("catalog").as_string(), dn.required("catalog"));
@@ -167,6 +193,12 @@ void parse_hardware(const ConfigNode& hw, const Catalog& catalog, Scenario& s) {
         d.graph_capture = dn.get_bool("graph_capture", false);
       }
       d.units = parse_units(dn, d);
+      if (dn.has("lockstep")) {
+        if (spec.type == DeviceType::Cpu)
+          dn.required("lockstep").fail("locksteps split a GPU's SMs between two streams; a CPU's core groups "
+                                       "are not re-split at run time");
+        d.lockstep = parse_lockstep(dn.required("lockstep"), d);
+      }
       s.devices.push_back(std::move(d));
     }
   }

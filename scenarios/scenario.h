@@ -28,6 +28,23 @@ struct UnitDecl {
   ConfigNode batch_where;    // the unit's entry (or its `batch:`), for errors
 };
 
+// Robion's locksteps on one GPU (SYSTEMS.md system 2): its two streams start their batches
+// together, each lockstep runs at most one batch per stream, and the next starts when both
+// have ended. The first stream's SM count for a lockstep comes from a lookup table over the
+// two batches (models and batch sizes); the second stream gets the rest.
+struct LockstepDecl {
+  int first = -1, second = -1;  // unit indices within the device: the SM-limited stream first
+  // "auto": the table is made from the cost model when the scenario is planned
+  // (sim/lockstep.h); else the path of a table file (`vlasim profile-lut` writes one), as
+  // written in the scenario.
+  std::string lut = "auto";
+  // Keep the previous lockstep's split when the table's would make the batch with the
+  // tighter deadline miss it and the previous one would not.
+  bool guard = true;
+  ConfigNode where, lut_where;
+  bool on() const { return first >= 0; }
+};
+
 struct DeviceInstance {
   std::string name;
   DeviceSpec spec;
@@ -35,6 +52,7 @@ struct DeviceInstance {
   bool graph_capture = false; // GPU: kernels replayed from a CUDA Graph
   double reserved_bytes = 0;  // memory taken by co-running software (not ours)
   std::vector<UnitDecl> units;
+  LockstepDecl lockstep;      // GPU: off unless `lockstep:` is given
   int line = 0;
 };
 

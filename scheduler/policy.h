@@ -29,6 +29,8 @@ struct WorkItem {
   // Set when a unit starts it: the batch size it runs at (padding included; 1 unbatched).
   // The unit runs the segment once for the whole batch, costed at this size.
   int batch = 1;
+  // Set when a lockstep stream starts it: the SMs its stream runs with (0: the stream's own).
+  int sms = 0;
 };
 
 // What a queue policy sees when a unit becomes free.

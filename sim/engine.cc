@@ -344,7 +344,7 @@ void Domain::on_wake() {
   finished.swap(done);
   double now = calendar_->now();
   for (const Job& j : finished) {
-    const Segment& seg = plan_->models[j.item.plan].segment_at(j.item.segment, j.item.batch);
+    const Segment& seg = plan_->models[j.item.plan].segment_at(j.item.segment, j.item.batch, j.item.sms);
     flow_->segment_done(j.unit, j.item, j.start, now, seg.stage_seconds);
   }
   finished.clear();
@@ -522,7 +522,7 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   std::mt19937_64 rng(s.seed * 0x9E3779B97F4A7C15ull + 0x5EC7);
   // A free unit starts its item as a job in its device's sharing domain.
   RequestFlow flow(s, plan, r, options.trace_limit, [&](int unit, const WorkItem& w) {
-    const Segment& seg = plan.models[w.plan].segment_at(w.segment, w.batch);
+    const Segment& seg = plan.models[w.plan].segment_at(w.segment, w.batch, w.sms);
     const UnitInfo& ui = plan.units[unit];
     Domain& d = *domains[ui.domain];
     Job& j = d.start();
@@ -535,7 +535,9 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     if (ui.type == DeviceType::Link) {
       j.usage_memory = seg.memory_frac;
     } else {
-      j.usage_compute = seg.compute_frac * ui.compute_share;
+      // A lockstep stream runs with the SMs its lockstep gave it, not its declared share.
+      const double share = w.sms > 0 ? static_cast<double>(w.sms) / s.devices[ui.device].spec.sms : ui.compute_share;
+      j.usage_compute = seg.compute_frac * share;
       j.usage_memory = seg.memory_frac * ui.memory_share;
     }
     d.started();

@@ -76,6 +76,8 @@ struct SimResult {
   uint64_t activations = 0;             // timed events handled (a domain completion check, an
                                         // arrival, a background change)
   uint64_t systemc_activations = 0;     // SystemC activations that ran them (SimOptions::quantum_s)
+  uint64_t locksteps = 0;               // locksteps started (GPUs with `lockstep:`)
+  uint64_t guard_kept = 0;              // of them, where the guard kept the previous SM split
   // Non-empty when the run stopped before its end (SimOptions::should_stop): why. The
   // records then cover what ran until end_time; horizon is cut to it.
   std::string stopped;

@@ -1,5 +1,7 @@
 #include "sim/flow.h"
 
+#include "sim/lockstep.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -53,6 +55,16 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
   }
   unit_queue_.resize(p.units.size());
   running_.resize(p.units.size());
+  lockstep_of_.assign(p.units.size(), -1);
+  for (size_t l = 0; l < p.locksteps.size(); ++l) {
+    for (int u : p.locksteps[l].units) lockstep_of_[static_cast<size_t>(u)] = static_cast<int>(l);
+    split_.push_back(p.locksteps[l].static_first);
+  }
+  for (const auto& mp : p.models) {
+    std::vector<double> tail(mp.segments.size(), 0.0);
+    for (size_t k = mp.segments.size(); k-- > 1;) tail[k - 1] = tail[k] + mp.segments[k].seconds;
+    tail_.push_back(std::move(tail));
+  }
   unit_busy_.assign(p.units.size(), 0);
   out_.units.resize(p.units.size());
   slowdown_.assign(p.units.size(), 1.0);
@@ -144,7 +156,7 @@ size_t RequestFlow::flow_key(const RequestRecord& rec) const {
 
 void RequestFlow::segment_done(int unit, const WorkItem& item, double start, double end,
                                const double* stage_seconds) {
-  const Segment& done = p_.models[static_cast<size_t>(item.plan)].segment_at(item.segment, item.batch);
+  const Segment& done = p_.models[static_cast<size_t>(item.plan)].segment_at(item.segment, item.batch, item.sms);
   if (done.seconds > 0) slowdown_[unit] = 0.8 * slowdown_[unit] + 0.2 * (end - start) / done.seconds;
   // Split the segment's interval among the stages the plan puts in it, in proportion to
   // stage_seconds (the plan's own shares if those are all zero). A stage's first and last
@@ -168,6 +180,7 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
   else
     out_.trace_truncated = true;
   unit_busy_[unit] = 0;
+  std::vector<int> touched;
   for (const WorkItem& w : batch) {
     RequestRecord& rec = this->rec(w.request);
     if (total > 0) {
@@ -189,11 +202,14 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
       }
     }
     if (const int next = next_segment(rec, w.segment + 1); next >= 0) {
-      enqueue(w.request, next, end);
+      // The batch's items move on together: the units they join start once all have joined.
+      const int to = enqueue(w.request, next, end, false);
+      if (std::find(touched.begin(), touched.end(), to) == touched.end()) touched.push_back(to);
     } else {
       end_request(rec, end);
     }
   }
+  for (int u : touched) dispatch(u, end);
   dispatch(unit, end);
 }
 
@@ -257,7 +273,7 @@ int RequestFlow::choose_plan(int m, double now) {
   return variants[std::min(pick, variants.size() - 1)];
 }
 
-void RequestFlow::enqueue(uint64_t id, int segment, double now) {
+int RequestFlow::enqueue(uint64_t id, int segment, double now, bool start) {
   const RequestRecord& rec = this->rec(id);
   const Segment& seg = p_.models[rec.plan].segments[segment];
   WorkItem& w = unit_queue_[seg.unit].emplace_back();
@@ -270,12 +286,22 @@ void RequestFlow::enqueue(uint64_t id, int segment, double now) {
   w.ready = now;
   w.deadline = rec.deadline > 0 ? rec.deadline : INFINITY;
   w.estimate = seg.seconds;
-  dispatch(seg.unit, now);
+  if (start) dispatch(seg.unit, now);
+  return seg.unit;
 }
 
 void RequestFlow::dispatch(int unit, double now) {
+  if (const int l = lockstep_of_[static_cast<size_t>(unit)]; l >= 0) {
+    start_lockstep(l, now);
+    return;
+  }
+  if (unit_busy_[unit] || !form_batch(unit, now)) return;
+  launch(unit, now, 0);
+}
+
+bool RequestFlow::form_batch(int unit, double now) {
   auto& q = unit_queue_[unit];
-  if (unit_busy_[unit] || q.empty()) return;
+  if (q.empty()) return false;
   UnitView v;
   v.now = now;
   v.unit = unit;
@@ -290,14 +316,63 @@ void RequestFlow::dispatch(int unit, double now) {
   for (size_t i : choice.items) batch.push_back(q[i]);
   std::sort(choice.items.begin(), choice.items.end());
   for (size_t k = choice.items.size(); k-- > 0;) q.erase(q.begin() + static_cast<long>(choice.items[k]));
+  batch.front().batch = choice.size;
+  return true;
+}
+
+void RequestFlow::launch(int unit, double now, int sms) {
+  std::vector<WorkItem>& batch = running_[static_cast<size_t>(unit)];
   WorkItem& lead = batch.front();
-  lead.batch = choice.size;
-  lead.estimate = p_.models[static_cast<size_t>(lead.plan)].segment_at(lead.segment, choice.size).seconds;
+  lead.sms = sms;
+  lead.estimate = p_.models[static_cast<size_t>(lead.plan)].segment_at(lead.segment, lead.batch, sms).seconds;
   unit_busy_[unit] = 1;
   running_start_[unit] = now;
   running_estimate_[unit] = lead.estimate;
   for (const WorkItem& w : batch) mark_start(this->rec(w.request), now);
   start_(unit, lead);
+}
+
+void RequestFlow::start_lockstep(int l, double now) {
+  const LockstepPlan& lp = p_.locksteps[static_cast<size_t>(l)];
+  const int u0 = lp.units[0], u1 = lp.units[1];
+  if (unit_busy_[u0] || unit_busy_[u1]) return;  // the lockstep running now has not ended
+  const bool a = form_batch(u0, now), b = form_batch(u1, now);
+  if (!a && !b) return;
+  ++out_.locksteps;
+  if (a != b) {  // one batch: it has the whole GPU
+    launch(a ? u0 : u1, now, lp.sms);
+    return;
+  }
+  const WorkItem& w0 = running_[static_cast<size_t>(u0)].front();
+  const WorkItem& w1 = running_[static_cast<size_t>(u1)].front();
+  const int c0 = batch_class(w0.batch, p_.units[static_cast<size_t>(u0)].batch);
+  const int c1 = batch_class(w1.batch, p_.units[static_cast<size_t>(u1)].batch);
+  const auto it = lp.lut.find(SmLutKey{w0.model, c0, w1.model, c1});
+  if (it == lp.lut.end())
+    throw std::logic_error("lockstep of " + p_.units[static_cast<size_t>(u0)].name + ": the SM table has no entry for this pair");
+  int first = it->second;
+  const int prev = split_[static_cast<size_t>(l)];
+  if (lp.guard && prev > 0 && prev != first) {
+    // The guard: the batch with the tighter deadline (least slack at the table's split) keeps
+    // the previous split when the table's would make it miss and the previous would not.
+    auto slack = [&](int unit, int sms) {
+      double due = INFINITY;
+      for (const WorkItem& w : running_[static_cast<size_t>(unit)]) due = std::min(due, w.deadline);
+      const WorkItem& lead = running_[static_cast<size_t>(unit)].front();
+      const ModelPlan& mp = p_.models[static_cast<size_t>(lead.plan)];
+      return due - (now + mp.segment_at(lead.segment, lead.batch, sms).seconds + tail_[static_cast<size_t>(lead.plan)][static_cast<size_t>(lead.segment)]);
+    };
+    const bool tight0 = slack(u0, first) <= slack(u1, lp.sms - first);
+    const int tu = tight0 ? u0 : u1;
+    auto own = [&](int split) { return tight0 ? split : lp.sms - split; };
+    if (slack(tu, own(first)) < 0 && slack(tu, own(prev)) >= 0) {
+      first = prev;
+      ++out_.guard_kept;
+    }
+  }
+  split_[static_cast<size_t>(l)] = first;
+  launch(u0, now, first);
+  launch(u1, now, lp.sms - first);
 }
 
 void RequestFlow::mark_start(RequestRecord& rec, double now) {

@@ -69,8 +69,16 @@ class RequestFlow {
   void admit(uint64_t id, double now);
   // The plan a newly admitted request of model m follows (its zone policy's choice).
   int choose_plan(int m, double now);
-  void enqueue(uint64_t id, int segment, double now);
+  // Queues segment `segment` of request `id` at its unit, and starts the unit when `start`
+  // and it is free. Returns the unit.
+  int enqueue(uint64_t id, int segment, double now, bool start = true);
   void dispatch(int unit, double now);
+  // Forms the batch a free `unit` runs next into running_[unit]; false when none waits.
+  bool form_batch(int unit, double now);
+  // Starts running_[unit] now, its stream limited to `sms` SMs (0: the stream's own).
+  void launch(int unit, double now, int sms);
+  // Starts lockstep l's next lockstep when both its streams are free and either has work.
+  void start_lockstep(int l, double now);
   // Sets rec.start (and a stage stream's context_end) when `rec` first starts on a unit.
   void mark_start(RequestRecord& rec, double now);
 
@@ -82,6 +90,10 @@ class RequestFlow {
   std::unique_ptr<QueuePolicy> queue_;
   std::unique_ptr<BatchPolicy> batching_;
   std::vector<std::vector<WorkItem>> running_;  // per unit: the batch it runs, lead first
+  std::vector<int> lockstep_of_;  // per unit: index into Plan::locksteps, or -1
+  std::vector<int> split_;        // per lockstep: the first stream's SMs when both last ran (0: none yet)
+  // Per plan and segment: predicted seconds of the plan's later segments (one request alone).
+  std::vector<std::vector<double>> tail_;
   std::vector<int> window_, in_flight_;
   std::vector<std::deque<uint64_t>> waiting_;
   std::vector<std::vector<WorkItem>> unit_queue_;

@@ -1,5 +1,7 @@
 #include "sim/plan.h"
 
+#include "sim/lockstep.h"
+
 #include "scheduler/partition.h"
 #include "scheduler/policy.h"
 
@@ -120,21 +122,21 @@ std::vector<int> assign_units(const OpGraph& g, const ModelInstance& mi, const S
   return out;
 }
 
-void finish_segment(Segment& seg, const ModelPlan& mp) {
+void finish_segment(Segment& seg, const OpGraph& g, const std::vector<OpCost>& costs) {
   double compute = 0, memory = 0;
   for (int id : seg.ops) {
-    const OpCost& c = mp.op_costs[id];
+    const OpCost& c = costs[id];
     seg.seconds += c.seconds;
     compute += c.compute_seconds;
     memory += c.memory_seconds;
-    seg.stage_seconds[static_cast<int>(mp.graph.op(id).stage)] += c.seconds - c.dispatch_seconds;
+    seg.stage_seconds[static_cast<int>(g.op(id).stage)] += c.seconds - c.dispatch_seconds;
   }
   if (seg.seconds > 0) {
     seg.compute_frac = compute / seg.seconds;
     seg.memory_frac = memory / seg.seconds;
   }
-  const Op& first = mp.graph.op(seg.ops.front());
-  const Op& last = mp.graph.op(seg.ops.back());
+  const Op& first = g.op(seg.ops.front());
+  const Op& last = g.op(seg.ops.back());
   seg.label = to_string(first.stage);
   if (last.stage != first.stage) seg.label += std::string("-") + to_string(last.stage);
   else if (first.block >= 0 || last.block >= 0) {
@@ -205,7 +207,7 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
   int stages = 0, prev = -1;
   for (auto& seg : mp.segments) {
     if (!seg.transfer) {
-      finish_segment(seg, mp);
+      finish_segment(seg, mp.graph, mp.op_costs);
       const UnitInfo& u = p.units[seg.unit];
       const DeviceInstance& dev = s.devices[u.device];
       seg.variability = cost.service_variability(dev, dev.units[u.unit], g.op(seg.ops.front()).dtype);
@@ -250,6 +252,33 @@ void add_batches(const Scenario& s, const Plan& p, const CostModel& cost, const 
 }
 
 }  // namespace
+
+const Segment& ModelPlan::segment_at(int k, int b, int sms) const {
+  if (sms <= 0) return segment_at(k, b);
+  auto it = split.find({k, b, sms});
+  if (it == split.end())
+    throw std::logic_error("plan of model " + std::to_string(model) + " has no cost of segment " + std::to_string(k) +
+                           " at batch " + std::to_string(b) + " on " + std::to_string(sms) + " SMs");
+  return it->second;
+}
+
+Segment cost_segment(const Scenario& s, const Plan& p, const CostModel& cost, const ModelPlan& mp, int k, int b,
+                     double sm_fraction) {
+  const Segment& base = mp.segment_at(k, b);
+  const OpGraph& g = mp.graph_at(b);
+  const UnitInfo& u = p.units[static_cast<size_t>(base.unit)];
+  const DeviceInstance& dev = s.devices[static_cast<size_t>(u.device)];
+  UnitDecl unit = dev.units[static_cast<size_t>(u.unit)];
+  unit.sm_fraction = sm_fraction;
+  std::vector<OpCost> costs(g.size());  // the ops of this segment costed on the resized unit
+  for (int id : base.ops) costs[static_cast<size_t>(id)] = cost.op_cost(g.op(id), dev, unit);
+  Segment seg;
+  seg.unit = base.unit;
+  seg.ops = base.ops;
+  finish_segment(seg, g, costs);
+  seg.variability = base.variability;
+  return seg;
+}
 
 const BatchVariant& ModelPlan::variant(int b) const {
   for (const BatchVariant& v : batched)
@@ -305,6 +334,7 @@ Plan make_plan_with(const Scenario& s, const CostModel& cost, const WindowFn& in
   auto batching = batch_policies().make(s.batching.name.empty() ? "dynamic" : s.batching.name, s.batching.params,
                                         s.batching.where);
   for (ModelPlan& mp : p.models) add_batches(s, p, cost, *batching, mp);
+  plan_locksteps(s, cost, p);
 
   // Memory per device: unique weights of every op a device may run (any variant), and the
   // largest KV cache and activation working set of any variant, times the requests in flight.

@@ -4,7 +4,9 @@
 // segments on executors. No SystemC here.
 #pragma once
 
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "models/graph.h"
@@ -56,6 +58,25 @@ struct BatchVariant {
   std::vector<Segment> segments;
 };
 
+// Robion's SM lookup table key: the two batches of a lockstep (model index and batch class,
+// sim/lockstep.h), the SM-limited stream's first.
+struct SmLutKey {
+  int first_model = 0, first_batch = 1, second_model = 0, second_batch = 1;
+  auto operator<=>(const SmLutKey&) const = default;
+};
+
+// The lockstep of one GPU (LockstepDecl) as planned.
+struct LockstepPlan {
+  int device = -1;
+  int units[2] = {-1, -1};  // Plan::units indices: the SM-limited stream, then the other
+  int sms = 0;              // the GPU's SMs
+  int static_first = 0;     // the first stream's declared SMs: the split before any lockstep
+                            // (0 when it declares the whole GPU: no split to keep then)
+  bool guard = true;
+  std::map<SmLutKey, int> lut;  // SMs of the first stream for each pair of batches
+  std::string lut_source;       // "cost model <name>" or the table file read
+};
+
 struct ModelPlan {
   int model = 0;                 // index into Scenario::models
   int cut = -1;                  // the partition cut this plan runs with (-1: no partition)
@@ -71,10 +92,16 @@ struct ModelPlan {
   // The batch sizes above 1 the scenario's batching policy may run on the units this plan
   // visits, in increasing order; empty without batching.
   std::vector<BatchVariant> batched;
+  // Segments on a lockstep's streams costed at other SM counts than their stream's own:
+  // (segment, batch size, SMs of its stream) -> the segment at that size and SM count.
+  std::map<std::tuple<int, int, int>, Segment> split;
 
   // Segment k at batch size b (1: segments[k]). Throws std::logic_error for a size the plan
   // did not cost.
   const Segment& segment_at(int k, int b) const { return b <= 1 ? segments[k] : variant(b).segments[k]; }
+  // Segment k at batch size b with its stream limited to `sms` SMs (0: the stream's own);
+  // throws std::logic_error for a combination the plan did not cost.
+  const Segment& segment_at(int k, int b, int sms) const;
   // The graph at batch size b (1: graph); throws as segment_at.
   const OpGraph& graph_at(int b) const { return b <= 1 ? graph : variant(b).graph; }
   const BatchVariant& variant(int b) const;
@@ -95,7 +122,13 @@ struct Plan {
   // One plan per scenario model (index = model index), then the dynamic-zone variants.
   std::vector<ModelPlan> models;
   std::vector<DeviceMemory> memory;   // one per device
+  std::vector<LockstepPlan> locksteps;  // one per GPU with `lockstep:`
 };
+
+// Segment k of plan `mp` at batch size b, with the ops on its unit costed as if the unit had
+// `sm_fraction` of its GPU's SMs (the unit's own share otherwise unchanged in the result).
+Segment cost_segment(const Scenario& s, const Plan& p, const CostModel& cost, const ModelPlan& mp, int k, int b,
+                     double sm_fraction);
 
 // Builds graphs, applies placements, costs every operator and checks memory. `in_flight`
 // gives, per model, how many requests may be in flight (their KV caches and activations
