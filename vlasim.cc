@@ -434,8 +434,7 @@ int run_execute(const Common& c, const std::string& path, long long seed, const 
 SweepSpec sweep_spec(const Common& c, const std::string& path, const std::vector<std::string>& sets,
                      const std::string& goal_name, double slo, double cap_gb, const std::string& mem_device,
                      const std::string& dir, const OutputOptions& out, bool check_out) {
-  if (sets.size() != 1)
-    throw ConfigError("<command line>", 0, 0, "--set", "give exactly one --set KEY=VALUES");
+  if (sets.empty()) throw ConfigError("<command line>", 0, 0, "--set", "give a --set KEY=VALUES");
   SweepSpec spec;
   if (goal_name == "capacity") {
     if (slo <= 0)
@@ -490,6 +489,47 @@ void publish_sweep(const SweepResult& r, const std::string& dir, bool quiet) {
 // MPI spreads the values over the ranks (run_sweep_over_ranks) and writes the same files and
 // output as a plain run; a build without MPI refuses, rather than let every rank run the
 // whole sweep and overwrite the others' files.
+// A grid (several --set): the first key is swept at every combination of the others' values,
+// each combination's sweep written to DIR/<key=value_...>/, and the grid's table (the knee
+// per configuration for --goal capacity) printed and written to DIR/grid.md, grid.csv,
+// grid.svg. Runs in this process only.
+int run_sweep_grid(const std::function<SweepSpec(bool)>& setup, const std::vector<std::string>& sets,
+                   const std::string& dir, bool quiet) {
+  if (detect_mpi_launch().launched) {
+    std::cerr << "error: vlasim sweep: a grid (several --set) runs in one process; run it without mpirun\n";
+    return 2;
+  }
+  SweepSpec base = setup(true);
+  std::vector<SweepAxis> axes;
+  GridResult g;
+  for (size_t i = 1; i < sets.size(); ++i) {
+    axes.push_back(parse_sweep_axis(sets[i]));
+    check_sweep_indices(base.path, axes.back().key);
+    if (axes.back().key == base.axis.key || std::count(g.keys.begin(), g.keys.end(), axes.back().key))
+      throw ConfigError("<command line>", 0, 0, "--set", "key '" + axes.back().key + "' is given twice");
+    g.keys.push_back(axes.back().key);
+  }
+  g.configs = grid_configs(axes);
+  constexpr size_t kMaxConfigs = 256;
+  if (g.configs.size() > kMaxConfigs)
+    throw ConfigError("<command line>", 0, 0, "--set",
+                      "the grid has " + std::to_string(g.configs.size()) + " configurations; at most " +
+                          std::to_string(kMaxConfigs));
+  for (size_t c = 0; c < g.configs.size(); ++c) {
+    SweepSpec spec = base;
+    for (size_t k = 0; k < g.keys.size(); ++k) spec.fixed.emplace_back(g.keys[k], g.configs[c][k]);
+    if (!quiet) std::cerr << "configuration " << c + 1 << " of " << g.configs.size() << ": " << grid_label(g.keys, g.configs[c]) << "\n";
+    const std::function<void(double)> progress = quiet ? std::function<void(double)>() : progress_bar;
+    g.sweeps.push_back(run_sweep(spec, progress));
+    if (!dir.empty()) write_sweep(g.sweeps.back(), dir + "/" + grid_label(g.keys, g.configs[c]));
+  }
+  std::cout << grid_table(g);
+  if (!dir.empty())
+    for (auto& f : write_grid(g, dir))
+      if (!quiet) std::cout << "wrote " << f << "\n";
+  return 0;
+}
+
 int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<std::string>& sets,
                   const std::string& goal_name, double slo, double cap_gb, const std::string& mem_device,
                   const std::string& dir, const OutputOptions& out) {
@@ -498,6 +538,7 @@ int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<st
   };
   const std::function<void(double)> progress = out.quiet ? std::function<void(double)>() : progress_bar;
   auto publish = [&](const SweepResult& r) { publish_sweep(r, dir, out.quiet); };
+  if (sets.size() > 1) return run_sweep_grid(setup, sets, dir, out.quiet);
   if (const MpiLaunch launch = detect_mpi_launch(); launch.launched) {
 #ifdef VLASIM_WITH_MPI
     return run_sweep_over_ranks(setup, progress, publish);
@@ -1056,7 +1097,8 @@ int main(int argc, char** argv) {
   std::string goal = "throughput", mem_device, sweep_dir;
   double cap_gb = 0;
   sweep->add_option("scenario", scenario, "scenario YAML file")->required();
-  sweep->add_option("--set", sets, "KEY=a:b[:step] or KEY=v1,v2,... (KEY e.g. models.0.partition.params.after_block)")
+  sweep->add_option("--set", sets, "KEY=a:b[:step] or KEY=v1,v2,... (KEY e.g. models.0.partition.params.after_block); "
+                                    "several: the first is swept at every combination of the others' values (a grid)")
       ->required();
   sweep->add_option("--goal", goal,
                     "throughput, latency, memory (lowest latency under --memory-cap-gb) or capacity (the "

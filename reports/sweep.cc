@@ -1,6 +1,7 @@
 #include "reports/sweep.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "reports/plot.h"
 #include "scheduler/policy.h"
 #include "sim/cost_model.h"
 #include "sim/engine.h"
@@ -155,6 +157,11 @@ SweepRow sweep_row(const SweepSpec& spec, size_t i) {
   if (i >= axis.values.size())
     throw std::out_of_range("sweep_row: value " + std::to_string(i) + " of " + std::to_string(axis.values.size()));
   ConfigNode root = ConfigNode::load_file(path);  // fresh each time: edits are in place
+  for (const auto& [key, value] : spec.fixed) {
+    YAML::Node t = at_path(root.raw(), key, path);
+    if (!t.IsScalar()) throw ConfigError(path, 0, 0, key, "a sweep sets single values only");
+    t = value;
+  }
   YAML::Node target = at_path(root.raw(), axis.key, path);
   if (!target.IsScalar()) throw ConfigError(path, 0, 0, axis.key, "a sweep sets single values only");
   target = axis.values[i];
@@ -516,6 +523,115 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
   std::string cmd = "gnuplot '" + script + "' 2>'" + dir + "/gnuplot.log'";
   if (std::system(cmd.c_str()) != 0)
     std::fprintf(stderr, "warning: gnuplot failed on %s (see %s/gnuplot.log)\n", script.c_str(), dir.c_str());
+  else
+    files.push_back(svg);
+  return files;
+}
+
+std::vector<std::vector<std::string>> grid_configs(const std::vector<SweepAxis>& axes) {
+  std::vector<std::vector<std::string>> out{{}};
+  for (const SweepAxis& a : axes) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& prefix : out)
+      for (const std::string& v : a.values) {
+        next.push_back(prefix);
+        next.back().push_back(v);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+std::string grid_label(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
+  std::string out;
+  for (size_t i = 0; i < keys.size(); ++i) out += (i ? "_" : "") + keys[i] + "=" + values[i];
+  for (char& c : out)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=' || c == '_' || c == '-')) c = '-';
+  return out;
+}
+
+namespace {
+// A grid row's best-value cells: the knee and the first value past it, or the best value.
+std::pair<std::string, std::string> grid_best(const SweepResult& r) {
+  const std::string best = r.best >= 0 ? r.rows[static_cast<size_t>(r.best)].value : "none";
+  if (r.goal != "capacity") return {best, ""};
+  return {best, r.first_miss >= 0 ? r.rows[static_cast<size_t>(r.first_miss)].value : "none (sweep further)"};
+}
+}  // namespace
+
+std::string grid_table(const GridResult& g) {
+  const bool capacity = !g.sweeps.empty() && g.sweeps.front().goal == "capacity";
+  const std::string axis = g.sweeps.empty() ? "" : g.sweeps.front().key;
+  std::ostringstream os;
+  os << '|';
+  for (const auto& k : g.keys) os << ' ' << k << " |";
+  if (capacity) os << " capacity: " << axis << " at " << 100 * g.sweeps.front().capacity_slo << "% attainment | first miss |\n|";
+  else os << " best " << axis << " for " << (g.sweeps.empty() ? "" : g.sweeps.front().goal) << " |\n|";
+  for (size_t i = 0; i < g.keys.size() + (capacity ? 2 : 1); ++i) os << "---|";
+  os << '\n';
+  for (size_t c = 0; c < g.configs.size(); ++c) {
+    os << '|';
+    for (const auto& v : g.configs[c]) os << ' ' << v << " |";
+    auto [best, miss] = grid_best(g.sweeps[c]);
+    os << ' ' << best << " |";
+    if (capacity) os << ' ' << miss << " |";
+    os << '\n';
+  }
+  return os.str();
+}
+
+std::vector<std::string> write_grid(const GridResult& g, const std::string& dir) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  std::vector<std::string> files;
+  const bool capacity = !g.sweeps.empty() && g.sweeps.front().goal == "capacity";
+  const std::string axis = g.sweeps.empty() ? "" : g.sweeps.front().key;
+  std::string csv;
+  for (const auto& k : g.keys) csv += k + ",";
+  csv += capacity ? "capacity,first_miss\n" : "best\n";
+  for (size_t c = 0; c < g.configs.size(); ++c) {
+    for (const auto& v : g.configs[c]) csv += v + ",";
+    auto [best, miss] = grid_best(g.sweeps[c]);
+    csv += best + (capacity ? "," + miss : "") + "\n";
+  }
+  write_into(dir, "grid.csv", csv, &files);
+  write_into(dir, "grid.md",
+             "# Grid of " + axis + " over " + [&] {
+               std::string k;
+               for (size_t i = 0; i < g.keys.size(); ++i) k += (i ? ", " : "") + g.keys[i];
+               return k;
+             }() + (g.sweeps.empty() ? "" : " in " + g.sweeps.front().scenario) + "\n\n" + grid_table(g),
+             &files);
+  if (!on_path("gnuplot")) {
+    std::fprintf(stderr, "warning: gnuplot not found; no grid.svg\n");
+    return files;
+  }
+  // One curve per configuration: deadline attainment (capacity) or mean latency per value.
+  std::string data, plot;
+  for (size_t c = 0; c < g.configs.size(); ++c) {
+    for (const SweepRow& row : g.sweeps[c].rows)
+      if (row.ok) {
+        char* end = nullptr;
+        const double x = std::strtod(row.value.c_str(), &end);
+        if (*end) continue;  // a non-numeric value has no place on the x axis
+        data += printf_number("%.17g", x) + " " +
+                printf_number("%.17g", capacity ? 100 * row.report.deadline_attainment : row.report.latency.mean * 1e3) + "\n";
+      }
+    data += "\n\n";  // a gnuplot data block per configuration
+    std::string title;
+    for (size_t i = 0; i < g.keys.size(); ++i) title += (i ? ", " : "") + g.keys[i] + "=" + g.configs[c][i];
+    plot += std::string(c ? ", " : "plot ") + "'grid.dat' index " + std::to_string(c) + " using 1:2 with linespoints title " +
+            gp_quote(title);
+  }
+  if (capacity)
+    plot += ", " + printf_number("%g", 100 * g.sweeps.front().capacity_slo) + " with lines dt 2 title 'SLO'";
+  write_file(dir + "/grid.dat", data);
+  const std::string svg = dir + "/grid.svg";
+  write_file(dir + "/grid.gp", std::string(kSvgHeader) + "set output 'grid.svg'\nset grid\nset key outside below\n" +
+                                   "set xlabel " + gp_quote(axis) + "\nset ylabel " +
+                                   gp_quote(capacity ? "deadline attainment (%)" : "mean latency (ms)") + "\n" + plot + "\n");
+  if (std::string why = run_gnuplot(dir + "/grid.gp", svg); !why.empty())
+    std::fprintf(stderr, "warning: %s\n", why.c_str());
   else
     files.push_back(svg);
   return files;

@@ -56,6 +56,8 @@ struct SweepSpec {
   DType auto_cpu_dtype = DType::F32;  // what `dtype: auto` models on a CPU device run at
   std::string profile;          // non-empty: use the profiled cost model
   SimOptions sim_options;       // its max_requests bounds the whole sweep
+  // Other keys set before the axis's at every value (a grid's configuration): key, value.
+  std::vector<std::pair<std::string, std::string>> fixed;
 };
 
 // The parts of run_sweep, so that its rows can be computed in several processes (vlasim
@@ -98,6 +100,26 @@ std::string encode_sweep_rows(const std::vector<SweepRow>& rows);
 // The rows encode_sweep_rows wrote. Throws std::runtime_error naming the byte offset when
 // `text` is not such a text (truncated, or another format).
 std::vector<SweepRow> decode_sweep_rows(const std::string& text);
+
+// A grid: the sweep of one axis (the load) at each combination of the values of other keys
+// (the configurations), e.g. robots per GPU at each pair of batch sizes.
+struct GridResult {
+  std::vector<std::string> keys;                 // the configuration keys, in --set order
+  std::vector<std::vector<std::string>> configs;  // per configuration: a value per key
+  std::vector<SweepResult> sweeps;                // per configuration
+};
+// Every combination of the axes' values, the first axis varying slowest.
+std::vector<std::vector<std::string>> grid_configs(const std::vector<SweepAxis>& axes);
+// The folder name of a configuration: key=value pairs joined by '_' (path separators and
+// other characters a file name should not hold replaced by '-').
+std::string grid_label(const std::vector<std::string>& keys, const std::vector<std::string>& values);
+// Markdown table, one row per configuration: its values and its sweep's best value (for
+// capacity: the knee and the first value past it).
+std::string grid_table(const GridResult& g);
+// grid.md, grid.csv and (with gnuplot) grid.svg (the goal's figure per value, one curve per
+// configuration: deadline attainment with the SLO line for capacity) in `dir`; returns the
+// paths.
+std::vector<std::string> write_grid(const GridResult& g, const std::string& dir);
 
 // sweep.csv, sweep.md and (when gnuplot is installed) sweep.svg in `dir`; returns the paths.
 std::vector<std::string> write_sweep(const SweepResult& r, const std::string& dir);

@@ -204,5 +204,16 @@ expect_error "capacity over decreasing values" 2 "increasing order" sweep "$src/
 expect_error "--slo without capacity" 2 "goes with --goal capacity" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --slo 0.9
 expect_error "--slo out of range" 2 "slo" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --goal capacity --slo 1.5
 
+# Robion (issue 11): a grid of capacity sweeps, the SM table of a lockstep, batching policies.
+"$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --set workload.0.deadline_ms=100,40 --goal capacity --slo 0.98 -o "$tmp/grid" -q >"$tmp/grid.out" 2>&1; rc=$?
+check "a grid sweep exits 0" test "$rc" -eq 0
+check "grid.csv: one knee per configuration" test "$(($(wc -l < "$tmp/grid/grid.csv") - 1))" -eq 2
+check "a grid writes each configuration's sweep" test -s "$tmp/grid/workload.0.deadline_ms=40/sweep.csv"
+expect_error "a key twice in a grid" 2 "given twice" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --set workload.0.count=1,2
+"$bin" profile-lut "$src/scenarios/systems/robion_serving_h100.yaml" -o "$tmp/lut.yaml" -q; rc=$?
+check "profile-lut writes a table" test "$rc" -eq 0 -a -n "$(grep -e '- {first_model: pi0, first_batch: 1' "$tmp/lut.yaml")"
+expect_error "profile-lut without a lockstep" 2 "no GPU of this scenario has a lockstep" profile-lut "$src/scenarios/pi0_rtx4090.yaml"
+check "list shows the batching policies" grep -q "fixed" <("$bin" list batching_policies)
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0

@@ -10,7 +10,9 @@
 #include "scenarios/scenario.h"
 #include "sim/cost_model.h"
 #include "sim/engine.h"
+#include "sim/lockstep.h"
 #include "sim/plan.h"
+#include "scratch.h"
 #include "scratch.h"
 
 namespace fs = std::filesystem;
@@ -438,6 +440,78 @@ TEST(Scenario, ABatchThePipelineCanNeverFillIsRefusedAtItsBatchKey) {
     EXPECT_EQ(e.line(), 4) << e.what();
     EXPECT_NE(std::string(e.what()).find("could never fill"), std::string::npos) << e.what();
   }
+}
+
+// pi0_tiny and a second copy of it sharing a lockstep H100: VLMs on vlm, action on ae, with
+// dynamic batches of 2 on both streams and the given lut.
+std::string lockstep_text(const std::string& lut) {
+  std::string t = "name: ls\n"
+                  "hardware:\n"
+                  "  devices:\n"
+                  "    - name: gpu0\n"
+                  "      catalog: h100-sxm\n"
+                  "      streams: [{name: vlm, sms: 96, batch: 2}, {name: ae, batch: 2}]\n"
+                  "      lockstep: {streams: [vlm, ae], lut: " + lut + "}\n"
+                  "models:\n";
+  for (const char* m : {"a", "b"})
+    t += std::string("  - name: ") + m + "\n    card: pi0_tiny\n    placement:\n"
+         "      - {stages: [vision, prefix], device: gpu0.vlm}\n"
+         "      - {stage: action, device: gpu0.ae}\n";
+  return t + "workload:\n"
+             "  - {model: a, count: 4, rate_hz: 50, jitter_ms: 1, deadline_ms: 30, duration_s: 0.5}\n"
+             "  - {model: b, count: 4, rate_hz: 50, jitter_ms: 1, deadline_ms: 30, duration_s: 0.5}\n"
+             "policies: {queue: esf, pipeline: {name: async, params: {depth: 4}}}\n";
+}
+
+TEST(Scenario, AnSmTableWrittenByProfileLutReadsBackAndABadOneIsRefusedWhereItIsWrong) {
+  namespace fs = std::filesystem;
+  const fs::path dir = testing::scratch_dir("sm_lut");
+  Scenario s = load_scenario_text(lockstep_text("auto"), (dir / "ls.yaml").string(), default_catalog_dir(), default_cards_dir());
+  const Plan p = plan_scenario(s);
+  ASSERT_EQ(p.locksteps.size(), 1u);
+  const LockstepPlan& lp = p.locksteps[0];
+  EXPECT_EQ(lp.lut.size(), 16u);  // 2 models x 2 classes on each stream
+  // A larger action batch never gets the VLM stream more SMs.
+  EXPECT_LE(lp.lut.at(SmLutKey{0, 1, 0, 2}), lp.lut.at(SmLutKey{0, 1, 0, 1}));
+  SimResult r = simulate(s, p);
+  EXPECT_GT(r.locksteps, 0u);
+  const std::string text = sm_lut_yaml(s, p, lp);
+  auto write = [&](const std::string& name, const std::string& body) {
+    std::ofstream(dir / name) << body;
+    return name;
+  };
+  auto plan_with = [&](const std::string& lut) {
+    Scenario t = load_scenario_text(lockstep_text(lut), (dir / "ls.yaml").string(), default_catalog_dir(), default_cards_dir());
+    return plan_scenario(t);
+  };
+  EXPECT_EQ(plan_with(write("lut.yaml", text)).locksteps[0].lut, lp.lut);  // beside the scenario
+
+  auto refused = [&](const std::string& lut, const std::string& file, const std::string& key, const std::string& what) {
+    SCOPED_TRACE(lut);
+    try {
+      plan_with(lut);
+      ADD_FAILURE() << "accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(fs::path(e.file()).filename().string(), file) << e.what();
+      EXPECT_EQ(e.key(), key) << e.what();
+      EXPECT_GT(e.line(), 0) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  std::string missing = text;  // the last entry dropped
+  missing.erase(missing.rfind("  - {"));
+  refused(write("missing.yaml", missing), "ls.yaml", "hardware.devices[0].lockstep.lut", "has no entry for b at batch 2");
+  std::string odd = text;
+  const size_t at = odd.find("first_sms: ", odd.find("entries:")) + 11;
+  odd.replace(at, odd.find('}', at) - at, "7");
+  refused(write("odd.yaml", odd), "odd.yaml", "entries[0].first_sms", "multiples of 8");
+  std::string unknown = text;
+  unknown.replace(unknown.find("first_model: a"), 14, "first_model: c");
+  refused(write("unknown.yaml", unknown), "unknown.yaml", "entries[0].first_model", "unknown model 'c'");
+  std::string other = text;
+  other.replace(other.find("sms: 132"), 8, "sms: 144");
+  refused(write("other.yaml", other), "other.yaml", "sms", "144 SMs");
+  refused("nowhere.yaml", "ls.yaml", "hardware.devices[0].lockstep.lut", "not found");
 }
 
 }  // namespace

@@ -480,6 +480,77 @@ TEST(Engine, BatchesHoldOneModelAndStage) {
   EXPECT_NE(r.trace[1].model, r.trace[2].model);
 }
 
+// The fixture's two GPU streams as a lockstep on a 100-SM GPU (s0 declared at 50 SMs):
+// model A on s0, model B on s1, each one 10 ms segment at the declared split, costed at the
+// SM counts the lockstep may give them; the table gives s0 70 SMs for (A, 1) with (B, 1).
+struct LockstepFixture : Fixture {
+  int a = 0, b = 0;
+  LockstepFixture(bool guard) {
+    s.devices[0].spec.sms = 100;
+    p.units[0].compute_share = p.units[1].compute_share = 0.5;
+    a = add_model({{0, 0.010, 1.0, 0.0}});
+    b = add_model({{1, 0.010, 1.0, 0.0}});
+    auto cost = [&](int m, int sms, double seconds) {
+      Segment seg = p.models[m].segments[0];
+      seg.seconds = seconds;
+      seg.stage_seconds[static_cast<int>(Stage::Prefix)] = seconds;
+      p.models[m].split[{0, 1, sms}] = seg;
+    };
+    cost(a, 100, 0.006), cost(a, 70, 0.008), cost(a, 50, 0.010);
+    cost(b, 100, 0.005), cost(b, 30, 0.012), cost(b, 50, 0.010);
+    LockstepPlan lp;
+    lp.device = 0;
+    lp.units[0] = 0;
+    lp.units[1] = 1;
+    lp.sms = 100;
+    lp.static_first = 50;
+    lp.guard = guard;
+    lp.lut[SmLutKey{a, 1, b, 1}] = 70;
+    p.locksteps = {lp};
+    s.pipeline.name = "async";
+  }
+};
+
+TEST(Engine, ALockstepWaitsForBothStreamsAndALoneBatchHasTheWholeGpu) {
+  LockstepFixture f(true);
+  f.add_stream(f.a, 1.0, 0.5, 0.0);
+  f.add_stream(f.b, 1.0, 0.5, 0.0);  // arrives while A runs alone: waits for the next lockstep
+  SimResult r = simulate(f.s, f.p);
+  EXPECT_NEAR(r.requests[0].end, 0.006, 1e-9);          // A on all 100 SMs
+  EXPECT_NEAR(r.requests[1].end, 0.006 + 0.005, 1e-9);  // then B on all 100 SMs
+  EXPECT_EQ(r.locksteps, 2u);
+}
+
+TEST(Engine, ALockstepOfTwoBatchesSplitsTheSmsAsTheTableSays) {
+  LockstepFixture f(true);
+  f.add_stream(f.b, 1.0, 0.5, 0.000);  // B alone first (5 ms), while A and B2 arrive
+  f.add_stream(f.a, 1.0, 0.5, 0.001);
+  f.add_stream(f.b, 1.0, 0.5, 0.002);
+  SimResult r = simulate(f.s, f.p);
+  EXPECT_NEAR(r.requests[0].end, 0.005, 1e-9);
+  EXPECT_NEAR(r.requests[1].end, 0.005 + 0.008, 1e-9);  // A on 70 SMs
+  EXPECT_NEAR(r.requests[2].end, 0.005 + 0.012, 1e-9);  // B2 on the other 30
+  EXPECT_EQ(r.locksteps, 2u);
+  EXPECT_EQ(r.guard_kept, 0u);
+}
+
+TEST(Engine, TheGuardKeepsTheSplitThatMeetsTheTighterDeadline) {
+  // B2 is due 13 ms after it arrives (at 15 ms): on the table's 30 SMs it would end at 17 ms,
+  // on the previous split's 50 at 15 ms. The guard keeps 50/50; without it B2 misses.
+  for (bool guard : {true, false}) {
+    LockstepFixture f(guard);
+    f.add_stream(f.b, 1.0, 0.5, 0.000);
+    f.add_stream(f.a, 1.0, 0.5, 0.001);
+    f.add_stream(f.b, 1.0, 0.5, 0.002, 0.013);
+    SimResult r = simulate(f.s, f.p);
+    SCOPED_TRACE(guard);
+    EXPECT_EQ(r.guard_kept, guard ? 1u : 0u);
+    EXPECT_NEAR(r.requests[2].end, guard ? 0.015 : 0.017, 1e-9);
+    EXPECT_EQ(r.requests[2].met(), guard);
+    EXPECT_NEAR(r.requests[1].end, guard ? 0.015 : 0.013, 1e-9);  // A pays for it
+  }
+}
+
 TEST(Engine, BareLoopCountsEveryEvent) {
   uint64_t count = 0;
   double rate = bare_systemc_event_rate(20000, &count);
