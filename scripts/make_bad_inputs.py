@@ -717,7 +717,7 @@ def issue_cases():
         ("cli_sweep_out_is_file", "touch {tmp}/f && {vlasim} sweep %s --set workload.0.rate_hz=1,2 -q -o {tmp}/f" % DEF, 2, "--out && not a directory", "sweep -o a file"),
         ("cli_sweep_many_values", "{vlasim} sweep %s --set workload.0.rate_hz=1:100000:1 -q" % DEF, 2, "--set", "sweep of 100000 points"),
         ("cli_sweep_set_map", "{vlasim} sweep %s --set models.0=1,2 -q" % DEF, 2, "single values only", "--set of a whole map"),
-        ("cli_sweep_set_twice", "{vlasim} sweep %s --set workload.0.rate_hz=1,2 --set workload.0.rate_hz=3 -q" % DEF, 2, "exactly one --set", "two --set options"),
+        ("cli_sweep_set_twice", "{vlasim} sweep %s --set workload.0.rate_hz=1,2 --set workload.0.rate_hz=3 -q" % DEF, 2, "is given twice", "the same key in two --set options"),
         # Was a defect, fixed since: reports/sweep.cc tests (b - a) / step > 10000, so 0:10000:1 (10001
         # values) passes the 10000-value limit and runs for minutes (timeout here).
         ("cli_sweep_range_10001", "{vlasim} sweep %s --set seed=0:10000:1 -q" % DEF, 2, "more than 10000 values", "a range of 10001 values (0:10000:1)"),

@@ -33,6 +33,51 @@ std::string large_scenario(double seconds) {
   return y.str();
 }
 
+// Robion's fleet (issue 11): 100 robots at 10 Hz (100 ms deadlines) over 8 instances of 6
+// architectures on 4 H100s, each GPU serving two instances with batched stage disaggregation in
+// locksteps (SM table from the cost model, guard), dynamic batches, ESF.
+std::string robion_fleet(double seconds) {
+  const char* cards[8] = {"pi0", "smolvla", "pi05", "gr00t_n15", "pi0_small", "diffusion_policy", "pi0", "smolvla"};
+  const int robots[8] = {13, 14, 12, 14, 20, 2, 12, 13};  // 100, every model within its deadlines
+  std::ostringstream y;
+  y << "name: bench-robion-fleet\nseed: 4\nhardware:\n  devices:\n";
+  for (int g = 0; g < 4; ++g)
+    y << "    - {name: gpu" << g << ", catalog: h100-sxm, graph_capture: true, "
+      << "streams: [{name: vlm, sms: 96, batch: 4}, {name: adit, batch: 8}], lockstep: {streams: [vlm, adit]}}\n";
+  y << "models:\n";
+  for (int m = 0; m < 8; ++m) {
+    const std::string gpu = "gpu" + std::to_string(m / 2);
+    const bool prefix = std::string(cards[m]) != "diffusion_policy";
+    y << "  - {name: m" << m << ", card: " << cards[m] << ", placement: [{stages: [vision" << (prefix ? ", prefix" : "")
+      << "], device: " << gpu << ".vlm}, {stage: action, device: " << gpu << ".adit}]}\n";
+  }
+  y << "workload:\n";
+  for (int m = 0; m < 8; ++m)
+    y << "  - {name: r" << m << ", model: m" << m << ", count: " << robots[m] << ", rate_hz: 10, jitter_ms: 3, "
+      << "deadline_ms: 100, duration_s: " << seconds << "}\n";
+  y << "policies: {queue: esf, batching: dynamic, pipeline: {name: async, params: {depth: 16}}}\n";
+  return y.str();
+}
+
+void BM_SimulateRobionFleet(benchmark::State& state) {
+  Scenario s = load_scenario_text(robion_fleet(g_minutes * 60), "<bench>", default_catalog_dir(), default_cards_dir());
+  Plan plan = plan_scenario(s);
+  SimOptions options;
+  options.trace_limit = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    SimResult r = simulate(s, plan, options);
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    size_t met = 0;
+    for (auto& q : r.requests) met += q.met();
+    state.counters["requests"] = static_cast<double>(r.requests.size());
+    state.counters["attainment"] = static_cast<double>(met) / static_cast<double>(r.requests.size());
+    state.counters["locksteps"] = static_cast<double>(r.locksteps);
+    state.counters["sim_s_per_wall_s"] = r.end_time / wall;
+  }
+}
+BENCHMARK(BM_SimulateRobionFleet)->Iterations(1)->Unit(benchmark::kMillisecond);
+
 // Arg 0: events; arg 1: self-notifying processes (1 = the bare loop the target refers to;
 // 33 = as many pending timed events as the large scenario keeps: 32 GPUs + the workload).
 void BM_BareSystemCLoop(benchmark::State& state) {
