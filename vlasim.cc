@@ -36,6 +36,7 @@
 #include "sim/cost_model.h"
 #include "sim/engine.h"
 #include "sim/lockstep.h"
+#include "scheduler/placement.h"
 #include "sim/plan.h"
 #include "executors/executor.h"
 #include "executors/runtime.h"
@@ -342,6 +343,23 @@ int run_profile_lut(const Common& c, const std::string& path, const std::string&
     o << text;
     if (!o) throw std::runtime_error(f.string() + ": failed to write");
     if (!quiet) std::cerr << "wrote " << f.string() << " (" << lp.lut.size() << " pairs of batches)\n";
+  }
+  return 0;
+}
+
+// Solves placement problem `path` (scheduler/placement.h) and prints the placement; with a
+// folder, writes placement.md and placement.csv there.
+int run_place(const std::string& path, const std::string& dir, bool quiet) {
+  if (!dir.empty()) check_output_dir("--out", dir);
+  const PlacementProblem p = load_placement_problem(path);
+  const Placement x = solve_placement(p);
+  const std::string md = placement_markdown(p, x);
+  std::cout << md;
+  if (!dir.empty()) {
+    fs::create_directories(dir);
+    write_file(dir + "/placement.md", "# Placement of " + path + "\n\n" + md);
+    write_file(dir + "/placement.csv", placement_csv(p, x));
+    if (!quiet) std::cout << "wrote " << dir << "/placement.md, placement.csv\n";
   }
   return 0;
 }
@@ -1170,6 +1188,12 @@ int main(int argc, char** argv) {
   plut->add_option("scenario", scenario, "scenario YAML file with a `lockstep:` on a GPU")->required();
   plut->add_option("-o,--out", lut_out, "table file (YAML) to write, for the scenario's `lut:` (default: stdout)");
   plut->add_flag("-q,--quiet", out.quiet, "print nothing but errors");
+  std::string place_file, place_dir;
+  auto* place = app.add_subcommand("place",
+                                   "place models on GPUs and robots on instances (Robion's integer program, CBC)");
+  place->add_option("problem", place_file, "placement problem YAML (gpus; models with robots and capacity)")->required();
+  place->add_option("-o,--out", place_dir, "folder for placement.md and placement.csv");
+  place->add_flag("-q,--quiet", out.quiet, "print only the placement");
   auto* list = app.add_subcommand("list", "list the registered parts and their parameters");
   std::string family;
   list->add_option("family", family,
@@ -1240,6 +1264,7 @@ int main(int argc, char** argv) {
     if (*lboard) return run_leaderboard(c, mc, lb_opt, lb_dir, out.quiet);
     if (*roof) return run_roofline(c, mc, roof_device, roof_dir, out.quiet);
     if (*plut) return run_profile_lut(c, scenario, lut_out, out.quiet);
+    if (*place) return run_place(place_file, place_dir, out.quiet);
     if (*list) return run_list(c, family);
     if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, graph_dp_cache, graph_passes, ops);
     if (*pss) return run_passes(c, mc, pss_device, pss_measure, pss_reps, pss_dir, out.quiet);

@@ -214,6 +214,11 @@ expect_error "a key twice in a grid" 2 "given twice" sweep "$src/scenarios/pi0_r
 check "profile-lut writes a table" test "$rc" -eq 0 -a -n "$(grep -e '- {first_model: pi0, first_batch: 1' "$tmp/lut.yaml")"
 expect_error "profile-lut without a lockstep" 2 "no GPU of this scenario has a lockstep" profile-lut "$src/scenarios/pi0_rtx4090.yaml"
 check "list shows the batching policies" grep -q "fixed" <("$bin" list batching_policies)
+"$bin" place "$src/scenarios/placement/robion_4xh100.yaml" -o "$tmp/place" -q >"$tmp/place.out" 2>&1; rc=$?
+check "place exits 0 and writes placement.csv" test "$rc" -eq 0 -a -s "$tmp/place/placement.csv"
+check "place serves every robot" awk -F, 'NR > 1 { n[$1] += $3 } END { exit !(n["pi0"] == 30 && n["smolvla"] == 100 && n["pi05"] == 12) }' "$tmp/place/placement.csv"
+printf 'gpus: [{name: g, catalog: h100-sxm}]\nmodels:\n  - {name: a, robots: 30, capacity: {h100-sxm: 10}}\n' >"$tmp/noplace.yaml"
+expect_error "place: demand past the GPUs" 2 "noplace.yaml:3:.*models.*has 30 robots but the GPUs hold at most 10" place "$tmp/noplace.yaml"
 
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0

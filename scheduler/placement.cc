@@ -1,0 +1,182 @@
+#include "scheduler/placement.h"
+
+#include <coin/CbcModel.hpp>
+#include <coin/CoinPackedMatrix.hpp>
+#include <coin/CoinPackedVector.hpp>
+#include <coin/OsiClpSolverInterface.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace vlasim {
+
+namespace {
+
+[[noreturn]] void refuse(const PlacementProblem& p, const std::string& why) {
+  if (p.where.defined()) p.where.fail(why);
+  throw std::invalid_argument("placement: " + why);
+}
+
+}  // namespace
+
+Placement solve_placement(const PlacementProblem& p) {
+  const size_t M = p.models.size(), G = p.gpus.size();
+  if (p.robots.size() != M || p.capacity.size() != M)
+    throw std::invalid_argument("placement: robots and capacity need one entry per model");
+  // Quick checks with a clear reason before the solver: a model with nowhere to go, or more
+  // robots than every GPU together holds for it alone.
+  for (size_t m = 0; m < M; ++m) {
+    if (p.capacity[m].size() != G) throw std::invalid_argument("placement: capacity needs one entry per GPU");
+    long long total = 0;
+    for (int c : p.capacity[m]) total += std::max(0, c);
+    if (p.robots[m] > total)
+      refuse(p, "model '" + p.models[m] + "' has " + std::to_string(p.robots[m]) + " robots but the GPUs hold at most " +
+                    std::to_string(total) + " of them even with nothing else on them");
+  }
+  // Variables: x[m][g] (robots, integer) then y[m][g] (instance, binary), index m * G + g.
+  const int n = static_cast<int>(2 * M * G);
+  auto x = [&](size_t m, size_t g) { return static_cast<int>(m * G + g); };
+  auto y = [&](size_t m, size_t g) { return static_cast<int>(M * G + m * G + g); };
+  std::vector<double> lo(n, 0.0), hi(n, 0.0), cost(n, 0.0);
+  for (size_t m = 0; m < M; ++m)
+    for (size_t g = 0; g < G; ++g) {
+      const int c = std::max(0, p.capacity[m][g]);
+      hi[x(m, g)] = c;
+      hi[y(m, g)] = c > 0 ? 1 : 0;
+      cost[y(m, g)] = 1.0 + 1e-3 * static_cast<double>(g) / static_cast<double>(G + 1);
+    }
+  CoinPackedMatrix rows(false, 0, 0);
+  std::vector<double> rlo, rhi;
+  for (size_t m = 0; m < M; ++m) {  // every robot of model m assigned
+    CoinPackedVector r;
+    for (size_t g = 0; g < G; ++g) r.insert(x(m, g), 1.0);
+    rows.appendRow(r);
+    rlo.push_back(p.robots[m]);
+    rhi.push_back(p.robots[m]);
+  }
+  for (size_t m = 0; m < M; ++m)  // robots only where an instance is: x <= capacity * y
+    for (size_t g = 0; g < G; ++g) {
+      CoinPackedVector r;
+      r.insert(x(m, g), 1.0);
+      r.insert(y(m, g), -static_cast<double>(std::max(0, p.capacity[m][g])));
+      rows.appendRow(r);
+      rlo.push_back(-COIN_DBL_MAX);
+      rhi.push_back(0.0);
+    }
+  for (size_t g = 0; g < G; ++g) {  // normalised load on every GPU at most 1
+    CoinPackedVector r;
+    for (size_t m = 0; m < M; ++m)
+      if (p.capacity[m][g] > 0) r.insert(x(m, g), 1.0 / p.capacity[m][g]);
+    rows.appendRow(r);
+    rlo.push_back(-COIN_DBL_MAX);
+    rhi.push_back(1.0 + 1e-9);
+  }
+  OsiClpSolverInterface lp;
+  lp.loadProblem(rows, lo.data(), hi.data(), cost.data(), rlo.data(), rhi.data());
+  for (int i = 0; i < n; ++i) lp.setInteger(i);
+  lp.messageHandler()->setLogLevel(0);
+  CbcModel model(lp);
+  model.setLogLevel(0);
+  model.messageHandler()->setLogLevel(0);
+  model.setNumberThreads(0);
+  model.branchAndBound();
+  if (model.isProvenInfeasible() || !model.bestSolution())
+    refuse(p, "no placement serves every robot: the GPUs cannot hold the models' robots together within "
+              "their capacities (sum of robots / capacity per GPU at most 1); add GPUs or lower the demand");
+  if (!model.isProvenOptimal())
+    throw std::runtime_error("placement: CBC stopped before proving its placement the best");
+  const double* s = model.bestSolution();
+  Placement out;
+  out.robots.assign(M, std::vector<int>(G, 0));
+  std::vector<double> load(G, 0.0);
+  for (size_t m = 0; m < M; ++m)
+    for (size_t g = 0; g < G; ++g) {
+      const int r = static_cast<int>(std::lround(s[x(m, g)]));
+      out.robots[m][g] = r;
+      if (r > 0) {
+        ++out.instances;
+        load[g] += static_cast<double>(r) / p.capacity[m][g];
+      }
+    }
+  out.load_max = G ? *std::max_element(load.begin(), load.end()) : 0;
+  return out;
+}
+
+PlacementProblem load_placement_problem(const std::string& path) {
+  ConfigNode root = ConfigNode::load_file(path);
+  if (!root.is_map()) root.fail("a placement problem is a map with gpus and models");
+  root.check_keys({"gpus", "models"});
+  PlacementProblem p;
+  p.where = root.required("models");
+  std::vector<std::string> gpu_catalog;
+  for (const ConfigNode& g : root.required("gpus").items()) {
+    g.check_keys({"name", "catalog", "count"});
+    const std::string base = g.required("name").as_string(), cat = g.required("catalog").as_string();
+    const long long count = g.get_count("count", 1, 1, 4096);
+    for (long long i = 0; i < count; ++i) {
+      const std::string name = g.has("count") ? base + std::to_string(i) : base;
+      if (std::count(p.gpus.begin(), p.gpus.end(), name)) g.required("name").fail("duplicate GPU '" + name + "'");
+      p.gpus.push_back(name);
+      gpu_catalog.push_back(cat);
+    }
+  }
+  if (p.gpus.empty()) root.required("gpus").fail("at least one GPU is needed");
+  for (const ConfigNode& m : root.required("models").items()) {
+    m.check_keys({"name", "robots", "capacity"});
+    const std::string name = m.required("name").as_string();
+    if (std::count(p.models.begin(), p.models.end(), name)) m.required("name").fail("duplicate model '" + name + "'");
+    p.models.push_back(name);
+    if (!m.has("robots")) m.required("robots");
+    p.robots.push_back(static_cast<int>(m.get_count("robots", 0, 0, 1000000)));
+    std::map<std::string, int> cap;
+    ConfigNode cn = m.required("capacity");
+    if (!cn.is_map()) cn.fail("capacity is a map: catalog entry -> robots one such GPU sustains for this model");
+    for (const auto& [key, value] : cn.entries()) {
+      if (!std::count(gpu_catalog.begin(), gpu_catalog.end(), key))
+        value.fail("no GPU is catalog entry '" + key + "'");
+      cap[key] = static_cast<int>(cn.get_count(key, 0, 0, 1000000));
+    }
+    std::vector<int> row;
+    for (const std::string& c : gpu_catalog) row.push_back(cap.count(c) ? cap[c] : 0);
+    if (p.robots.back() > 0 && std::all_of(row.begin(), row.end(), [](int c) { return c == 0; }))
+      cn.fail("model '" + name + "' has robots but no GPU can run it (every capacity is 0)");
+    p.capacity.push_back(row);
+  }
+  if (p.models.empty()) p.where.fail("at least one model is needed");
+  return p;
+}
+
+std::string placement_markdown(const PlacementProblem& p, const Placement& x) {
+  std::ostringstream os;
+  os << "| model | robots |";
+  for (const auto& g : p.gpus) os << ' ' << g << " |";
+  os << "\n|---|---|";
+  for (size_t g = 0; g < p.gpus.size(); ++g) os << "---|";
+  os << '\n';
+  for (size_t m = 0; m < p.models.size(); ++m) {
+    os << "| " << p.models[m] << " | " << p.robots[m] << " |";
+    for (size_t g = 0; g < p.gpus.size(); ++g) os << ' ' << (x.robots[m][g] ? std::to_string(x.robots[m][g]) : "") << " |";
+    os << '\n';
+  }
+  os << "\n" << x.instances << " model instances; the most loaded GPU at " << std::lround(100 * x.load_max)
+     << "% of what it sustains\n";
+  return os.str();
+}
+
+std::string placement_csv(const PlacementProblem& p, const Placement& x) {
+  std::ostringstream os;
+  os << "model,gpu,robots,capacity,load\n";
+  for (size_t m = 0; m < p.models.size(); ++m)
+    for (size_t g = 0; g < p.gpus.size(); ++g)
+      if (x.robots[m][g] > 0) {
+        char load[32];
+        std::snprintf(load, sizeof load, "%.4f", static_cast<double>(x.robots[m][g]) / p.capacity[m][g]);
+        os << p.models[m] << ',' << p.gpus[g] << ',' << x.robots[m][g] << ',' << p.capacity[m][g] << ',' << load << '\n';
+      }
+  return os.str();
+}
+
+}  // namespace vlasim

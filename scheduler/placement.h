@@ -1,0 +1,51 @@
+// Robion's placement and adaptive traffic controller (SYSTEMS.md system 2): which models get an
+// instance on which GPU, and how many of each model's robots each instance serves, as the
+// integer program SYSTEMS.md gives, solved by CBC (COIN-OR branch and cut). Plain C++: no
+// SystemC, no oneDNN.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scenarios/config.h"
+
+namespace vlasim {
+
+struct PlacementProblem {
+  std::vector<std::string> models, gpus;
+  std::vector<int> robots;                 // per model: robots to serve (>= 0)
+  // [model][gpu]: robots of that model one GPU sustains alone within the SLO (what
+  // `vlasim sweep --goal capacity` finds); 0: the model cannot run there.
+  std::vector<std::vector<int>> capacity;
+  ConfigNode where;                        // the problem's file, for errors (may be undefined)
+};
+
+struct Placement {
+  std::vector<std::vector<int>> robots;  // [model][gpu]: robots that GPU's instance serves
+  int instances = 0;                     // (model, GPU) pairs serving at least one robot
+  double load_max = 0;                   // the most loaded GPU's sum of robots / capacity
+};
+
+// The placement that serves every robot with as few model instances as possible (each
+// model's robots concentrated on few GPUs, so that its batches fill), subject to: every robot
+// assigned to a GPU whose capacity for its model is above 0, and on every GPU the sum over
+// models of robots / capacity at most 1. Among placements with the fewest instances, the one
+// CBC finds first with a small preference for lower-numbered GPUs (the same problem gives the
+// same placement). Throws ConfigError at problem.where (std::invalid_argument without one)
+// when no placement serves every robot, saying which model's demand passes what the GPUs hold.
+Placement solve_placement(const PlacementProblem& problem);
+
+// Reads a placement problem:
+//   gpus: [{name: gpu, catalog: h100-sxm, count: 4}]       # count: N makes gpu0 .. gpuN-1
+//   models:
+//     - {name: pi0, robots: 30, capacity: {h100-sxm: 16}}  # per catalog entry of the GPUs
+// Throws ConfigError (file, line, key) for anything malformed: unknown keys, negative robots,
+// a capacity for a catalog entry no GPU has, a model with robots and no capacity anywhere.
+PlacementProblem load_placement_problem(const std::string& path);
+
+// The placement as a Markdown table (one row per model: robots per GPU) and as CSV
+// (model,gpu,robots,capacity,load rows).
+std::string placement_markdown(const PlacementProblem& p, const Placement& x);
+std::string placement_csv(const PlacementProblem& p, const Placement& x);
+
+}  // namespace vlasim

@@ -1,0 +1,133 @@
+// Robion's placement integer program (scheduler/placement.h): CBC's answer checked against
+// every placement of small instances, and refusals of what cannot be placed or read.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <random>
+
+#include "scheduler/placement.h"
+#include "scratch.h"
+
+namespace vlasim {
+namespace {
+
+// Fewest instances over every assignment of each model's robots to GPUs (brute force), or -1.
+int brute_force_instances(const PlacementProblem& p) {
+  const size_t M = p.models.size(), G = p.gpus.size();
+  std::vector<std::vector<int>> x(M, std::vector<int>(G, 0));
+  int best = -1;
+  std::function<void(size_t, size_t, int)> place = [&](size_t m, size_t g, int left) {
+    if (m == M) {
+      int inst = 0;
+      for (size_t gg = 0; gg < G; ++gg) {
+        double load = 0;
+        for (size_t mm = 0; mm < M; ++mm)
+          if (x[mm][gg] > 0) {
+            load += static_cast<double>(x[mm][gg]) / p.capacity[mm][gg];
+            ++inst;
+          }
+        if (load > 1 + 1e-9) return;
+      }
+      if (best < 0 || inst < best) best = inst;
+      return;
+    }
+    if (g == G - 1) {  // the last GPU takes what is left
+      if (left > p.capacity[m][g]) return;
+      x[m][g] = left;
+      place(m + 1, 0, m + 1 < M ? p.robots[m + 1] : 0);
+      x[m][g] = 0;
+      return;
+    }
+    for (int r = 0; r <= std::min(left, p.capacity[m][g]); ++r) {
+      x[m][g] = r;
+      place(m, g + 1, left - r);
+    }
+    x[m][g] = 0;
+  };
+  place(0, 0, p.robots[0]);
+  return best;
+}
+
+TEST(Placement, CbcFindsTheFewestInstancesThatServeEveryRobotWithinEachGpu) {
+  std::mt19937 rng(11);
+  int feasible = 0;
+  for (int trial = 0; trial < 25; ++trial) {
+    PlacementProblem p;
+    p.models = {"a", "b", "c"};
+    p.gpus = {"g0", "g1", "g2"};
+    for (size_t m = 0; m < 3; ++m) {
+      p.robots.push_back(static_cast<int>(rng() % 7));
+      std::vector<int> cap;
+      for (size_t g = 0; g < 3; ++g) cap.push_back(static_cast<int>(rng() % 8));  // 0: cannot run there
+      p.capacity.push_back(cap);
+    }
+    SCOPED_TRACE(trial);
+    const int want = brute_force_instances(p);
+    if (want < 0) {
+      EXPECT_THROW(solve_placement(p), std::invalid_argument);
+      continue;
+    }
+    ++feasible;
+    const Placement x = solve_placement(p);
+    EXPECT_EQ(x.instances, want);
+    for (size_t m = 0; m < 3; ++m) {
+      int sum = 0;
+      for (size_t g = 0; g < 3; ++g) {
+        sum += x.robots[m][g];
+        EXPECT_LE(x.robots[m][g], p.capacity[m][g]);
+      }
+      EXPECT_EQ(sum, p.robots[m]);
+    }
+    EXPECT_LE(x.load_max, 1 + 1e-9);
+  }
+  EXPECT_GE(feasible, 8);  // the check saw both answers
+}
+
+TEST(Placement, ConcentratesAModelsRobotsOnFewGpus) {
+  PlacementProblem p;
+  p.models = {"pi0", "smolvla"};
+  p.gpus = {"g0", "g1", "g2", "g3"};
+  p.robots = {30, 40};
+  p.capacity = {{20, 20, 20, 20}, {80, 80, 80, 80}};
+  const Placement x = solve_placement(p);
+  EXPECT_EQ(x.instances, 3);  // pi0 needs two GPUs; SmolVLA fits on one (even splitting: 8)
+}
+
+TEST(Placement, DemandPastEveryGpuIsRefusedAtTheProblemsModels) {
+  namespace fs = std::filesystem;
+  const fs::path dir = testing::scratch_dir("placement");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  const std::string gpus = "gpus: [{name: gpu, catalog: h100-sxm, count: 2}]\n";
+  auto refused = [&](const std::string& text, const std::string& key, const std::string& what) {
+    SCOPED_TRACE(text);
+    try {
+      solve_placement(load_placement_problem(write("p.yaml", text)));
+      ADD_FAILURE() << "accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.key(), key) << e.what();
+      EXPECT_GT(e.line(), 0) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  // 25 robots of a model two GPUs hold 20 of: refused before the solver, naming the model.
+  refused(gpus + "models:\n  - {name: pi0, robots: 25, capacity: {h100-sxm: 10}}\n", "models",
+          "model 'pi0' has 25 robots but the GPUs hold at most 20");
+  // Each fits alone, not together: the solver finds no placement.
+  refused(gpus + "models:\n  - {name: a, robots: 15, capacity: {h100-sxm: 10}}\n"
+                 "  - {name: b, robots: 15, capacity: {h100-sxm: 10}}\n",
+          "models", "no placement serves every robot");
+  refused(gpus + "models:\n  - {name: a, robots: 5, capacity: {rtx4090: 10}}\n", "models[0].capacity.rtx4090",
+          "no GPU is catalog entry 'rtx4090'");
+  refused(gpus + "models:\n  - {name: a, robots: -1, capacity: {h100-sxm: 10}}\n", "models[0].robots", "between 0");
+  refused(gpus + "models:\n  - {name: a, robots: 3, capacity: {h100-sxm: 0}}\n", "models[0].capacity", "no GPU can run it");
+  EXPECT_EQ(solve_placement(load_placement_problem(write("ok.yaml", gpus + "models:\n  - {name: a, robots: 12, capacity: {h100-sxm: 10}}\n")))
+                .instances,
+            2);
+}
+
+}  // namespace
+}  // namespace vlasim
