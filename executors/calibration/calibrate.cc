@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -581,6 +582,60 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
       sum.op_seconds += op_total;
       sum.wall_seconds += quantile(wall, 0.5);
       sum.latency_seconds += med_lat;
+    }
+    // Batched segments (units with a batch size): the runs above are one request at a time,
+    // so each segment also runs at every batch size its unit may run, on an executor of the
+    // unit's cores: a warm-up run each, then rounds that run every batched segment once in
+    // turn (as in the scenario, where one segment's weights have left the caches by the time
+    // it runs again), `repetitions` rounds or about max_seconds; each op's median joins the
+    // section under its batched shape.
+    {
+      struct BatchedRun {
+        Executor* ex;
+        int handle, cores;
+        DType dtype;
+        const OpGraph* graph;
+        std::map<int, std::vector<double>> times;
+      };
+      std::map<std::pair<int, DType>, std::unique_ptr<Executor>> executors;
+      std::vector<BatchedRun> jobs;
+      for (size_t m = 0; m < nm; ++m) {
+        const ModelPlan& mp = plan.models[m];
+        const DType dtype = s.models[m].shape.dtype;
+        for (const BatchVariant& v : mp.batched)
+          for (const Segment& seg : v.segments) {
+            if (seg.transfer) continue;
+            const UnitInfo& ui = plan.units[static_cast<size_t>(seg.unit)];
+            if (ui.batch < v.size) continue;  // a size of another unit the model visits
+            const int cores = s.devices[static_cast<size_t>(ui.device)].units[static_cast<size_t>(ui.unit)].cores;
+            auto& ex = executors[{cores, dtype}];
+            if (!ex) ex = make_calibration_executor(o.executor, cores, dtype);
+            jobs.push_back({ex.get(), ex->prepare(v.graph, seg.ops), cores, dtype, &v.graph, {}});
+          }
+      }
+      double round = 0;
+      for (BatchedRun& j : jobs) {
+        const auto t0 = std::chrono::steady_clock::now();
+        j.ex->run(j.handle);
+        round += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+      const int rounds = jobs.empty() ? 0 : std::max(1, std::min(o.repetitions, static_cast<int>(o.max_seconds / std::max(round, 1e-6))));
+      for (int r = 0; r < rounds; ++r)
+        for (BatchedRun& j : jobs) {
+          const SegmentTiming& st = j.ex->run(j.handle);
+          for (size_t i = 0; i < st.ops.size(); ++i) j.times[st.ops[i]].push_back(st.seconds[i]);
+        }
+      for (BatchedRun& j : jobs) {
+        SectionSamples& ss = samples[{j.cores, j.dtype}];
+        for (auto& [id, xs] : j.times) {
+          std::sort(xs.begin(), xs.end());
+          Op op = j.graph->op(id);
+          op.dtype = j.dtype;
+          const std::string sig = op_signature(op);
+          ss.op[sig].push_back(quantile(xs, 0.5));
+          ss.example.emplace(sig, op);
+        }
+      }
     }
     out.push_back(sum);
     if (o.progress) o.progress(++done, static_cast<int>(scenarios.size()), s.name);

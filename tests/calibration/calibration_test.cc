@@ -481,5 +481,34 @@ TEST_F(QuickCalibration, InContextRunsGiveTheRunToRunVariation) {
   EXPECT_EQ(plan.models.at(0).segments.at(0).variability, q);
 }
 
+TEST(InContextCalibration, MeasuresEveryBatchSizeItsUnitsRun) {
+  // The tiny model on a core group that batches 2 requests: in context its ops are timed at
+  // batch 2 as well, so the profiled model need not stretch a fit to the batched shapes.
+  DeviceProfile p;
+  p.catalog_device = "epyc-2vcpu";
+  Scenario s = tiny_scenario(scratch_dir("in_context_batch"), 1, "fp32");
+  s.devices.at(0).units.at(0).batch = 2;
+  s.streams.at(0).rate_hz = 50;  // requests as often as they fit, not 1 a second
+  auto roofline = cost_models().make("roofline", Params(), ConfigNode());
+  const Plan plan = make_plan(s, *roofline, {2});
+  ASSERT_EQ(plan.models.at(0).batched.size(), 1u);
+  const OpGraph& g2 = plan.models[0].graph_at(2);
+  int gemm = -1;
+  for (size_t i = 0; i < g2.size() && gemm < 0; ++i)
+    if (g2.op(static_cast<int>(i)).kind == OpKind::Gemm) gemm = static_cast<int>(i);
+  ASSERT_GE(gemm, 0);
+  Op op = g2.op(gemm);
+  op.dtype = DType::F32;
+  InContextOptions io;
+  io.warmup = 1;
+  io.repetitions = 3;
+  io.max_seconds = 2;
+  calibrate_in_context(p, {s}, io);
+  const Measurement* m = p.sections.at(0).exact(op);
+  ASSERT_NE(m, nullptr) << "no in-context time for " << op.name << " at batch 2";
+  EXPECT_EQ(m->source, "in-context");
+  EXPECT_GT(m->median_s, 0);
+}
+
 }  // namespace
 }  // namespace vlasim
