@@ -329,6 +329,9 @@ int run_profile_lut(const Common& c, const std::string& path, const std::string&
   if (p.locksteps.empty())
     throw ConfigError(s.file, 0, 0, "hardware.devices",
                       "no GPU of this scenario has a lockstep; give one `lockstep: {streams: [a, b]}`");
+  if (p.locksteps.size() > 1 && (out_path.empty() || out_path == "-"))
+    throw ConfigError("<command line>", 0, 0, "--out",
+                      std::to_string(p.locksteps.size()) + " GPUs have a lockstep: give -o FILE (one table per GPU)");
   for (const LockstepPlan& lp : p.locksteps) {
     const std::string text = sm_lut_yaml(s, p, lp);
     if (out_path.empty() || out_path == "-") {
@@ -348,9 +351,14 @@ int run_profile_lut(const Common& c, const std::string& path, const std::string&
 }
 
 // Solves placement problem `path` (scheduler/placement.h) and prints the placement; with a
-// folder, writes placement.md and placement.csv there.
-int run_place(const std::string& path, const std::string& dir, bool quiet) {
+// folder, writes placement.md and placement.csv there, and with a one-GPU template scenario
+// the fleet scenario (fleet.yaml) that `vlasim simulate` checks.
+int run_place(const std::string& path, const std::string& dir, const std::string& templ, bool quiet) {
   if (!dir.empty()) check_output_dir("--out", dir);
+  if (!templ.empty()) {
+    check_option_file("--template", templ);
+    if (dir.empty()) throw ConfigError("<command line>", 0, 0, "--template", "give -o DIR for the fleet scenario");
+  }
   const PlacementProblem p = load_placement_problem(path);
   const Placement x = solve_placement(p);
   const std::string md = placement_markdown(p, x);
@@ -359,7 +367,8 @@ int run_place(const std::string& path, const std::string& dir, bool quiet) {
     fs::create_directories(dir);
     write_file(dir + "/placement.md", "# Placement of " + path + "\n\n" + md);
     write_file(dir + "/placement.csv", placement_csv(p, x));
-    if (!quiet) std::cout << "wrote " << dir << "/placement.md, placement.csv\n";
+    if (!templ.empty()) write_file(dir + "/fleet.yaml", fleet_scenario_yaml(p, x, templ));
+    if (!quiet) std::cout << "wrote " << dir << "/placement.md, placement.csv" << (templ.empty() ? "" : ", fleet.yaml") << "\n";
   }
   return 0;
 }
@@ -517,6 +526,7 @@ int run_sweep_grid(const std::function<SweepSpec(bool)>& setup, const std::vecto
     std::cerr << "error: vlasim sweep: a grid (several --set) runs in one process; run it without mpirun\n";
     return 2;
   }
+
   SweepSpec base = setup(true);
   std::vector<SweepAxis> axes;
   GridResult g;
@@ -533,14 +543,43 @@ int run_sweep_grid(const std::function<SweepSpec(bool)>& setup, const std::vecto
     throw ConfigError("<command line>", 0, 0, "--set",
                       "the grid has " + std::to_string(g.configs.size()) + " configurations; at most " +
                           std::to_string(kMaxConfigs));
+  // Each configuration's folder: values that would share one (a/b and a-b) or pass a file
+  // name's length are refused.
+  std::vector<std::string> labels;
+  for (const auto& config : g.configs) {
+    labels.push_back(grid_label(g.keys, config));
+    if (labels.back().size() > 200)
+      throw ConfigError("<command line>", 0, 0, "--set", "configuration folder name '" + labels.back() + "' is too long");
+    if (std::count(labels.begin(), labels.end() - 1, labels.back()))
+      throw ConfigError("<command line>", 0, 0, "--set",
+                        "two configurations would share folder '" + labels.back() + "'; give values that differ in letters or digits");
+  }
+  // The whole grid's work is bounded by --max-requests: each configuration gets its share.
+  base.sim_options.max_requests /= static_cast<double>(g.configs.size());
   for (size_t c = 0; c < g.configs.size(); ++c) {
     SweepSpec spec = base;
     for (size_t k = 0; k < g.keys.size(); ++k) spec.fixed.emplace_back(g.keys[k], g.configs[c][k]);
-    if (!quiet) std::cerr << "configuration " << c + 1 << " of " << g.configs.size() << ": " << grid_label(g.keys, g.configs[c]) << "\n";
+    const std::string label = grid_label(g.keys, g.configs[c]);
+    if (!quiet) std::cerr << "configuration " << c + 1 << " of " << g.configs.size() << ": " << label << "\n";
     const std::function<void(double)> progress = quiet ? std::function<void(double)>() : progress_bar;
-    g.sweeps.push_back(run_sweep(spec, progress));
-    if (!dir.empty()) write_sweep(g.sweeps.back(), dir + "/" + grid_label(g.keys, g.configs[c]));
+    try {
+      g.sweeps.push_back(run_sweep(spec, progress));
+      g.refused.emplace_back();
+    } catch (const ConfigError& e) {
+      if (e.file() == "<command line>" && e.key() != "--set") throw;  // the command line's fault, not this configuration's
+      // Refused at every value: the grid goes on, the table says why.
+      SweepResult r;
+      r.key = base.axis.key;
+      r.goal = base.capacity_slo > 0 ? "capacity" : "";
+      r.capacity_slo = base.capacity_slo;
+      g.sweeps.push_back(r);
+      g.refused.push_back(e.what());
+      continue;
+    }
+    if (!dir.empty()) write_sweep(g.sweeps.back(), dir + "/" + label);
   }
+  if (std::all_of(g.refused.begin(), g.refused.end(), [](const std::string& r) { return !r.empty(); }))
+    throw ConfigError("<command line>", 0, 0, "--set", "every configuration of the grid was refused; the first: " + g.refused.front());
   std::cout << grid_table(g);
   if (!dir.empty())
     for (auto& f : write_grid(g, dir))
@@ -1188,11 +1227,13 @@ int main(int argc, char** argv) {
   plut->add_option("scenario", scenario, "scenario YAML file with a `lockstep:` on a GPU")->required();
   plut->add_option("-o,--out", lut_out, "table file (YAML) to write, for the scenario's `lut:` (default: stdout)");
   plut->add_flag("-q,--quiet", out.quiet, "print nothing but errors");
-  std::string place_file, place_dir;
+  std::string place_file, place_dir, place_template;
   auto* place = app.add_subcommand("place",
                                    "place models on GPUs and robots on instances (Robion's integer program, CBC)");
   place->add_option("problem", place_file, "placement problem YAML (gpus; models with robots and capacity)")->required();
-  place->add_option("-o,--out", place_dir, "folder for placement.md and placement.csv");
+  place->add_option("-o,--out", place_dir, "folder for placement.md and placement.csv (and fleet.yaml)");
+  place->add_option("--template", place_template,
+                    "one-GPU scenario to copy per GPU and model instance: writes the fleet's scenario (fleet.yaml)");
   place->add_flag("-q,--quiet", out.quiet, "print only the placement");
   auto* list = app.add_subcommand("list", "list the registered parts and their parameters");
   std::string family;
@@ -1264,7 +1305,7 @@ int main(int argc, char** argv) {
     if (*lboard) return run_leaderboard(c, mc, lb_opt, lb_dir, out.quiet);
     if (*roof) return run_roofline(c, mc, roof_device, roof_dir, out.quiet);
     if (*plut) return run_profile_lut(c, scenario, lut_out, out.quiet);
-    if (*place) return run_place(place_file, place_dir, out.quiet);
+    if (*place) return run_place(place_file, place_dir, place_template, out.quiet);
     if (*list) return run_list(c, family);
     if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, graph_dp_cache, graph_passes, ops);
     if (*pss) return run_passes(c, mc, pss_device, pss_measure, pss_reps, pss_dir, out.quiet);

@@ -125,6 +125,7 @@ void check_sweep_work(const SweepSpec& spec) {
   for (size_t i : {size_t{0}, axis.values.size() - 1}) {
     try {
       ConfigNode root = ConfigNode::load_file(spec.path);
+      for (const auto& [key, value] : spec.fixed) at_path(root.raw(), key, spec.path) = value;
       at_path(root.raw(), axis.key, spec.path) = axis.values[i];
       Scenario s = load_at(spec, root);
       if (spec.capacity_slo > 0 &&
@@ -553,6 +554,7 @@ std::string grid_label(const std::vector<std::string>& keys, const std::vector<s
 namespace {
 // A grid row's best-value cells: the knee and the first value past it, or the best value.
 std::pair<std::string, std::string> grid_best(const SweepResult& r) {
+  if (r.rows.empty()) return {"refused", ""};
   const std::string best = r.best >= 0 ? r.rows[static_cast<size_t>(r.best)].value : "none";
   if (r.goal != "capacity") return {best, ""};
   return {best, r.first_miss >= 0 ? r.rows[static_cast<size_t>(r.first_miss)].value : "none (sweep further)"};
@@ -563,6 +565,7 @@ std::string grid_table(const GridResult& g) {
   const bool capacity = !g.sweeps.empty() && g.sweeps.front().goal == "capacity";
   const std::string axis = g.sweeps.empty() ? "" : g.sweeps.front().key;
   std::ostringstream os;
+  std::string notes;
   os << '|';
   for (const auto& k : g.keys) os << ' ' << k << " |";
   if (capacity) os << " capacity: " << axis << " at " << 100 * g.sweeps.front().capacity_slo << "% attainment | first miss |\n|";
@@ -576,8 +579,10 @@ std::string grid_table(const GridResult& g) {
     os << ' ' << best << " |";
     if (capacity) os << ' ' << miss << " |";
     os << '\n';
+    if (c < g.refused.size() && !g.refused[c].empty())
+      notes += "- " + grid_label(g.keys, g.configs[c]) + " refused: " + g.refused[c] + "\n";
   }
-  return os.str();
+  return os.str() + (notes.empty() ? "" : "\n" + notes);
 }
 
 std::vector<std::string> write_grid(const GridResult& g, const std::string& dir) {

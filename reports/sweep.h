@@ -107,6 +107,9 @@ struct GridResult {
   std::vector<std::string> keys;                 // the configuration keys, in --set order
   std::vector<std::vector<std::string>> configs;  // per configuration: a value per key
   std::vector<SweepResult> sweeps;                // per configuration
+  // Per configuration: why it was refused at every value ("" when it ran); its sweep then
+  // has no rows.
+  std::vector<std::string> refused;
 };
 // Every combination of the axes' values, the first axis varying slowest.
 std::vector<std::vector<std::string>> grid_configs(const std::vector<SweepAxis>& axes);

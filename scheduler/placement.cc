@@ -5,7 +5,10 @@
 #include <coin/CoinPackedVector.hpp>
 #include <coin/OsiClpSolverInterface.hpp>
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -46,7 +49,9 @@ Placement solve_placement(const PlacementProblem& p) {
       const int c = std::max(0, p.capacity[m][g]);
       hi[x(m, g)] = c;
       hi[y(m, g)] = c > 0 ? 1 : 0;
-      cost[y(m, g)] = 1.0 + 1e-3 * static_cast<double>(g) / static_cast<double>(G + 1);
+      // One per instance, plus a preference for lower-numbered GPUs too small to outweigh an
+      // instance: at most M * G instances, each under 1 / (M * G + 1).
+      cost[y(m, g)] = 1.0 + static_cast<double>(g + 1) / (static_cast<double>(G + 1) * static_cast<double>(M * G + 1));
     }
   CoinPackedMatrix rows(false, 0, 0);
   std::vector<double> rlo, rhi;
@@ -82,12 +87,14 @@ Placement solve_placement(const PlacementProblem& p) {
   model.setLogLevel(0);
   model.messageHandler()->setLogLevel(0);
   model.setNumberThreads(0);
+  model.setMaximumSeconds(60);
   model.branchAndBound();
   if (model.isProvenInfeasible() || !model.bestSolution())
     refuse(p, "no placement serves every robot: the GPUs cannot hold the models' robots together within "
               "their capacities (sum of robots / capacity per GPU at most 1); add GPUs or lower the demand");
   if (!model.isProvenOptimal())
-    throw std::runtime_error("placement: CBC stopped before proving its placement the best");
+    throw std::runtime_error("placement: CBC did not prove its placement the best within 60 s (" +
+                             std::to_string(M) + " models on " + std::to_string(G) + " GPUs); try fewer GPUs or models");
   const double* s = model.bestSolution();
   Placement out;
   out.robots.assign(M, std::vector<int>(G, 0));
@@ -121,6 +128,7 @@ PlacementProblem load_placement_problem(const std::string& path) {
       if (std::count(p.gpus.begin(), p.gpus.end(), name)) g.required("name").fail("duplicate GPU '" + name + "'");
       p.gpus.push_back(name);
       gpu_catalog.push_back(cat);
+      p.gpu_catalog.push_back(cat);
     }
   }
   if (p.gpus.empty()) root.required("gpus").fail("at least one GPU is needed");
@@ -177,6 +185,96 @@ std::string placement_csv(const PlacementProblem& p, const Placement& x) {
         os << p.models[m] << ',' << p.gpus[g] << ',' << x.robots[m][g] << ',' << p.capacity[m][g] << ',' << load << '\n';
       }
   return os.str();
+}
+
+namespace {
+
+// Replaces, anywhere under `n`, a scalar `device:`, `first:` or `second:` naming device `from`
+// (or one of its units, "from.unit") by `to` (keeping the unit).
+void move_device_refs(YAML::Node n, const std::string& from, const std::string& to) {
+  if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      YAML::Node v = it->second;
+      if (v.IsScalar() && (key == "device" || key == "first" || key == "second")) {
+        const std::string ref = v.as<std::string>();
+        if (ref == from) v = to;
+        else if (ref.rfind(from + ".", 0) == 0) v = to + ref.substr(from.size());
+      } else {
+        move_device_refs(v, from, to);
+      }
+    }
+  } else if (n.IsSequence()) {
+    for (YAML::Node v : n) move_device_refs(v, from, to);
+  }
+}
+
+}  // namespace
+
+std::string fleet_scenario_yaml(const PlacementProblem& p, const Placement& x, const std::string& template_path) {
+  ConfigNode root = ConfigNode::load_file(template_path);
+  if (!root.is_map()) root.fail("a scenario is a map");
+  std::vector<ConfigNode> devs = root.required("hardware").required("devices").items();
+  if (devs.size() != 1 || devs[0].has("count"))
+    root.required("hardware").required("devices").fail("a fleet template has one device (the GPU every instance copies)");
+  const std::string dev = devs[0].required("name").as_string(), cat = devs[0].required("catalog").as_string();
+  for (size_t g = 0; g < p.gpus.size(); ++g)
+    if (p.gpu_catalog[g] != cat)
+      devs[0].required("catalog").fail("the template's GPU is '" + cat + "' but the problem's " + p.gpus[g] + " is '" +
+                                       p.gpu_catalog[g] + "'");
+  if (root.has("links")) root.required("links").fail("a fleet template has no links");
+  // The template's model entries by name.
+  std::map<std::string, YAML::Node> models;
+  for (const ConfigNode& m : root.required("models").items()) {
+    const std::string name = m.has("name") ? m.required("name").as_string() : m.required("card").as_string();
+    if (std::find(p.models.begin(), p.models.end(), name) == p.models.end())
+      m.fail("model '" + name + "' of the template is not in the placement problem");
+    models[name] = m.raw();
+  }
+  for (const std::string& name : p.models)
+    if (!models.count(name)) root.required("models").fail("the template has no model '" + name + "' of the placement problem");
+  std::map<std::string, int> entries;  // workload entries per model: one, whose count the placement sets
+  for (const ConfigNode& w : root.required("workload").items())
+    if (++entries[w.required("model").as_string()] > 1)
+      w.required("model").fail("a fleet template has one workload entry per model (its robots)");
+  for (size_t m = 0; m < p.models.size(); ++m)
+    if (p.robots[m] > 0 && !entries.count(p.models[m]))
+      root.required("workload").fail("the template has no workload entry for model '" + p.models[m] + "'");
+
+  YAML::Node out = YAML::Clone(root.raw());
+  YAML::Node devices(YAML::NodeType::Sequence);
+  for (const std::string& g : p.gpus) {
+    YAML::Node d = YAML::Clone(devs[0].raw());
+    d["name"] = g;
+    devices.push_back(d);
+  }
+  out["hardware"]["devices"] = devices;
+  YAML::Node model_list(YAML::NodeType::Sequence), workload(YAML::NodeType::Sequence);
+  for (size_t m = 0; m < p.models.size(); ++m)
+    for (size_t g = 0; g < p.gpus.size(); ++g) {
+      if (x.robots[m][g] <= 0) continue;
+      const std::string inst = p.models[m] + "-" + p.gpus[g];
+      YAML::Node mi = YAML::Clone(models[p.models[m]]);
+      if (!mi["card"]) mi["card"] = p.models[m];
+      mi["name"] = inst;
+      move_device_refs(mi, dev, p.gpus[g]);
+      model_list.push_back(mi);
+      for (const ConfigNode& w : root.required("workload").items()) {
+        if (w.required("model").as_string() != p.models[m]) continue;
+        YAML::Node wi = YAML::Clone(w.raw());
+        wi["model"] = inst;
+        wi["name"] = (w.has("name") ? w.required("name").as_string() : p.models[m]) + "-" + p.gpus[g];
+        wi["count"] = x.robots[m][g];
+        workload.push_back(wi);
+      }
+    }
+  out["models"] = model_list;
+  out["workload"] = workload;
+  out["name"] = root.get_string("name", "fleet") + "-fleet";
+  YAML::Emitter e;
+  e << out;
+  return "# The fleet `vlasim place` made from " + template_path + ": one instance per (model, GPU) the\n"
+         "# placement serves, with the robots placed there.\n" + std::string(e.c_str()) + "\n";
 }
 
 }  // namespace vlasim

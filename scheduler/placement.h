@@ -13,6 +13,7 @@ namespace vlasim {
 
 struct PlacementProblem {
   std::vector<std::string> models, gpus;
+  std::vector<std::string> gpu_catalog;    // per GPU: its catalog entry
   std::vector<int> robots;                 // per model: robots to serve (>= 0)
   // [model][gpu]: robots of that model one GPU sustains alone within the SLO (what
   // `vlasim sweep --goal capacity` finds); 0: the model cannot run there.
@@ -47,5 +48,13 @@ PlacementProblem load_placement_problem(const std::string& path);
 // (model,gpu,robots,capacity,load rows).
 std::string placement_markdown(const PlacementProblem& p, const Placement& x);
 std::string placement_csv(const PlacementProblem& p, const Placement& x);
+
+// A scenario of the whole fleet from a one-GPU template scenario: the template's device once
+// per GPU of the problem (named as the problem names them), and for every GPU serving a model
+// a copy of the template's entry for that model (named MODEL-GPU, its placement moved to that
+// GPU) and of its workload entries with `count:` set to the robots placed there. Throws
+// ConfigError at the template when it has other than one device, a device of another catalog
+// entry than the problem's GPUs, or models that differ from the problem's.
+std::string fleet_scenario_yaml(const PlacementProblem& p, const Placement& x, const std::string& template_path);
 
 }  // namespace vlasim

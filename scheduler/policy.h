@@ -26,8 +26,8 @@ struct WorkItem {
   double ready = 0;       // when this item joined the queue (s)
   double deadline = std::numeric_limits<double>::infinity();  // absolute (s)
   double estimate = 0;    // predicted seconds of this item alone on the unit
-  // Set when a unit starts it: the batch size it runs at (padding included; 1 unbatched).
-  // The unit runs the segment once for the whole batch, costed at this size.
+  // Set on a batch's lead item when a unit starts the batch: the size it runs at (padding
+  // included; 1 unbatched). The unit runs the segment once for the whole batch, at this size.
   int batch = 1;
   // Set when a lockstep stream starts it: the SMs its stream runs with (0: the stream's own).
   int sms = 0;

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The CPU analogue of Robion on this machine (issue 11): is scenarios/papers/robion_cpu.yaml
 # (two models, stage disaggregation over two core groups, dynamic batches, ESF) predicted as it
-# runs? Calibrates the scenario (the quick grid and its ops in context, at batch 1: the fit;
-# batched runs are out of sample), then `vlasim compare` runs it for real and simulates it with
-# that profile. Adds a section to reports/robion_cpu.md (newest first): host, load, the
+# runs? Calibrates the scenario (the quick grid, its ops in context one request at a time, and
+# each batched segment at every batch size its core group runs: the fit), then `vlasim compare`
+# runs it for real and simulates it with that profile. Adds a section to reports/robion_cpu.md (newest first): host, load, the
 # per-model comparison and the batches each core group ran, predicted and measured.
 # Builds nothing: it expects build/vlasim (or $VLASIM).
 set -euo pipefail

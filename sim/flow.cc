@@ -60,11 +60,6 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
     for (int u : p.locksteps[l].units) lockstep_of_[static_cast<size_t>(u)] = static_cast<int>(l);
     split_.push_back(p.locksteps[l].static_first);
   }
-  for (const auto& mp : p.models) {
-    std::vector<double> tail(mp.segments.size(), 0.0);
-    for (size_t k = mp.segments.size(); k-- > 1;) tail[k - 1] = tail[k] + mp.segments[k].seconds;
-    tail_.push_back(std::move(tail));
-  }
   unit_busy_.assign(p.units.size(), 0);
   out_.units.resize(p.units.size());
   slowdown_.assign(p.units.size(), 1.0);
@@ -180,7 +175,9 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
   else
     out_.trace_truncated = true;
   unit_busy_[unit] = 0;
-  std::vector<int> touched;
+  // The batch's items move on together: units they (or requests admitted as they end) join
+  // start once every item has moved.
+  holding_ = true;
   for (const WorkItem& w : batch) {
     RequestRecord& rec = this->rec(w.request);
     if (total > 0) {
@@ -202,14 +199,15 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
       }
     }
     if (const int next = next_segment(rec, w.segment + 1); next >= 0) {
-      // The batch's items move on together: the units they join start once all have joined.
-      const int to = enqueue(w.request, next, end, false);
-      if (std::find(touched.begin(), touched.end(), to) == touched.end()) touched.push_back(to);
+      enqueue(w.request, next, end);
     } else {
       end_request(rec, end);
     }
   }
-  for (int u : touched) dispatch(u, end);
+  holding_ = false;
+  std::vector<int> held;
+  held.swap(held_);
+  for (int u : held) dispatch(u, end);
   dispatch(unit, end);
 }
 
@@ -273,7 +271,7 @@ int RequestFlow::choose_plan(int m, double now) {
   return variants[std::min(pick, variants.size() - 1)];
 }
 
-int RequestFlow::enqueue(uint64_t id, int segment, double now, bool start) {
+void RequestFlow::enqueue(uint64_t id, int segment, double now) {
   const RequestRecord& rec = this->rec(id);
   const Segment& seg = p_.models[rec.plan].segments[segment];
   WorkItem& w = unit_queue_[seg.unit].emplace_back();
@@ -286,11 +284,14 @@ int RequestFlow::enqueue(uint64_t id, int segment, double now, bool start) {
   w.ready = now;
   w.deadline = rec.deadline > 0 ? rec.deadline : INFINITY;
   w.estimate = seg.seconds;
-  if (start) dispatch(seg.unit, now);
-  return seg.unit;
+  dispatch(seg.unit, now);
 }
 
 void RequestFlow::dispatch(int unit, double now) {
+  if (holding_) {
+    if (std::find(held_.begin(), held_.end(), unit) == held_.end()) held_.push_back(unit);
+    return;
+  }
   if (const int l = lockstep_of_[static_cast<size_t>(unit)]; l >= 0) {
     start_lockstep(l, now);
     return;
@@ -360,7 +361,11 @@ void RequestFlow::start_lockstep(int l, double now) {
       for (const WorkItem& w : running_[static_cast<size_t>(unit)]) due = std::min(due, w.deadline);
       const WorkItem& lead = running_[static_cast<size_t>(unit)].front();
       const ModelPlan& mp = p_.models[static_cast<size_t>(lead.plan)];
-      return due - (now + mp.segment_at(lead.segment, lead.batch, sms).seconds + tail_[static_cast<size_t>(lead.plan)][static_cast<size_t>(lead.segment)]);
+      double rest = 0;  // the later segments its request runs, alone
+      const RequestRecord& rec = this->rec(lead.request);
+      for (int k = next_segment(rec, lead.segment + 1); k >= 0; k = next_segment(rec, k + 1))
+        rest += mp.segments[static_cast<size_t>(k)].seconds;
+      return due - (now + mp.segment_at(lead.segment, lead.batch, sms).seconds + rest);
     };
     const bool tight0 = slack(u0, first) <= slack(u1, lp.sms - first);
     const int tu = tight0 ? u0 : u1;

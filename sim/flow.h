@@ -69,9 +69,7 @@ class RequestFlow {
   void admit(uint64_t id, double now);
   // The plan a newly admitted request of model m follows (its zone policy's choice).
   int choose_plan(int m, double now);
-  // Queues segment `segment` of request `id` at its unit, and starts the unit when `start`
-  // and it is free. Returns the unit.
-  int enqueue(uint64_t id, int segment, double now, bool start = true);
+  void enqueue(uint64_t id, int segment, double now);
   void dispatch(int unit, double now);
   // Forms the batch a free `unit` runs next into running_[unit]; false when none waits.
   bool form_batch(int unit, double now);
@@ -92,8 +90,10 @@ class RequestFlow {
   std::vector<std::vector<WorkItem>> running_;  // per unit: the batch it runs, lead first
   std::vector<int> lockstep_of_;  // per unit: index into Plan::locksteps, or -1
   std::vector<int> split_;        // per lockstep: the first stream's SMs when both last ran (0: none yet)
-  // Per plan and segment: predicted seconds of the plan's later segments (one request alone).
-  std::vector<std::vector<double>> tail_;
+  // While a batch moves on (segment_done), dispatches wait here and run once all its items
+  // have moved, so a unit never starts with part of a batch that arrives together.
+  bool holding_ = false;
+  std::vector<int> held_;
   std::vector<int> window_, in_flight_;
   std::vector<std::deque<uint64_t>> waiting_;
   std::vector<std::vector<WorkItem>> unit_queue_;

@@ -139,9 +139,7 @@ void read_sm_lut(const Scenario& s, const Plan& p, const ConfigNode& lut_where, 
   ConfigNode root = ConfigNode::load_file(path);
   if (!root.is_map()) root.fail("an SM table is a map (device, streams, sms, entries)");
   root.check_keys({"device", "streams", "sms", "entries"});
-  if (root.required("device").as_string() != d.name)
-    root.required("device").fail("the table is for device '" + root.required("device").as_string() + "', not '" +
-                                 d.name + "'");
+  root.required("device");  // which device it was made for; any with these streams and SMs may read it
   std::vector<ConfigNode> st = root.required("streams").items();
   const std::string first = d.units[static_cast<size_t>(d.lockstep.first)].name;
   const std::string second = d.units[static_cast<size_t>(d.lockstep.second)].name;
@@ -198,6 +196,18 @@ void plan_locksteps(const Scenario& s, const CostModel& cost, Plan& p) {
     }
     lp.static_first = static_cast<int>(std::lround(dev.units[static_cast<size_t>(dev.lockstep.first)].sm_fraction * lp.sms));
     if (lp.static_first >= lp.sms) lp.static_first = 0;  // a full share is no split to start from
+    if (sm_candidates(dev.spec).front() >= lp.sms)
+      dev.lockstep.where.fail(dev.spec.name + " has " + std::to_string(lp.sms) + " SMs in partitions of " +
+                              std::to_string(dev.spec.sm_granularity) + ": too few to split between two streams");
+    // A dynamic zone moves a model's blocks between plans the table does not cover.
+    for (size_t m = 0; m < s.models.size(); ++m) {
+      if (s.models[m].zone_name.empty()) continue;
+      for (int v : p.models[m].variants)
+        for (const Segment& seg : p.models[static_cast<size_t>(v)].segments)
+          if (seg.unit == lp.units[0] || seg.unit == lp.units[1])
+            s.models[m].zone_where.fail("model '" + s.models[m].name + "' has a dynamic zone and runs on the lockstep of " +
+                                        dev.name + "; locksteps take models with one plan");
+    }
     for (int side : {0, 1})
       if (models_on(s, p, lp.units[side]).empty())
         dev.lockstep.where.fail("stream " + p.units[static_cast<size_t>(lp.units[side])].name +

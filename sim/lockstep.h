@@ -18,7 +18,8 @@ int batch_class(int b, int max_batch);
 // The classes of every size `policy` may run on a unit of max_batch, increasing.
 std::vector<int> batch_classes(const BatchPolicy& policy, int max_batch);
 // The SM counts a table may give the first stream of a GPU: multiples of a step (the device's
-// SM granularity, raised so that there are at most 16) below the GPU's SMs.
+// SM granularity, raised so that there are at most 16) below the GPU's SMs; the GPU's SMs
+// alone when it has no more than one step (plan_locksteps refuses such a lockstep).
 std::vector<int> sm_candidates(const DeviceSpec& spec);
 
 // The table for lockstep `lp` of plan `p`: for every pair of (model, batch class) that may meet
@@ -33,14 +34,17 @@ std::vector<SmLutKey> sm_lut_keys(const Scenario& s, const Plan& p, const Lockst
 // The table as a YAML document (`vlasim profile-lut` writes it, `lut: FILE` reads it).
 std::string sm_lut_yaml(const Scenario& s, const Plan& p, const LockstepPlan& lp);
 // Reads table `path` (as a scenario's `lut:` names it; relative to the scenario's folder)
-// into lp.lut. Throws ConfigError at the file's line and key for a malformed entry, an unknown
-// model, SMs out of range, or a table for another device; at the scenario's `lut:` when the file
-// is missing or lacks a pair the lockstep needs (naming the pair).
+// into lp.lut; a table made for one device serves any with the same streams and SMs (every
+// copy of a `count:` device). Throws ConfigError at the file's line and key for a malformed
+// entry, an unknown model, SMs out of range or off the granularity, or other streams or SMs;
+// at the scenario's `lut:` when the file is missing or lacks a pair the lockstep needs
+// (naming the pair).
 void read_sm_lut(const Scenario& s, const Plan& p, const ConfigNode& lut_where, LockstepPlan& lp);
 
 // Plans every lockstep of `s` into p.locksteps (its table made or read) and costs each plan's
 // segments on the lockstep streams at every SM count they may run with (ModelPlan::split).
-// Throws ConfigError as read_sm_lut, and at the lockstep when a stream has no batch to run.
+// Throws ConfigError as read_sm_lut; at the lockstep when a stream runs no model or the GPU
+// has too few SMs to split; at a model's dynamic_zone when the model runs on a lockstep.
 void plan_locksteps(const Scenario& s, const CostModel& cost, Plan& p);
 
 }  // namespace vlasim

@@ -229,6 +229,13 @@ void add_batches(const Scenario& s, const Plan& p, const CostModel& cost, const 
     for (int b : policy.sizes(p.units[seg.unit].batch))
       if (b > 1) sizes.insert(b);
   const ModelInstance& mi = s.models[mp.model];
+  for (const Segment& seg : mp.segments) {  // requests of the model's own batch, times the unit's
+    const UnitInfo& u = p.units[static_cast<size_t>(seg.unit)];
+    if (u.device >= 0 && static_cast<long long>(mi.shape.batch) * u.batch > kMaxBatch)
+      s.devices[static_cast<size_t>(u.device)].units[static_cast<size_t>(u.unit)].batch_where.fail(
+          "batch " + std::to_string(u.batch) + " on " + u.name + " times the batch of model '" + mi.name + "' (" +
+          std::to_string(mi.shape.batch) + ") passes the largest graph batch, " + std::to_string(kMaxBatch));
+  }
   for (int b : sizes) {
     RunShape shape = mi.shape;
     shape.batch = mi.shape.batch * b;
@@ -397,9 +404,10 @@ Plan plan_scenario(const Scenario& s) {
   auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
   Plan p = make_plan_with(s, *cost, [&](int, int stages) { return pipe->window(stages); });
   // A batch larger than the requests of a model that may be in flight could never fill.
-  for (size_t m = 0; m < s.models.size(); ++m) {
+  for (const ModelPlan& mp : p.models) {  // every plan, dynamic-zone variants included
+    const size_t m = static_cast<size_t>(mp.model);
     const int window = pipe->window(p.models[m].pipeline_stages);
-    for (const Segment& seg : p.models[m].segments) {
+    for (const Segment& seg : mp.segments) {
       const UnitInfo& u = p.units[static_cast<size_t>(seg.unit)];
       if (u.batch <= window || u.device < 0) continue;
       s.devices[static_cast<size_t>(u.device)].units[static_cast<size_t>(u.unit)].batch_where.fail(

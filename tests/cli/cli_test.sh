@@ -209,6 +209,8 @@ expect_error "--slo out of range" 2 "slo" sweep "$src/scenarios/pi0_rtx4090.yaml
 check "a grid sweep exits 0" test "$rc" -eq 0
 check "grid.csv: one knee per configuration" test "$(($(wc -l < "$tmp/grid/grid.csv") - 1))" -eq 2
 check "a grid writes each configuration's sweep" test -s "$tmp/grid/workload.0.deadline_ms=40/sweep.csv"
+"$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:2 --set models.0.views=2,9 --goal capacity --slo 0.98 -q >"$tmp/gridr.out" 2>&1; rc=$?
+check "a grid goes on past a configuration refused at every value and says why" test "$rc" -eq 0 -a -n "$(grep -e 'models.0.views=9 refused: .*allows at most 3' "$tmp/gridr.out")"
 expect_error "a key twice in a grid" 2 "given twice" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --set workload.0.count=1,2
 "$bin" profile-lut "$src/scenarios/systems/robion_serving_h100.yaml" -o "$tmp/lut.yaml" -q; rc=$?
 check "profile-lut writes a table" test "$rc" -eq 0 -a -n "$(grep -e '- {first_model: pi0, first_batch: 1' "$tmp/lut.yaml")"
@@ -216,7 +218,13 @@ expect_error "profile-lut without a lockstep" 2 "no GPU of this scenario has a l
 check "list shows the batching policies" grep -q "fixed" <("$bin" list batching_policies)
 "$bin" place "$src/scenarios/placement/robion_4xh100.yaml" -o "$tmp/place" -q >"$tmp/place.out" 2>&1; rc=$?
 check "place exits 0 and writes placement.csv" test "$rc" -eq 0 -a -s "$tmp/place/placement.csv"
-check "place serves every robot" awk -F, 'NR > 1 { n[$1] += $3 } END { exit !(n["pi0"] == 30 && n["smolvla"] == 100 && n["pi05"] == 12) }' "$tmp/place/placement.csv"
+check "place serves every robot" awk -F, 'NR > 1 { n[$1] += $3 } END { exit !(n["pi0"] == 36 && n["smolvla"] == 120) }' "$tmp/place/placement.csv"
+"$bin" place "$src/scenarios/placement/robion_4xh100.yaml" --template "$src/scenarios/systems/robion_serving_h100.yaml" -o "$tmp/fleet" -q >/dev/null 2>&1; rc=$?
+check "place --template writes the fleet's scenario" test "$rc" -eq 0 -a -s "$tmp/fleet/fleet.yaml"
+"$bin" simulate "$tmp/fleet/fleet.yaml" -q -o "$tmp/fleet/sim"; rc=$?
+check "the fleet's scenario simulates" test "$rc" -eq 0 -a -s "$tmp/fleet/sim/report.json"
+check "the fleet's robots are the problem's" test "$(grep -c . <(awk -F, 'NR > 1 { print $3 }' "$tmp/fleet/sim/requests.csv" | sort -u))" -ge 2
+expect_error "place --template without -o" 2 "give -o DIR" place "$src/scenarios/placement/robion_4xh100.yaml" --template "$src/scenarios/systems/robion_serving_h100.yaml"
 printf 'gpus: [{name: g, catalog: h100-sxm}]\nmodels:\n  - {name: a, robots: 30, capacity: {h100-sxm: 10}}\n' >"$tmp/noplace.yaml"
 expect_error "place: demand past the GPUs" 2 "noplace.yaml:3:.*models.*has 30 robots but the GPUs hold at most 10" place "$tmp/noplace.yaml"
 

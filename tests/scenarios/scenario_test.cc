@@ -13,7 +13,6 @@
 #include "sim/lockstep.h"
 #include "sim/plan.h"
 #include "scratch.h"
-#include "scratch.h"
 
 namespace fs = std::filesystem;
 
