@@ -135,18 +135,28 @@ class FixedBatch : public BatchPolicy {
   int size_;
 };
 
-// Dynamic batching: the batch runs at the number of items it took.
+// The smallest power of two >= n, at most max_batch.
+int bucket(int n, int max_batch) {
+  int b = 1;
+  while (b < n) b *= 2;
+  return std::min(b, max_batch);
+}
+
+// Dynamic batching: the batch runs at its bucket, the smallest power of two at least the
+// number of items it took (at most the unit's size), as graph-replaying engines capture one
+// graph per bucket.
 class DynamicBatch : public BatchPolicy {
  public:
   explicit DynamicBatch(int size) : size_(size) {}
   BatchChoice form(const UnitView& v, size_t lead, int max_batch) const override {
     BatchChoice c{batch_items(v, lead, max_batch), 0};
-    c.size = static_cast<int>(c.items.size());
+    c.size = bucket(static_cast<int>(c.items.size()), max_batch);
     return c;
   }
   std::vector<int> sizes(int max_batch) const override {
     std::vector<int> out;
-    for (int b = 1; b <= max_batch; ++b) out.push_back(b);
+    for (int b = 1; b < max_batch; b *= 2) out.push_back(b);
+    out.push_back(max_batch);
     return out;
   }
   int default_size() const override { return size_; }
@@ -221,7 +231,8 @@ const BatchPolicyRegistry& batch_policies() {
   static const BatchPolicyRegistry r = [] {
     BatchPolicyRegistry r("batching policy");
     r.add({"dynamic",
-           "a free unit runs what is waiting of one model and stage, up to its batch size, at that count",
+           "a free unit runs what is waiting of one model and stage, up to its batch size, at the smallest power "
+           "of two that holds it (at most the batch size)",
            {{"size", "batch size of units that give no `batch:` of their own", "1"}},
            [](const Params& p) { return std::make_unique<DynamicBatch>(batch_size_param(p)); }});
     r.add({"fixed",

@@ -76,11 +76,12 @@ for t in "${targets[@]}"; do
   log=$build/fuzz_$t.log
   rc=0
   # -timeout: the slowest seed, a 100000-step card refused at its 500000th op, takes 11 s in
-  # this build (1 s in a release one). `timeout` ends a fuzzer that hangs in its own timeout
+  # this build (1 s in a release one); the Robion scenarios, which plan pi0 and SmolVLA at every
+  # batch bucket, take about as long, so units are reported slow only past 20 s. `timeout` ends a fuzzer that hangs in its own timeout
   # handler (seen: libFuzzer's report allocating while the timed-out input held ASan's lock);
   # the seeds run first, outside -max_total_time.
   timeout -k 10 $((secs + 600)) \
-  "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 \
+  "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=25 -report_slow_units=20 -rss_limit_mb=2048 \
     -max_len=16384 -close_fd_mask=1 -print_final_stats=1 -dict="$build/$t.dict" \
     -artifact_prefix="$findings/" "$corpus" "$seeds" "$kept" > "$log" 2>&1 || rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

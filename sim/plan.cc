@@ -147,12 +147,12 @@ void finish_segment(Segment& seg, const OpGraph& g, const std::vector<OpCost>& c
 
 // The plan of model m with the given placement: graph, op units and costs, segments.
 ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, int m,
-                     const OpGraph& graph, int cut) {
+                     OpGraph graph, int cut) {
   const ModelInstance& mi = s.models[m];
   ModelPlan mp;
   mp.model = m;
   mp.cut = mi.partition ? (cut >= 0 ? cut : mi.partition->cut()) : -1;
-  mp.graph = graph;
+  mp.graph = std::move(graph);
   const OpGraph& g = mp.graph;
   mp.op_unit = assign_units(g, mi, s, p, placement_rules(s, m, g, cut));
   mp.op_costs.resize(g.size());
@@ -229,6 +229,7 @@ void add_batches(const Scenario& s, const Plan& p, const CostModel& cost, const 
     for (int b : policy.sizes(p.units[seg.unit].batch))
       if (b > 1) sizes.insert(b);
   const ModelInstance& mi = s.models[mp.model];
+  mp.batched.reserve(sizes.size());  // no reallocation: a variant holds a whole graph
   for (const Segment& seg : mp.segments) {  // requests of the model's own batch, times the unit's
     const UnitInfo& u = p.units[static_cast<size_t>(seg.unit)];
     if (u.device >= 0 && static_cast<long long>(mi.shape.batch) * u.batch > kMaxBatch)

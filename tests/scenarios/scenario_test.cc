@@ -107,7 +107,11 @@ TEST(Scenario, EveryShippedScenarioLoadsAndSimulates) {
   ASSERT_GE(files.size(), 4u);
   for (auto& f : files) {
     SCOPED_TRACE(f);
-    ScenarioRun r = run_file(f);
+    ScenarioRun r = run_file(f, false);
+    // Two seconds of each stream's arrivals are enough to see it run (the sanitizer builds run
+    // this test too).
+    for (StreamDecl& sd : r.s.streams) sd.duration_s = std::min(sd.duration_s, 2.0);
+    r.result = simulate(r.s, r.plan);
     size_t finished = 0;
     for (auto& q : r.result.requests) finished += q.finished();
     EXPECT_GT(r.result.requests.size(), 0u);
@@ -405,7 +409,7 @@ TEST(Scenario, UnitBatchSizesReachThePlanCostedAtEverySizeThePolicyRuns) {
   EXPECT_EQ(p.units[0].batch, 1);
   EXPECT_EQ(p.units[1].batch, 4);
   const ModelPlan& mp = p.models[0];
-  ASSERT_EQ(mp.batched.size(), 3u);  // dynamic on a unit of 4: sizes 2, 3, 4
+  ASSERT_EQ(mp.batched.size(), 2u);  // dynamic on a unit of 4: buckets 2 and 4
   const int ae = static_cast<int>(mp.segments.size()) - 1;
   ASSERT_EQ(mp.segments[static_cast<size_t>(ae)].unit, 1);
   const double one = mp.segment_at(ae, 1).seconds, four = mp.segment_at(ae, 4).seconds;

@@ -426,7 +426,7 @@ TEST(Engine, DynamicBatchRunsWhatIsWaitingOnceAtThatSize) {
   f.s.pipeline.params = Params(ConfigNode::load_string("depth: 8", "<test>"));
   f.p.units[0].batch = 4;
   int m = f.add_model({{0, 0.010, 1.0, 0.0}});
-  for (int b = 2; b <= 4; ++b) f.add_batch(m, b, 0.010 + 0.002 * b);
+  for (int b : {2, 4}) f.add_batch(m, b, 0.010 + 0.002 * b);
   for (int k = 0; k < 6; ++k) f.add_stream(m, 1.0, 0.5, k * 1e-4);
   SimResult r = simulate(f.s, f.p);
   ASSERT_EQ(r.requests.size(), 6u);
@@ -437,6 +437,22 @@ TEST(Engine, DynamicBatchRunsWhatIsWaitingOnceAtThatSize) {
   EXPECT_EQ(r.trace[1].batch, 4);
   EXPECT_EQ(r.trace[1].items, 4);
   EXPECT_EQ(r.units[0].segments, 3u);
+}
+
+TEST(Engine, DynamicBatchOfThreeRunsAtItsBucketOfFour) {
+  Fixture f;
+  f.s.batching.name = "dynamic";
+  f.s.pipeline.name = "async";
+  f.s.pipeline.params = Params(ConfigNode::load_string("depth: 8", "<test>"));
+  f.p.units[0].batch = 4;
+  int m = f.add_model({{0, 0.010, 1.0, 0.0}});
+  for (int b : {2, 4}) f.add_batch(m, b, 0.010 + 0.002 * b);
+  for (int k = 0; k < 4; ++k) f.add_stream(m, 1.0, 0.5, k * 1e-4);  // one alone, then three
+  SimResult r = simulate(f.s, f.p);
+  ASSERT_EQ(r.trace.size(), 2u);
+  EXPECT_EQ(r.trace[1].items, 3);
+  EXPECT_EQ(r.trace[1].batch, 4);
+  EXPECT_NEAR(r.requests[3].end, 0.010 + 0.018, 1e-9);
 }
 
 TEST(Engine, FixedBatchPadsToItsSize) {
@@ -467,13 +483,16 @@ TEST(Engine, BatchesHoldOneModelAndStage) {
   int a = f.add_model({{0, 0.010, 1.0, 0.0}});
   int b = f.add_model({{0, 0.010, 1.0, 0.0}});
   for (int m : {a, b})
-    for (int k = 2; k <= 4; ++k) f.add_batch(m, k, 0.012);
+    for (int k : {2, 4}) f.add_batch(m, k, 0.012);
   for (int k = 0; k < 3; ++k) f.add_stream(a, 1.0, 0.5, 1e-4 * k);
   for (int k = 0; k < 2; ++k) f.add_stream(b, 1.0, 0.5, 1e-4 * k + 5e-5);
   SimResult r = simulate(f.s, f.p);
   for (const TraceEvent& e : r.trace)
-    for (const RequestRecord& q : r.requests)
-      if (q.start == e.start) EXPECT_EQ(q.model, e.model);
+    for (const RequestRecord& q : r.requests) {
+      if (q.start == e.start) {
+        EXPECT_EQ(q.model, e.model);
+      }
+    }
   ASSERT_EQ(r.trace.size(), 3u);  // a alone, then b's two (queued first), then a's two
   EXPECT_EQ(r.trace[1].items, 2);
   EXPECT_EQ(r.trace[2].items, 2);

@@ -58,12 +58,14 @@ TEST(BatchPolicy, FormsAroundTheLeadFromItsModelAndSegmentOnlyEarliestDeadlineFi
                              item(4, 0, 0, 0.4, 3)};  // same model and segment, due earlier
   BatchChoice d = form("dynamic", q, 3, 8);
   EXPECT_EQ(d.items, (std::vector<size_t>{3, 4, 0}));
-  EXPECT_EQ(d.size, 3);  // dynamic: runs what it took
+  EXPECT_EQ(d.size, 4);  // dynamic: 3 taken, run at their bucket (the next power of two)
   BatchChoice f = form("fixed", q, 3, 8);
   EXPECT_EQ(f.items, d.items);
   EXPECT_EQ(f.size, 8);  // fixed: padded to the unit's batch size
   BatchChoice two = form("dynamic", q, 3, 2);
   EXPECT_EQ(two.items, (std::vector<size_t>{3, 4}));  // the earlier-due one fills the last place
+  EXPECT_EQ(two.size, 2);
+  EXPECT_EQ(form("dynamic", q, 3, 3).size, 3);  // a bucket is at most the unit's size
   EXPECT_EQ(form("fixed", q, 1, 4).items, (std::vector<size_t>{1}));
 }
 
@@ -71,7 +73,8 @@ TEST(BatchPolicy, SizesAreWhatAPlanMustCost) {
   auto fixed = batch_policies().make("fixed", Params(), ConfigNode());
   auto dynamic = batch_policies().make("dynamic", Params(), ConfigNode());
   EXPECT_EQ(fixed->sizes(4), (std::vector<int>{4}));
-  EXPECT_EQ(dynamic->sizes(4), (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(dynamic->sizes(4), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(dynamic->sizes(6), (std::vector<int>{1, 2, 4, 6}));
   EXPECT_EQ(fixed->default_size(), 1);
 }
 
