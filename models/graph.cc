@@ -116,48 +116,48 @@ void OpGraph::check_room(size_t more) const {
 
 int OpGraph::add(Op op) {
   check_room(1);
-  op.id = static_cast<int>(boost::num_vertices(g_));
-  boost::add_vertex(std::move(op), g_);
-  return static_cast<int>(boost::num_vertices(g_)) - 1;
+  op.id = static_cast<int>(boost::num_vertices(*g_));
+  boost::add_vertex(std::move(op), *g_);
+  return static_cast<int>(boost::num_vertices(*g_)) - 1;
 }
 
 void OpGraph::depend(int from, int to, double bytes) {
   if (from < 0 || to < 0 || from >= to || static_cast<size_t>(to) >= size())
     throw std::logic_error("OpGraph::depend: edge must go forward between existing ops");
-  boost::add_edge(static_cast<size_t>(from), static_cast<size_t>(to), Edge{bytes}, g_);
+  boost::add_edge(static_cast<size_t>(from), static_cast<size_t>(to), Edge{bytes}, *g_);
 }
 
 std::vector<int> OpGraph::preds(int id) const {
   std::vector<int> out;
-  for (auto [it, end] = boost::in_edges(static_cast<size_t>(id), g_); it != end; ++it)
-    out.push_back(static_cast<int>(boost::source(*it, g_)));
+  for (auto [it, end] = boost::in_edges(static_cast<size_t>(id), *g_); it != end; ++it)
+    out.push_back(static_cast<int>(boost::source(*it, *g_)));
   std::sort(out.begin(), out.end());
   return out;
 }
 
 std::vector<int> OpGraph::succs(int id) const {
   std::vector<int> out;
-  for (auto [it, end] = boost::out_edges(static_cast<size_t>(id), g_); it != end; ++it)
-    out.push_back(static_cast<int>(boost::target(*it, g_)));
+  for (auto [it, end] = boost::out_edges(static_cast<size_t>(id), *g_); it != end; ++it)
+    out.push_back(static_cast<int>(boost::target(*it, *g_)));
   std::sort(out.begin(), out.end());
   return out;
 }
 
 double OpGraph::edge_bytes(int from, int to) const {
-  auto [e, found] = boost::edge(static_cast<size_t>(from), static_cast<size_t>(to), g_);
-  return found ? g_[e].bytes : 0.0;
+  auto [e, found] = boost::edge(static_cast<size_t>(from), static_cast<size_t>(to), *g_);
+  return found ? (*g_)[e].bytes : 0.0;
 }
 
 double OpGraph::flops() const {
   double f = 0;
-  for (size_t i = 0; i < size(); ++i) f += g_[i].flops;
+  for (size_t i = 0; i < size(); ++i) f += (*g_)[i].flops;
   return f;
 }
 
 double OpGraph::flops(Stage s) const {
   double f = 0;
   for (size_t i = 0; i < size(); ++i)
-    if (g_[i].stage == s) f += g_[i].flops;
+    if ((*g_)[i].stage == s) f += (*g_)[i].flops;
   return f;
 }
 
@@ -172,13 +172,13 @@ static double unique_weights(const GraphImpl& g, bool filter, Stage s) {
   return b;
 }
 
-double OpGraph::param_bytes() const { return unique_weights(g_, false, Stage::Vision); }
-double OpGraph::param_bytes(Stage s) const { return unique_weights(g_, true, s); }
+double OpGraph::param_bytes() const { return unique_weights(*g_, false, Stage::Vision); }
+double OpGraph::param_bytes(Stage s) const { return unique_weights(*g_, true, s); }
 
 int OpGraph::blocks(Stage s) const {
   int b = -1;
   for (size_t i = 0; i < size(); ++i)
-    if (g_[i].stage == s) b = std::max(b, g_[i].block);
+    if ((*g_)[i].stage == s) b = std::max(b, (*g_)[i].block);
   return b + 1;
 }
 

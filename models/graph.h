@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vlasim {
@@ -156,6 +158,29 @@ class GraphTooLarge : public std::length_error {
 using GraphImpl =
     boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op, Edge>;
 
+// The boost graph behind a pointer, so that an OpGraph moves without copying it (Boost 1.74's
+// adjacency_list declares a copy constructor and no move, so moving one copies it). Copies
+// copy the graph; a moved-from holder holds an empty graph.
+class GraphHolder {
+ public:
+  GraphHolder() : p_(std::make_unique<GraphImpl>()) {}
+  GraphHolder(const GraphHolder& o) : p_(std::make_unique<GraphImpl>(*o.p_)) {}
+  GraphHolder(GraphHolder&& o) : p_(std::exchange(o.p_, std::make_unique<GraphImpl>())) {}
+  GraphHolder& operator=(const GraphHolder& o) {
+    if (this != &o) p_ = std::make_unique<GraphImpl>(*o.p_);
+    return *this;
+  }
+  GraphHolder& operator=(GraphHolder&& o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  GraphImpl& operator*() { return *p_; }
+  const GraphImpl& operator*() const { return *p_; }
+
+ private:
+  std::unique_ptr<GraphImpl> p_;
+};
+
 // One inference of one model at one run-time shape. Ops are stored in a valid execution
 // order (every edge goes from a lower to a higher id).
 class OpGraph {
@@ -170,13 +195,13 @@ class OpGraph {
   // Records that `to` reads `bytes` produced by `from`. REQUIRES: from < to.
   void depend(int from, int to, double bytes);
 
-  size_t size() const { return boost::num_vertices(g_); }
-  const Op& op(int id) const { return g_[static_cast<size_t>(id)]; }
-  Op& op(int id) { return g_[static_cast<size_t>(id)]; }
+  size_t size() const { return boost::num_vertices(*g_); }
+  const Op& op(int id) const { return (*g_)[static_cast<size_t>(id)]; }
+  Op& op(int id) { return (*g_)[static_cast<size_t>(id)]; }
   std::vector<int> preds(int id) const;
   std::vector<int> succs(int id) const;
   double edge_bytes(int from, int to) const;  // 0 if no edge
-  const GraphImpl& impl() const { return g_; }
+  const GraphImpl& impl() const { return *g_; }
 
   // Sum of flops over ops satisfying the filter (all ops when stage is unset).
   double flops() const;
@@ -192,7 +217,7 @@ class OpGraph {
   int64_t prefix_tokens = 0, suffix_tokens = 0;
 
  private:
-  GraphImpl g_;
+  GraphHolder g_;
 };
 
 }  // namespace vlasim
