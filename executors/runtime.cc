@@ -112,8 +112,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
 
   // Executors (one per unit and dtype) and prepared segments, at every batch size the
   // batching policy may run on their unit.
-  auto batching = batch_policies().make(s.batching.name.empty() ? "dynamic" : s.batching.name, s.batching.params,
-                                        s.batching.where);
+  auto batching = scenario_batch_policy(s);
   for (size_t m = 0; m < p.models.size(); ++m) {
     const ModelPlan& mp = p.models[m];
     DType dtype = s.models[mp.model].shape.dtype;

@@ -135,13 +135,6 @@ class FixedBatch : public BatchPolicy {
   int size_;
 };
 
-// The smallest power of two >= n, at most max_batch.
-int bucket(int n, int max_batch) {
-  int b = 1;
-  while (b < n) b *= 2;
-  return std::min(b, max_batch);
-}
-
 // Dynamic batching: the batch runs at its bucket, the smallest power of two at least the
 // number of items it took (at most the unit's size), as graph-replaying engines capture one
 // graph per bucket.
@@ -150,7 +143,7 @@ class DynamicBatch : public BatchPolicy {
   explicit DynamicBatch(int size) : size_(size) {}
   BatchChoice form(const UnitView& v, size_t lead, int max_batch) const override {
     BatchChoice c{batch_items(v, lead, max_batch), 0};
-    c.size = bucket(static_cast<int>(c.items.size()), max_batch);
+    c.size = batch_bucket(static_cast<int>(c.items.size()), max_batch);
     return c;
   }
   std::vector<int> sizes(int max_batch) const override {
@@ -189,6 +182,12 @@ class Async : public PipelinePolicy {
 };
 
 }  // namespace
+
+int batch_bucket(int n, int max_batch) {
+  int b = 1;
+  while (b < n) b *= 2;
+  return std::min(b, max_batch);
+}
 
 const QueuePolicyRegistry& queue_policies() {
   static const QueuePolicyRegistry r = [] {

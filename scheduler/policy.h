@@ -88,6 +88,10 @@ using QueuePolicyRegistry = Registry<QueuePolicy>;
 using PipelinePolicyRegistry = Registry<PipelinePolicy>;
 using BatchPolicyRegistry = Registry<BatchPolicy>;
 
+// The batch size a batch of n items runs at under dynamic batching, and the SM table's batch
+// class of such a batch (sim/lockstep.h): the smallest power of two >= n, at most max_batch.
+int batch_bucket(int n, int max_batch);
+
 // The registries with every built-in policy.
 const QueuePolicyRegistry& queue_policies();
 const PipelinePolicyRegistry& pipeline_policies();

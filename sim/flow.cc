@@ -13,8 +13,7 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
     : s_(s), p_(p), out_(out), trace_limit_(trace_limit), start_(std::move(start)),
       sink_(std::move(sink)) {
   queue_ = queue_policies().make(s.queue.name, s.queue.params, s.queue.where);
-  batching_ = batch_policies().make(s.batching.name.empty() ? "dynamic" : s.batching.name, s.batching.params,
-                                    s.batching.where);
+  batching_ = scenario_batch_policy(s);
   auto pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
   for (const auto& mp : p.models) window_.push_back(pipe->window(mp.pipeline_stages));
   // A stream running only some stages is its own flow, with the window of its model's plan.
@@ -346,8 +345,8 @@ void RequestFlow::start_lockstep(int l, double now) {
   }
   const WorkItem& w0 = running_[static_cast<size_t>(u0)].front();
   const WorkItem& w1 = running_[static_cast<size_t>(u1)].front();
-  const int c0 = batch_class(w0.batch, p_.units[static_cast<size_t>(u0)].batch);
-  const int c1 = batch_class(w1.batch, p_.units[static_cast<size_t>(u1)].batch);
+  const int c0 = batch_bucket(w0.batch, p_.units[static_cast<size_t>(u0)].batch);
+  const int c1 = batch_bucket(w1.batch, p_.units[static_cast<size_t>(u1)].batch);
   const auto it = lp.lut.find(SmLutKey{w0.model, c0, w1.model, c1});
   if (it == lp.lut.end())
     throw std::logic_error("lockstep of " + p_.units[static_cast<size_t>(u0)].name + ": the SM table has no entry for this pair");

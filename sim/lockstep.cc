@@ -12,11 +12,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::unique_ptr<BatchPolicy> scenario_batching(const Scenario& s) {
-  return batch_policies().make(s.batching.name.empty() ? "dynamic" : s.batching.name, s.batching.params,
-                               s.batching.where);
-}
-
 // The scenario models whose own plan runs a segment on `unit`, increasing.
 std::vector<int> models_on(const Scenario& s, const Plan& p, int unit) {
   std::vector<int> out;
@@ -54,15 +49,9 @@ std::string resolve_table(const ConfigNode& where, const std::string& path) {
 
 }  // namespace
 
-int batch_class(int b, int max_batch) {
-  int c = 1;
-  while (c < b) c *= 2;
-  return std::min(c, max_batch);
-}
-
 std::vector<int> batch_classes(const BatchPolicy& policy, int max_batch) {
   std::set<int> out;
-  for (int b : max_batch > 1 ? policy.sizes(max_batch) : std::vector<int>{1}) out.insert(batch_class(b, max_batch));
+  for (int b : max_batch > 1 ? policy.sizes(max_batch) : std::vector<int>{1}) out.insert(batch_bucket(b, max_batch));
   return {out.begin(), out.end()};
 }
 
@@ -77,7 +66,7 @@ std::vector<int> sm_candidates(const DeviceSpec& spec) {
 }
 
 std::vector<SmLutKey> sm_lut_keys(const Scenario& s, const Plan& p, const LockstepPlan& lp) {
-  auto policy = scenario_batching(s);
+  auto policy = scenario_batch_policy(s);
   std::vector<SmLutKey> keys;
   const std::vector<int> m0 = models_on(s, p, lp.units[0]), m1 = models_on(s, p, lp.units[1]);
   const std::vector<int> c0 = batch_classes(*policy, p.units[static_cast<size_t>(lp.units[0])].batch);
@@ -181,7 +170,7 @@ void read_sm_lut(const Scenario& s, const Plan& p, const ConfigNode& lut_where, 
 }
 
 void plan_locksteps(const Scenario& s, const CostModel& cost, Plan& p) {
-  auto policy = scenario_batching(s);
+  auto policy = scenario_batch_policy(s);
   for (size_t d = 0; d < s.devices.size(); ++d) {
     const DeviceInstance& dev = s.devices[d];
     if (!dev.lockstep.on()) continue;

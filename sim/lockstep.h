@@ -12,10 +12,7 @@
 
 namespace vlasim {
 
-// The table's batch class of a batch of b on a unit whose batch size is max_batch: the smallest
-// power of two >= b, at most max_batch.
-int batch_class(int b, int max_batch);
-// The classes of every size `policy` may run on a unit of max_batch, increasing.
+// The classes (batch_bucket, scheduler/policy.h) of every size `policy` may run on a unit of max_batch, increasing.
 std::vector<int> batch_classes(const BatchPolicy& policy, int max_batch);
 // The SM counts a table may give the first stream of a GPU: multiples of a step (the device's
 // SM granularity, raised so that there are at most 16) below the GPU's SMs; the GPU's SMs

@@ -288,6 +288,11 @@ Segment cost_segment(const Scenario& s, const Plan& p, const CostModel& cost, co
   return seg;
 }
 
+std::unique_ptr<BatchPolicy> scenario_batch_policy(const Scenario& s) {
+  return batch_policies().make(s.batching.name.empty() ? "dynamic" : s.batching.name, s.batching.params,
+                               s.batching.where);
+}
+
 const BatchVariant& ModelPlan::variant(int b) const {
   for (const BatchVariant& v : batched)
     if (v.size == b) return v;
@@ -339,8 +344,7 @@ Plan make_plan_with(const Scenario& s, const CostModel& cost, const WindowFn& in
     for (int index : p.models[m].variants) p.models[index].variants = p.models[m].variants;
   }
   // Batched variants of every plan, dynamic-zone ones included.
-  auto batching = batch_policies().make(s.batching.name.empty() ? "dynamic" : s.batching.name, s.batching.params,
-                                        s.batching.where);
+  auto batching = scenario_batch_policy(s);
   for (ModelPlan& mp : p.models) add_batches(s, p, cost, *batching, mp);
   plan_locksteps(s, cost, p);
 

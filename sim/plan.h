@@ -11,6 +11,7 @@
 
 #include "models/graph.h"
 #include "scenarios/scenario.h"
+#include "scheduler/policy.h"
 #include "sim/cost_model.h"
 
 namespace vlasim {
@@ -124,6 +125,9 @@ struct Plan {
   std::vector<DeviceMemory> memory;   // one per device
   std::vector<LockstepPlan> locksteps;  // one per GPU with `lockstep:`
 };
+
+// The scenario's batching policy (dynamic when a scenario built in code names none).
+std::unique_ptr<BatchPolicy> scenario_batch_policy(const Scenario& s);
 
 // Segment k of plan `mp` at batch size b, with the ops on its unit costed as if the unit had
 // `sm_fraction` of its GPU's SMs (the unit's own share otherwise unchanged in the result).

@@ -87,6 +87,15 @@ struct Fixture {
     p.models[m].batched.push_back(v);
   }
 
+  // Batching policy `policy` with `depth` requests in flight per model, and unit 0 batching
+  // up to `size`.
+  void batching(const char* policy, int size, int depth) {
+    s.batching.name = policy;
+    s.pipeline.name = "async";
+    s.pipeline.params = Params(ConfigNode::load_string("depth: " + std::to_string(depth), "<test>"));
+    p.units[0].batch = size;
+  }
+
   void add_stream(int model, double rate, double duration, double start = 0, double deadline = 0) {
     StreamDecl sd;
     sd.name = "st" + std::to_string(s.streams.size());
@@ -421,10 +430,7 @@ TEST(Engine, DynamicBatchRunsWhatIsWaitingOnceAtThatSize) {
   // Five requests of one model queue behind a first one on a unit that batches up to 4: the
   // first runs alone (10 ms); then 4 run as one batch (18 ms), then the last alone (10 ms).
   Fixture f;
-  f.s.batching.name = "dynamic";
-  f.s.pipeline.name = "async";
-  f.s.pipeline.params = Params(ConfigNode::load_string("depth: 8", "<test>"));
-  f.p.units[0].batch = 4;
+  f.batching("dynamic", 4, 8);
   int m = f.add_model({{0, 0.010, 1.0, 0.0}});
   for (int b : {2, 4}) f.add_batch(m, b, 0.010 + 0.002 * b);
   for (int k = 0; k < 6; ++k) f.add_stream(m, 1.0, 0.5, k * 1e-4);
@@ -441,10 +447,7 @@ TEST(Engine, DynamicBatchRunsWhatIsWaitingOnceAtThatSize) {
 
 TEST(Engine, DynamicBatchOfThreeRunsAtItsBucketOfFour) {
   Fixture f;
-  f.s.batching.name = "dynamic";
-  f.s.pipeline.name = "async";
-  f.s.pipeline.params = Params(ConfigNode::load_string("depth: 8", "<test>"));
-  f.p.units[0].batch = 4;
+  f.batching("dynamic", 4, 8);
   int m = f.add_model({{0, 0.010, 1.0, 0.0}});
   for (int b : {2, 4}) f.add_batch(m, b, 0.010 + 0.002 * b);
   for (int k = 0; k < 4; ++k) f.add_stream(m, 1.0, 0.5, k * 1e-4);  // one alone, then three
@@ -458,10 +461,7 @@ TEST(Engine, DynamicBatchOfThreeRunsAtItsBucketOfFour) {
 TEST(Engine, FixedBatchPadsToItsSize) {
   // One request on a unit with fixed batches of 4 pays for the whole batch.
   Fixture f;
-  f.s.batching.name = "fixed";
-  f.s.pipeline.name = "async";
-  f.s.pipeline.params = Params(ConfigNode::load_string("depth: 4", "<test>"));
-  f.p.units[0].batch = 4;
+  f.batching("fixed", 4, 4);
   int m = f.add_model({{0, 0.010, 1.0, 0.0}});
   f.add_batch(m, 4, 0.018);
   f.add_stream(m, 1.0, 0.5);
@@ -476,10 +476,7 @@ TEST(Engine, FixedBatchPadsToItsSize) {
 TEST(Engine, BatchesHoldOneModelAndStage) {
   // Two models wait at a batching unit: each runs as its own batch, never mixed.
   Fixture f;
-  f.s.batching.name = "dynamic";
-  f.s.pipeline.name = "async";
-  f.s.pipeline.params = Params(ConfigNode::load_string("depth: 4", "<test>"));
-  f.p.units[0].batch = 4;
+  f.batching("dynamic", 4, 4);
   int a = f.add_model({{0, 0.010, 1.0, 0.0}});
   int b = f.add_model({{0, 0.010, 1.0, 0.0}});
   for (int m : {a, b})
