@@ -77,5 +77,10 @@ cmake --build "$build" -j "${SAN_JOBS:-$(nproc)}" --target "${targets[@]}"
 built=$SECONDS
 labels=$(IFS='|'; echo "^(${tests[*]})\$")
 echo "== $mode sanitizer: ${tests[*]}"
-ctest --test-dir "$build" -L "$labels" ${exclude:+-E "$exclude"} --output-on-failure --timeout 600
+# The runtime tests time threads and kernels, so they run alone; the others two at a time.
+if [[ $mode == address ]]; then
+  ctest --test-dir "$build" -L "$labels" -LE '^runtime_test$' ${exclude:+-E "$exclude"} -j 2 \
+        --output-on-failure --timeout 600
+fi
+ctest --test-dir "$build" -L '^runtime_test$' ${exclude:+-E "$exclude"} --output-on-failure --timeout 600
 echo "== $mode sanitizer leg: build $((built - start)) s, tests $((SECONDS - built)) s"

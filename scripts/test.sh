@@ -17,8 +17,9 @@
 # 90 s on 2 cores, what CI's 20 minutes leave; scripts/fuzz.sh alone runs 60 from every seed),
 # built in the sanitizer leg's clang build; FUZZ=0 skips that leg.
 # Each leg's line says how long the run has taken so far.
-# Tests run one at a time: several measure real kernels (core-group concurrency, calibration,
-# the predicted-vs-measured gate), and two of them at once on 2 cores would measure each other.
+# Tests that measure real kernels (core-group concurrency, calibration, the predicted-vs-measured
+# gate) run one at a time, after the rest ran two at a time: two of them at once on 2 cores would
+# measure each other.
 set -euo pipefail
 started=$SECONDS
 leg() { echo "== [$((SECONDS - started)) s] $*"; }
@@ -32,8 +33,12 @@ avx2_host=0
 host=$("$build/vlasim" list host)
 grep -q "effective isa avx2$" <<<"$host" && avx2_host=1
 [[ $avx2_host == 1 ]] && echo "== this CPU is the AVX2 class already: the run below is the AVX2 leg"
-leg "the test suite (ctest)"
-ctest --output-on-failure --timeout 600
+leg "the test suite (ctest): first the tests that measure nothing, two at a time"
+# The binaries whose tests time real kernels or threads run alone, after the others.
+measuring='^(executors_test|runtime_test|calibration_test|validation_test|reports_test|cuda_probe_test|cli_test)$'
+ctest --output-on-failure --timeout 600 -j 2 -LE "$measuring"
+leg "the tests that measure real kernels, one at a time"
+ctest --output-on-failure --timeout 600 -L "$measuring"
 if [[ $avx2_host == 0 ]]; then
   leg "the same executor, calibration, runtime and validation tests on an AVX2-capped oneDNN"
   ONEDNN_MAX_CPU_ISA=AVX2 ctest --output-on-failure --timeout 600 \
