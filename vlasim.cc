@@ -29,6 +29,7 @@
 #include "reports/roofline.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
+#include "reports/validate_papers.h"
 #include "scenarios/scenario.h"
 #include "scenarios/workload.h"
 #include "scheduler/policy.h"
@@ -369,6 +370,23 @@ int run_place(const std::string& path, const std::string& dir, const std::string
     write_file(dir + "/placement.csv", placement_csv(p, x));
     if (!templ.empty()) write_file(dir + "/fleet.yaml", fleet_scenario_yaml(p, x, templ));
     if (!quiet) std::cout << "wrote " << dir << "/placement.md, placement.csv" << (templ.empty() ? "" : ", fleet.yaml") << "\n";
+  }
+  return 0;
+}
+
+int run_validate_papers(const Common& c, const std::string& path, const std::string& dir, bool quiet) {
+  if (!dir.empty()) check_output_dir("--out", dir);
+  check_option_file("figures", path);
+  const FigureTable t = load_figure_table(path);
+  const bool bar = !quiet && isatty(STDERR_FILENO);
+  const Validation v = validate_papers(t, c.catalog, c.cards, bar ? progress_bar : std::function<void(double)>());
+  const std::string md = validation_markdown(t, v);
+  std::cout << md;
+  if (!dir.empty()) {
+    fs::create_directories(dir);
+    write_file(dir + "/validate.md", "# Published figures, predicted\n\n" + md);
+    write_file(dir + "/validate.csv", validation_csv(v));
+    if (!quiet) std::cout << "wrote " << dir << "/validate.md, validate.csv\n";
   }
   return 0;
 }
@@ -1235,6 +1253,13 @@ int main(int argc, char** argv) {
   place->add_option("--template", place_template,
                     "one-GPU scenario to copy per GPU and model instance: writes the fleet's scenario (fleet.yaml)");
   place->add_flag("-q,--quiet", out.quiet, "print only the placement");
+  std::string vp_file = "scenarios/papers/figures.yaml", vp_dir;
+  auto* vpap = app.add_subcommand("validate-papers",
+                                  "every published figure predicted by the roofline and by the shaped GPU model, "
+                                  "fitted on a fit set, each paper out of sample (leave one paper out)");
+  vpap->add_option("figures", vp_file, "figure table (default: scenarios/papers/figures.yaml)");
+  vpap->add_option("-o,--out", vp_dir, "folder for validate.md and validate.csv");
+  vpap->add_flag("-q,--quiet", out.quiet, "no progress bar");
   auto* list = app.add_subcommand("list", "list the registered parts and their parameters");
   std::string family;
   list->add_option("family", family,
@@ -1306,6 +1331,7 @@ int main(int argc, char** argv) {
     if (*roof) return run_roofline(c, mc, roof_device, roof_dir, out.quiet);
     if (*plut) return run_profile_lut(c, scenario, lut_out, out.quiet);
     if (*place) return run_place(place_file, place_dir, place_template, out.quiet);
+    if (*vpap) return run_validate_papers(c, vp_file, vp_dir, out.quiet);
     if (*list) return run_list(c, family);
     if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, graph_dp_cache, graph_passes, ops);
     if (*pss) return run_passes(c, mc, pss_device, pss_measure, pss_reps, pss_dir, out.quiet);

@@ -30,9 +30,9 @@ std::string fmt(double v) {
   return b;
 }
 
-// The node at a dotted path inside `root` (numbers index sequences). Throws ConfigError
-// naming the first component that does not exist.
-YAML::Node at_path(YAML::Node root, const std::string& key, const std::string& file) {
+}  // namespace
+
+YAML::Node scenario_key(YAML::Node root, const std::string& key, const std::string& file) {
   YAML::Node n = root;
   std::stringstream ss(key);
   std::string part, walked;
@@ -52,8 +52,6 @@ YAML::Node at_path(YAML::Node root, const std::string& key, const std::string& f
   }
   return n;
 }
-
-}  // namespace
 
 SweepAxis parse_sweep_axis(const std::string& text) {
   auto eq = text.find('=');
@@ -100,6 +98,7 @@ Scenario load_at(const SweepSpec& spec, ConfigNode& root) {
   Scenario s = load_scenario_node(root, spec.catalog_dir, spec.cards_dir);
   resolve_auto_dtypes(s, spec.auto_cpu_dtype);
   if (!spec.profile.empty()) use_profiled_cost_model(s, spec.profile);
+  if (spec.adjust) spec.adjust(s);
   return s;
 }
 
@@ -125,8 +124,8 @@ void check_sweep_work(const SweepSpec& spec) {
   for (size_t i : {size_t{0}, axis.values.size() - 1}) {
     try {
       ConfigNode root = ConfigNode::load_file(spec.path);
-      for (const auto& [key, value] : spec.fixed) at_path(root.raw(), key, spec.path) = value;
-      at_path(root.raw(), axis.key, spec.path) = axis.values[i];
+      for (const auto& [key, value] : spec.fixed) scenario_key(root.raw(), key, spec.path) = value;
+      scenario_key(root.raw(), axis.key, spec.path) = axis.values[i];
       Scenario s = load_at(spec, root);
       if (spec.capacity_slo > 0 &&
           std::none_of(s.streams.begin(), s.streams.end(), [](const StreamDecl& d) { return d.deadline_s > 0; }))
@@ -159,11 +158,11 @@ SweepRow sweep_row(const SweepSpec& spec, size_t i) {
     throw std::out_of_range("sweep_row: value " + std::to_string(i) + " of " + std::to_string(axis.values.size()));
   ConfigNode root = ConfigNode::load_file(path);  // fresh each time: edits are in place
   for (const auto& [key, value] : spec.fixed) {
-    YAML::Node t = at_path(root.raw(), key, path);
+    YAML::Node t = scenario_key(root.raw(), key, path);
     if (!t.IsScalar()) throw ConfigError(path, 0, 0, key, "a sweep sets single values only");
     t = value;
   }
-  YAML::Node target = at_path(root.raw(), axis.key, path);
+  YAML::Node target = scenario_key(root.raw(), axis.key, path);
   if (!target.IsScalar()) throw ConfigError(path, 0, 0, axis.key, "a sweep sets single values only");
   target = axis.values[i];
   SweepRow row;

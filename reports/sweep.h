@@ -18,6 +18,10 @@ struct SweepAxis {
   std::string key;                  // dotted path into the scenario, e.g. workload.0.rate_hz
   std::vector<std::string> values;
 };
+// The node at a dotted path inside a scenario's YAML `root` (numbers index sequences).
+// Throws ConfigError (`file`) naming the first component that does not exist.
+YAML::Node scenario_key(YAML::Node root, const std::string& key, const std::string& file);
+
 // Parses "KEY=SPEC". Throws ConfigError (file "<command line>") when malformed.
 SweepAxis parse_sweep_axis(const std::string& text);
 
@@ -58,6 +62,8 @@ struct SweepSpec {
   SimOptions sim_options;       // its max_requests bounds the whole sweep
   // Other keys set before the axis's at every value (a grid's configuration): key, value.
   std::vector<std::pair<std::string, std::string>> fixed;
+  // Applied to the scenario as loaded at every value (e.g. another cost model), when set.
+  std::function<void(Scenario&)> adjust;
 };
 
 // The parts of run_sweep, so that its rows can be computed in several processes (vlasim

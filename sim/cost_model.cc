@@ -1,6 +1,7 @@
 #include "sim/cost_model.h"
 
 #include "sim/profile.h"
+#include "sim/shaped_cost_model.h"
 
 #include <algorithm>
 
@@ -67,6 +68,10 @@ class Roofline : public CostModel {
 
 }  // namespace
 
+std::unique_ptr<CostModel> make_roofline(double l2_hit_cost, bool overheads) {
+  return std::make_unique<Roofline>(l2_hit_cost, overheads);
+}
+
 CostModelRegistry& cost_models() {
   static CostModelRegistry r = [] {
     CostModelRegistry r("cost model");
@@ -80,6 +85,7 @@ CostModelRegistry& cost_models() {
              return std::make_unique<Roofline>(l2, p.get_bool("overheads", true));
            }});
     register_profiled_cost_model(r);
+    register_shaped_cost_model(r);
     return r;
   }();
   return r;

@@ -44,6 +44,10 @@ using CostModelRegistry = Registry<CostModel>;
 // Every built-in cost model ("roofline", ...).
 CostModelRegistry& cost_models();
 
+// The catalog roofline (registry entry "roofline"): l2_hit_cost is the DRAM-time fraction
+// charged for activations that fit in L2/LLC; overheads: charge launch/dispatch per op.
+std::unique_ptr<CostModel> make_roofline(double l2_hit_cost, bool overheads);
+
 // Peak compute (FLOP/s) and memory bandwidth (B/s) available to one unit of a device.
 double unit_peak_flops(const DeviceInstance& dev, const UnitDecl& unit, const Op& op);
 double unit_bandwidth(const DeviceInstance& dev, const UnitDecl& unit);

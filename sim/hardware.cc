@@ -49,6 +49,9 @@ Efficiency parse_efficiency(const ConfigNode& n, Efficiency e) {
   return e;
 }
 
+// The `kernels:` block of a GPU entry (defaults: KernelModel's).
+KernelModel parse_kernels(const ConfigNode& n, int sms);
+
 // n's `key` (a number > 0, or `fallback` when absent; no fallback: required) checked to lie in
 // [lo, hi] of its own unit: a figure outside makes no real device (and would make one operator
 // take ~1e300 s, or no time at all).
@@ -62,6 +65,31 @@ double figure(const ConfigNode& n, const std::string& key, double lo, double hi,
     n.required(key).fail(buf);
   }
   return v;
+}
+
+KernelModel parse_kernels(const ConfigNode& n, int sms) {
+  KernelModel k;
+  if (!n.defined()) return k;
+  if (!n.is_map()) n.fail("expected a map of kernel figures");
+  n.check_keys({"tile", "gemm", "gemm_fp32", "attention", "vector", "memory", "saturating_sms",
+                "kernel_us"});
+  if (n.has("tile")) {
+    const ConfigNode t = n.required("tile");
+    if (!t.is_sequence() || t.items().size() != 2) t.fail("expected [rows, columns] of the largest GEMM tile");
+    const std::vector<ConfigNode> sides = t.items();
+    for (const ConfigNode& side : sides)
+      if (side.as_int() < 16 || side.as_int() > 512) side.fail("a GEMM tile side must be from 16 to 512");
+    k.tile_m = static_cast<int>(sides[0].as_int());
+    k.tile_n = static_cast<int>(sides[1].as_int());
+  }
+  k.gemm = figure(n, "gemm", 0.01, 1, k.gemm);
+  k.gemm_fp32 = figure(n, "gemm_fp32", 0.01, 1, k.gemm);
+  k.attention = figure(n, "attention", 0.01, 1, k.attention);
+  k.vector = figure(n, "vector", 0.01, 1, k.vector);
+  k.memory = figure(n, "memory", 0.01, 1, k.memory);
+  k.saturating_sms = figure(n, "saturating_sms", 1.0 / std::max(1, sms), 1, k.saturating_sms);
+  k.kernel_s = figure(n, "kernel_us", 0, 1000, k.kernel_s * 1e6) * 1e-6;
+  return k;
 }
 
 DeviceType parse_type(const ConfigNode& n) {
@@ -95,7 +123,7 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
     case DeviceType::Gpu: {
       n.check_keys(with({"sms", "tflops_bf16", "tflops_fp16", "tflops_fp32", "tops_int8",
                          "mem_gb", "bw_gbs", "l2_mb", "max_streams", "launch_us",
-                         "graph_launch_us", "context_gb", "sm_granularity"}));
+                         "graph_launch_us", "context_gb", "sm_granularity", "kernels"}));
       d.sms = static_cast<int>(n.get_count("sms", 0, 1, 100000));
       if (!n.has("sms")) n.required("sms");
       d.peak.matrix_bf16 = figure(n, "tflops_bf16", 1e-3, 1e5) * kT;
@@ -112,6 +140,7 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
       d.context_bytes = n.get_nonneg("context_gb", 0.5) * kGB;
       d.sm_granularity = static_cast<int>(n.get_count("sm_granularity", 1, 1, d.sms));
       d.eff = parse_efficiency(n.optional("efficiency"), Efficiency{});
+      d.kernels = parse_kernels(n.optional("kernels"), d.sms);
       break;
     }
     case DeviceType::Cpu: {

@@ -32,6 +32,20 @@ struct Efficiency {
   double memory = 0.8;
 };
 
+// How a GPU's kernels behave, for the shape-aware cost model (sim/shaped_cost_model.cc):
+// figures from public microbenchmarks of the device or its architecture (cited in the
+// entry's source), never fitted to a paper's figure.
+struct KernelModel {
+  int tile_m = 128, tile_n = 128;  // the largest GEMM tile the vendor library runs at full rate
+  double gemm = 0.75;       // fraction of the matrix peak a large, well-shaped GEMM reaches
+  double gemm_fp32 = 0.75;  // the same for fp32 GEMMs on the vector units (no TF32)
+  double attention = 0.55;  // fraction of the matrix peak fused attention reaches, long sequences
+  double vector = 0.5;      // fraction of the vector peak elementwise/norm kernels reach
+  double memory = 0.85;     // achievable fraction of DRAM bandwidth (a streaming copy)
+  double saturating_sms = 0.5;  // fraction of the SMs whose loads saturate DRAM bandwidth
+  double kernel_s = 2e-6;       // shortest kernel: an empty kernel's duration on the GPU
+};
+
 // A catalog entry. Fields not meaningful for a type stay 0.
 struct DeviceSpec {
   std::string name;         // catalog key, e.g. "rtx4090"
@@ -50,6 +64,7 @@ struct DeviceSpec {
   double graph_launch_s = 1e-6;  // per-kernel overhead under CUDA Graph replay
   double context_bytes = 0;    // runtime/context memory reserved on the device
   int sm_granularity = 1;      // SM partitions come in multiples of this
+  KernelModel kernels;         // GPU: the shape-aware cost model's figures
 
   // CPU
   int sockets = 0, cores_per_socket = 0, numa_nodes = 0;
