@@ -354,21 +354,26 @@ int run_profile_lut(const Common& c, const std::string& path, const std::string&
 // Solves placement problem `path` (scheduler/placement.h) and prints the placement; with a
 // folder, writes placement.md and placement.csv there, and with a one-GPU template scenario
 // the fleet scenario (fleet.yaml) that `vlasim simulate` checks.
-int run_place(const std::string& path, const std::string& dir, const std::string& templ, bool quiet) {
+int run_place(const std::string& path, const std::string& dir, const std::string& templ,
+              const std::string& strategy_name, bool quiet) {
   if (!dir.empty()) check_output_dir("--out", dir);
   if (!templ.empty()) {
     check_option_file("--template", templ);
     if (dir.empty()) throw ConfigError("<command line>", 0, 0, "--template", "give -o DIR for the fleet scenario");
   }
+  PlacementStrategy strategy;
+  if (!parse_placement_strategy(strategy_name, &strategy))
+    throw ConfigError("<command line>", 0, 0, "--strategy",
+                      "unknown strategy '" + strategy_name + "'; valid names are: ilp, even, dedicated");
   const PlacementProblem p = load_placement_problem(path);
-  const Placement x = solve_placement(p);
-  const std::string md = placement_markdown(p, x);
+  const std::vector<Placement> phases = control_traffic(p, strategy);
+  const std::string md = controller_markdown(p, phases);
   std::cout << md;
   if (!dir.empty()) {
     fs::create_directories(dir);
-    write_file(dir + "/placement.md", "# Placement of " + path + "\n\n" + md);
-    write_file(dir + "/placement.csv", placement_csv(p, x));
-    if (!templ.empty()) write_file(dir + "/fleet.yaml", fleet_scenario_yaml(p, x, templ));
+    write_file(dir + "/placement.md", "# Placement of " + path + " (" + strategy_name + ")\n\n" + md);
+    write_file(dir + "/placement.csv", controller_csv(p, phases));
+    if (!templ.empty()) write_file(dir + "/fleet.yaml", fleet_scenario_yaml(p, phases, templ));
     if (!quiet) std::cout << "wrote " << dir << "/placement.md, placement.csv" << (templ.empty() ? "" : ", fleet.yaml") << "\n";
   }
   return 0;
@@ -1252,6 +1257,11 @@ int main(int argc, char** argv) {
   place->add_option("-o,--out", place_dir, "folder for placement.md and placement.csv (and fleet.yaml)");
   place->add_option("--template", place_template,
                     "one-GPU scenario to copy per GPU and model instance: writes the fleet's scenario (fleet.yaml)");
+  std::string place_strategy = "ilp";
+  place->add_option("--strategy", place_strategy,
+                    "ilp (Robion's integer program, CBC), or a baseline: even (every model's robots split over "
+                    "every GPU) or dedicated (one model per GPU)")
+      ->capture_default_str();
   place->add_flag("-q,--quiet", out.quiet, "print only the placement");
   std::string vp_file = "scenarios/papers/figures.yaml", vp_dir;
   auto* vpap = app.add_subcommand("validate-papers",
@@ -1330,7 +1340,7 @@ int main(int argc, char** argv) {
     if (*lboard) return run_leaderboard(c, mc, lb_opt, lb_dir, out.quiet);
     if (*roof) return run_roofline(c, mc, roof_device, roof_dir, out.quiet);
     if (*plut) return run_profile_lut(c, scenario, lut_out, out.quiet);
-    if (*place) return run_place(place_file, place_dir, place_template, out.quiet);
+    if (*place) return run_place(place_file, place_dir, place_template, place_strategy, out.quiet);
     if (*vpap) return run_validate_papers(c, vp_file, vp_dir, out.quiet);
     if (*list) return run_list(c, family);
     if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, graph_dp_cache, graph_passes, ops);

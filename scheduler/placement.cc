@@ -112,10 +112,125 @@ Placement solve_placement(const PlacementProblem& p) {
   return out;
 }
 
+namespace {
+
+// Instances and the most loaded GPU of an assignment.
+Placement finish(const PlacementProblem& p, std::vector<std::vector<int>> robots) {
+  Placement out;
+  out.robots = std::move(robots);
+  std::vector<double> load(p.gpus.size(), 0.0);
+  for (size_t m = 0; m < p.models.size(); ++m)
+    for (size_t g = 0; g < p.gpus.size(); ++g)
+      if (out.robots[m][g] > 0) {
+        ++out.instances;
+        load[g] += static_cast<double>(out.robots[m][g]) / p.capacity[m][g];
+      }
+  out.load_max = load.empty() ? 0 : *std::max_element(load.begin(), load.end());
+  return out;
+}
+
+// `r` robots split as evenly as whole robots go over `gpus` (the first ones take the rest).
+void split_evenly(int r, const std::vector<size_t>& gpus, std::vector<int>& row) {
+  for (size_t i = 0; i < gpus.size(); ++i)
+    row[gpus[i]] = r / static_cast<int>(gpus.size()) + (static_cast<int>(i) < r % static_cast<int>(gpus.size()) ? 1 : 0);
+}
+
+}  // namespace
+
+bool parse_placement_strategy(const std::string& name, PlacementStrategy* out) {
+  if (name == "ilp") *out = PlacementStrategy::Ilp;
+  else if (name == "even") *out = PlacementStrategy::Even;
+  else if (name == "dedicated") *out = PlacementStrategy::Dedicated;
+  else return false;
+  return true;
+}
+
+Placement place_robots(const PlacementProblem& p, const std::vector<int>& robots, PlacementStrategy s) {
+  PlacementProblem q = p;
+  q.robots = robots;
+  if (s == PlacementStrategy::Ilp) return solve_placement(q);
+  const size_t M = p.models.size(), G = p.gpus.size();
+  std::vector<std::vector<int>> x(M, std::vector<int>(G, 0));
+  if (s == PlacementStrategy::Even) {
+    for (size_t m = 0; m < M; ++m) {
+      std::vector<size_t> runs;
+      for (size_t g = 0; g < G; ++g)
+        if (p.capacity[m][g] > 0) runs.push_back(g);
+      if (robots[m] > 0) split_evenly(robots[m], runs, x[m]);
+    }
+    return finish(p, x);
+  }
+  // Dedicated: every model with robots gets a GPU, then each further GPU goes to the model
+  // whose GPUs are the most loaded (robots / (capacity x its GPUs)); GPUs in order.
+  std::vector<size_t> serving;
+  for (size_t m = 0; m < M; ++m)
+    if (robots[m] > 0) serving.push_back(m);
+  if (serving.size() > G)
+    refuse(q, std::to_string(serving.size()) + " models have robots but there are only " + std::to_string(G) +
+                  " GPUs: one model per GPU cannot serve them all");
+  std::vector<int> share(M, 0);
+  for (size_t m : serving) share[m] = 1;
+  auto load = [&](size_t m) { return robots[m] / (static_cast<double>(p.capacity[m][0] > 0 ? p.capacity[m][0] : 1) * share[m]); };
+  for (size_t extra = serving.size(); extra < G && !serving.empty(); ++extra) {
+    size_t best = serving.front();
+    for (size_t m : serving)
+      if (load(m) > load(best)) best = m;
+    ++share[best];
+  }
+  size_t next = 0;
+  for (size_t m : serving) {
+    std::vector<size_t> gpus;
+    for (int k = 0; k < share[m]; ++k, ++next) {
+      if (p.capacity[m][next] <= 0)
+        refuse(q, "model '" + p.models[m] + "' cannot run on " + p.gpus[next] + ", the GPU one model per GPU gives it");
+      gpus.push_back(next);
+    }
+    split_evenly(robots[m], gpus, x[m]);
+  }
+  return finish(p, x);
+}
+
+std::vector<Placement> control_traffic(const PlacementProblem& p, PlacementStrategy s) {
+  std::vector<Placement> phases{place_robots(p, p.robots, s)};
+  for (const PlacementProblem::Change& c : p.changes) {
+    PlacementProblem q = p;
+    q.where = c.where;  // a phase that cannot be placed is refused at its change
+    phases.push_back(place_robots(q, c.robots, s));
+  }
+  return phases;
+}
+
+std::string controller_markdown(const PlacementProblem& p, const std::vector<Placement>& phases) {
+  if (phases.size() == 1) return placement_markdown(p, phases[0], p.robots);
+  std::ostringstream os;
+  for (size_t k = 0; k < phases.size(); ++k) {
+    char at[32];
+    std::snprintf(at, sizeof at, "%g", k == 0 ? 0.0 : p.changes[k - 1].at_s);
+    os << (k ? "\n" : "") << "From " << at << " s:\n\n"
+       << placement_markdown(p, phases[k], k == 0 ? p.robots : p.changes[k - 1].robots);
+  }
+  return os.str();
+}
+
+std::string controller_csv(const PlacementProblem& p, const std::vector<Placement>& phases) {
+  if (phases.size() == 1) return placement_csv(p, phases[0]);
+  std::ostringstream os;
+  os << "phase,at_s,model,gpu,robots,capacity,load\n";
+  for (size_t k = 0; k < phases.size(); ++k) {
+    std::istringstream rows(placement_csv(p, phases[k]));
+    std::string line;
+    std::getline(rows, line);  // header
+    char at[32];
+    std::snprintf(at, sizeof at, "%g", k == 0 ? 0.0 : p.changes[k - 1].at_s);
+    while (std::getline(rows, line)) os << k << ',' << at << ',' << line << '\n';
+  }
+  return os.str();
+}
+
 PlacementProblem load_placement_problem(const std::string& path) {
   ConfigNode root = ConfigNode::load_file(path);
   if (!root.is_map()) root.fail("a placement problem is a map with gpus and models");
-  root.check_keys({"gpus", "models"});
+  root.check_keys({"gpus", "models", "changes"});
   PlacementProblem p;
   p.where = root.required("models");
   std::vector<std::string> gpu_catalog;
@@ -154,10 +269,34 @@ PlacementProblem load_placement_problem(const std::string& path) {
     p.capacity.push_back(row);
   }
   if (p.models.empty()) p.where.fail("at least one model is needed");
+  if (root.has("changes")) {
+    std::vector<int> robots = p.robots;
+    double last = 0;
+    for (const ConfigNode& c : root.required("changes").items()) {
+      c.check_keys({"at_s", "robots"});
+      PlacementProblem::Change ch;
+      ch.where = c;
+      ch.at_s = c.get_positive("at_s");
+      if (!(ch.at_s > last)) c.required("at_s").fail("changes come in time order, each after the one before");
+      last = ch.at_s;
+      const ConfigNode r = c.required("robots");
+      if (!r.is_map() || r.entries().empty()) r.fail("robots is a map: model -> robots from this time on");
+      for (const auto& [name, value] : r.entries()) {
+        const auto it = std::find(p.models.begin(), p.models.end(), name);
+        if (it == p.models.end()) value.fail("no model '" + name + "' in the problem; models are: " + join_names(p.models));
+        const size_t m = static_cast<size_t>(it - p.models.begin());
+        robots[m] = static_cast<int>(r.get_count(name, 0, 0, 1000000));
+        if (robots[m] > 0 && std::all_of(p.capacity[m].begin(), p.capacity[m].end(), [](int x) { return x == 0; }))
+          value.fail("model '" + name + "' has robots but no GPU can run it (every capacity is 0)");
+      }
+      ch.robots = robots;
+      p.changes.push_back(std::move(ch));
+    }
+  }
   return p;
 }
 
-std::string placement_markdown(const PlacementProblem& p, const Placement& x) {
+std::string placement_markdown(const PlacementProblem& p, const Placement& x, const std::vector<int>& robots) {
   std::ostringstream os;
   os << "| model | robots |";
   for (const auto& g : p.gpus) os << ' ' << g << " |";
@@ -165,7 +304,7 @@ std::string placement_markdown(const PlacementProblem& p, const Placement& x) {
   for (size_t g = 0; g < p.gpus.size(); ++g) os << "---|";
   os << '\n';
   for (size_t m = 0; m < p.models.size(); ++m) {
-    os << "| " << p.models[m] << " | " << p.robots[m] << " |";
+    os << "| " << p.models[m] << " | " << robots[m] << " |";
     for (size_t g = 0; g < p.gpus.size(); ++g) os << ' ' << (x.robots[m][g] ? std::to_string(x.robots[m][g]) : "") << " |";
     os << '\n';
   }
@@ -211,7 +350,11 @@ void move_device_refs(YAML::Node n, const std::string& from, const std::string& 
 
 }  // namespace
 
-std::string fleet_scenario_yaml(const PlacementProblem& p, const Placement& x, const std::string& template_path) {
+std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Placement>& phases,
+                                const std::string& template_path) {
+  if (phases.size() != p.changes.size() + 1)
+    throw std::invalid_argument("fleet_scenario_yaml: one placement per phase (" +
+                                std::to_string(p.changes.size() + 1) + "), got " + std::to_string(phases.size()));
   ConfigNode root = ConfigNode::load_file(template_path);
   if (!root.is_map()) root.fail("a scenario is a map");
   std::vector<ConfigNode> devs = root.required("hardware").required("devices").items();
@@ -252,7 +395,8 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const Placement& x, c
   YAML::Node model_list(YAML::NodeType::Sequence), workload(YAML::NodeType::Sequence);
   for (size_t m = 0; m < p.models.size(); ++m)
     for (size_t g = 0; g < p.gpus.size(); ++g) {
-      if (x.robots[m][g] <= 0) continue;
+      if (std::none_of(phases.begin(), phases.end(), [&](const Placement& x) { return x.robots[m][g] > 0; }))
+        continue;
       const std::string inst = p.models[m] + "-" + p.gpus[g];
       YAML::Node mi = YAML::Clone(models[p.models[m]]);
       if (!mi["card"]) mi["card"] = p.models[m];
@@ -261,11 +405,28 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const Placement& x, c
       model_list.push_back(mi);
       for (const ConfigNode& w : root.required("workload").items()) {
         if (w.required("model").as_string() != p.models[m]) continue;
-        YAML::Node wi = YAML::Clone(w.raw());
-        wi["model"] = inst;
-        wi["name"] = (w.has("name") ? w.required("name").as_string() : p.models[m]) + "-" + p.gpus[g];
-        wi["count"] = x.robots[m][g];
-        workload.push_back(wi);
+        const double start = w.get_nonneg("start_s", 0);
+        const double dur = w.get_positive("duration_s", 0);
+        for (size_t k = 0; k < phases.size(); ++k) {
+          if (phases[k].robots[m][g] <= 0) continue;
+          YAML::Node wi = YAML::Clone(w.raw());
+          wi["model"] = inst;
+          wi["name"] = (w.has("name") ? w.required("name").as_string() : p.models[m]) + "-" + p.gpus[g] +
+                       (phases.size() > 1 ? "-p" + std::to_string(k) : "");
+          wi["count"] = phases[k].robots[m][g];
+          if (phases.size() > 1) {
+            if (!w.has("duration_s"))
+              w.fail("a template for changing demand gives its workload a duration_s (the whole run)");
+            const double from = k == 0 ? 0 : p.changes[k - 1].at_s;
+            const double to = k + 1 < phases.size() ? p.changes[k].at_s : dur;
+            if (from >= dur)
+              p.changes[k - 1].where.required("at_s").fail("this change comes after the template's workload ends (" +
+                                                           std::to_string(dur) + " s)");
+            wi["start_s"] = start + from;
+            wi["duration_s"] = std::min(to, dur) - from;
+          }
+          workload.push_back(wi);
+        }
       }
     }
   out["models"] = model_list;

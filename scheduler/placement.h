@@ -19,6 +19,13 @@ struct PlacementProblem {
   // `vlasim sweep --goal capacity` finds); 0: the model cannot run there.
   std::vector<std::vector<int>> capacity;
   ConfigNode where;                        // the problem's file, for errors (may be undefined)
+  // Demand changing during the run, in time order: from at_s (> 0) on, robots per model.
+  struct Change {
+    double at_s = 0;
+    std::vector<int> robots;
+    ConfigNode where;
+  };
+  std::vector<Change> changes;
 };
 
 struct Placement {
@@ -36,25 +43,48 @@ struct Placement {
 // when no placement serves every robot, saying which model's demand passes what the GPUs hold.
 Placement solve_placement(const PlacementProblem& problem);
 
+// How robots are placed: Robion's integer program, or the baselines SYSTEMS.md compares it
+// with: every model's robots split evenly over every GPU that runs it ("even"), or each GPU
+// given to one model, GPUs shared out by load ("dedicated").
+enum class PlacementStrategy { Ilp, Even, Dedicated };
+// "ilp", "even", "dedicated"; false for anything else.
+bool parse_placement_strategy(const std::string& name, PlacementStrategy* out);
+// The placement `s` gives for the robots of `robots` (per model). Even and dedicated never
+// refuse for load (load_max may pass 1); dedicated throws (as solve_placement) when there are
+// fewer GPUs than models with robots or a model's GPU cannot run it.
+Placement place_robots(const PlacementProblem& p, const std::vector<int>& robots, PlacementStrategy s);
+// The adaptive traffic controller: the placement at the start (p.robots) and, re-solved, at
+// every change of demand (p.changes), one per phase. A phase that cannot be placed is refused
+// at its change.
+std::vector<Placement> control_traffic(const PlacementProblem& p, PlacementStrategy s);
+
 // Reads a placement problem:
 //   gpus: [{name: gpu, catalog: h100-sxm, count: 4}]       # count: N makes gpu0 .. gpuN-1
 //   models:
 //     - {name: pi0, robots: 30, capacity: {h100-sxm: 16}}  # per catalog entry of the GPUs
+//   changes:                                               # optional: demand during the run
+//     - {at_s: 30, robots: {pi0: 50}}                      # models not named keep their robots
 // Throws ConfigError (file, line, key) for anything malformed: unknown keys, negative robots,
 // a capacity for a catalog entry no GPU has, a model with robots and no capacity anywhere.
 PlacementProblem load_placement_problem(const std::string& path);
 
-// The placement as a Markdown table (one row per model: robots per GPU) and as CSV
-// (model,gpu,robots,capacity,load rows).
-std::string placement_markdown(const PlacementProblem& p, const Placement& x);
+// The placement as a Markdown table (one row per model: robots per GPU; `robots`: the demand
+// placed) and as CSV (model,gpu,robots,capacity,load rows).
+std::string placement_markdown(const PlacementProblem& p, const Placement& x, const std::vector<int>& robots);
 std::string placement_csv(const PlacementProblem& p, const Placement& x);
+// Every phase's placement: a table per phase (Markdown) and phase,at_s,model,gpu,... rows (CSV).
+std::string controller_markdown(const PlacementProblem& p, const std::vector<Placement>& phases);
+std::string controller_csv(const PlacementProblem& p, const std::vector<Placement>& phases);
 
 // A scenario of the whole fleet from a one-GPU template scenario: the template's device once
 // per GPU of the problem (named as the problem names them), and for every GPU serving a model
-// a copy of the template's entry for that model (named MODEL-GPU, its placement moved to that
-// GPU) and of its workload entries with `count:` set to the robots placed there. Throws
-// ConfigError at the template when it has other than one device, a device of another catalog
-// entry than the problem's GPUs, or models that differ from the problem's.
-std::string fleet_scenario_yaml(const PlacementProblem& p, const Placement& x, const std::string& template_path);
+// in any phase a copy of the template's entry for that model (named MODEL-GPU, its placement
+// moved to that GPU); per phase, a copy of its workload entry with `count:` set to the robots
+// placed there, running from the phase's start (start_s) to its end (duration_s; the last phase
+// to the end of the template's duration). Throws ConfigError at the template when it has other
+// than one device, a device of another catalog entry than the problem's GPUs, or models that
+// differ from the problem's, and at a change that comes after the template's workload ends.
+std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Placement>& phases,
+                                const std::string& template_path);
 
 }  // namespace vlasim

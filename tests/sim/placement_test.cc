@@ -6,8 +6,11 @@
 #include <functional>
 #include <random>
 
+#include "models/builder.h"
+#include "scenarios/scenario.h"
 #include "scheduler/placement.h"
 #include "scratch.h"
+#include "sim/hardware.h"
 
 namespace vlasim {
 namespace {
@@ -127,6 +130,84 @@ TEST(Placement, DemandPastEveryGpuIsRefusedAtTheProblemsModels) {
   EXPECT_EQ(solve_placement(load_placement_problem(write("ok.yaml", gpus + "models:\n  - {name: a, robots: 12, capacity: {h100-sxm: 10}}\n")))
                 .instances,
             2);
+}
+
+
+TEST(Placement, BaselinesSplitEveryModelEvenlyOrGiveEachGpuOneModel) {
+  PlacementProblem p;
+  p.models = {"pi0", "smolvla"};
+  p.gpus = {"g0", "g1", "g2", "g3"};
+  p.robots = {30, 40};
+  p.capacity = {{20, 20, 20, 20}, {80, 80, 80, 80}};
+  const Placement even = place_robots(p, p.robots, PlacementStrategy::Even);
+  EXPECT_EQ(even.robots[0], (std::vector<int>{8, 8, 7, 7}));
+  EXPECT_EQ(even.robots[1], (std::vector<int>{10, 10, 10, 10}));
+  EXPECT_EQ(even.instances, 8);
+  // pi0's load (1.5 GPUs of robots) takes three GPUs, SmolVLA's (0.5) one.
+  const Placement ded = place_robots(p, p.robots, PlacementStrategy::Dedicated);
+  EXPECT_EQ(ded.robots[0], (std::vector<int>{10, 10, 10, 0}));
+  EXPECT_EQ(ded.robots[1], (std::vector<int>{0, 0, 0, 40}));
+  EXPECT_EQ(ded.instances, 4);
+  EXPECT_EQ(place_robots(p, p.robots, PlacementStrategy::Ilp).instances, 3);
+  p.gpus = {"g0"};
+  p.capacity = {{20}, {80}};
+  EXPECT_THROW(place_robots(p, p.robots, PlacementStrategy::Dedicated), std::invalid_argument);
+}
+
+TEST(Placement, TheControllerResolvesAtEveryChangeOfDemandAndTheFleetFollows) {
+  namespace fs = std::filesystem;
+  const fs::path dir = testing::scratch_dir("controller");
+  const std::string path = (dir / "p.yaml").string();
+  std::ofstream(path) << "gpus: [{name: gpu, catalog: h100-sxm, count: 2}]\n"
+                         "models:\n  - {name: pi0, robots: 10, capacity: {h100-sxm: 20}}\n"
+                         "  - {name: smolvla, robots: 10, capacity: {h100-sxm: 84}}\n"
+                         "changes:\n  - {at_s: 4, robots: {pi0: 30}}\n";
+  const PlacementProblem p = load_placement_problem(path);
+  ASSERT_EQ(p.changes.size(), 1u);
+  EXPECT_EQ(p.changes[0].robots, (std::vector<int>{30, 10}));
+  const std::vector<Placement> phases = control_traffic(p, PlacementStrategy::Ilp);
+  ASSERT_EQ(phases.size(), 2u);
+  EXPECT_EQ(phases[0].instances, 2);  // both models on one GPU
+  EXPECT_EQ(phases[1].robots[0][0] + phases[1].robots[0][1], 30);
+  EXPECT_EQ(phases[1].instances, 3);  // pi0 needs both GPUs now
+  EXPECT_NE(controller_markdown(p, phases).find("From 4 s:"), std::string::npos);
+  EXPECT_NE(controller_csv(p, phases).find("1,4,pi0,gpu1,"), std::string::npos) << controller_csv(p, phases);
+
+  const std::string tmpl = std::string(VLASIM_SOURCE_DIR) + "/scenarios/systems/robion_serving_h100.yaml";
+  const std::string fleet = (dir / "fleet.yaml").string();
+  std::ofstream(fleet) << fleet_scenario_yaml(p, phases, tmpl);
+  const Scenario s = load_scenario(fleet, default_catalog_dir(), default_cards_dir());
+  // Per phase and instance one workload entry: its robots, from the phase's start to its end.
+  const YAML::Node root = YAML::LoadFile(fleet);
+  int entries = 0;
+  for (const YAML::Node& w : root["workload"]) {
+    const std::string name = w["name"].as<std::string>();
+    const bool first = name.size() > 3 && name.substr(name.size() - 3) == "-p0";
+    EXPECT_DOUBLE_EQ(w["start_s"].as<double>(), first ? 0.0 : 4.0) << name;
+    EXPECT_DOUBLE_EQ(w["duration_s"].as<double>(), first ? 4.0 : 6.0) << name;  // the template runs 10 s
+    ++entries;
+  }
+  EXPECT_EQ(entries, 2 + 3);
+  EXPECT_EQ(s.devices.size(), 2u);
+
+  // Refused: changes out of order, unknown models, a change after the workload ends.
+  auto refused = [&](const std::string& changes, const std::string& what) {
+    std::ofstream(path) << "gpus: [{name: gpu, catalog: h100-sxm, count: 2}]\n"
+                           "models:\n  - {name: pi0, robots: 10, capacity: {h100-sxm: 20}}\n"
+                           "  - {name: smolvla, robots: 10, capacity: {h100-sxm: 84}}\n" + changes;
+    try {
+      const PlacementProblem q = load_placement_problem(path);
+      fleet_scenario_yaml(q, control_traffic(q, PlacementStrategy::Ilp), tmpl);
+      ADD_FAILURE() << "accepted: " << changes;
+    } catch (const ConfigError& e) {
+      EXPECT_GT(e.line(), 0) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  refused("changes:\n  - {at_s: 5, robots: {pi0: 3}}\n  - {at_s: 2, robots: {pi0: 4}}\n", "time order");
+  refused("changes:\n  - {at_s: 5, robots: {gr00t: 3}}\n", "no model 'gr00t'");
+  refused("changes:\n  - {at_s: 5, robots: {pi0: 90}}\n", "pi0");
+  refused("changes:\n  - {at_s: 50, robots: {pi0: 3}}\n", "after the template's workload ends");
 }
 
 }  // namespace
