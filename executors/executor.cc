@@ -1,5 +1,6 @@
 #include "executors/executor.h"
 
+#include <dlfcn.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -8,8 +9,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include "executors/cuda/cuda_executor.h"
 #include "executors/onednn_executor.h"
 #include "executors/reference.h"
+#include "scenarios/data_dir.h"
 
 namespace vlasim {
 
@@ -114,6 +117,35 @@ static DType dtype_param(const Params& p, bool check_host) {
   return d;
 }
 
+namespace {
+
+// The CUDA executor's module: VLASIM_CUDA_MODULE, else libvlasim_cuda_executor.so next to the
+// vlasim binary (a build tree, or an install's lib/ beside libvlasim.so), else in ../lib, else
+// the build tree this library was built in.
+std::string cuda_module_path() {
+  if (const char* e = std::getenv("VLASIM_CUDA_MODULE"); e && *e) return e;
+  const std::string dir = module_dir();
+  for (const std::string& p : {dir + "/libvlasim_cuda_executor.so", dir + "/../lib/libvlasim_cuda_executor.so",
+                               std::string(VLASIM_CUDA_MODULE_BUILD_PATH)})
+    if (std::ifstream(p).good()) return p;
+  return "";
+}
+
+std::unique_ptr<Executor> load_cuda_executor(const CudaOptions& o, const Params& p) {
+  const std::string path = cuda_module_path();
+  if (path.empty())
+    p.node().fail("the cuda executor is not built here: vlasim was built without nvcc (VLASIM_WITH_CUDA off), "
+                  "or libvlasim_cuda_executor.so is not beside it (VLASIM_CUDA_MODULE names it)");
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) p.node().fail("cannot load the cuda executor (" + path + "): " + dlerror());
+  using Make = Executor* (*)(const CudaOptions*);
+  auto make = reinterpret_cast<Make>(dlsym(h, "vlasim_make_cuda_executor"));
+  if (!make) p.node().fail(path + " is not the cuda executor module (no vlasim_make_cuda_executor)");
+  return std::unique_ptr<Executor>(make(&o));  // the module stays loaded for the process
+}
+
+}  // namespace
+
 void register_executors(ExecutorRegistry& r) {
   r.add({"onednn",
          "oneDNN 2.x on a pinned CPU core group (matmul/softmax primitives, fused epilogues)",
@@ -147,6 +179,23 @@ void register_executors(ExecutorRegistry& r) {
            o.dtype = dtype_param(p, false);
            o.seed = static_cast<uint64_t>(p.get_int("seed", 1));
            return std::make_unique<ReferenceExecutor>(o);
+         }});
+  r.add({"cuda",
+         "CUDA on one NVIDIA GPU (cuBLASLt GEMMs with fp32 accumulation, small kernels for the rest; "
+         "built when nvcc is found)",
+         {{"dtype", "GEMM operands: bf16 or fp32", "bf16"},
+          {"device", "CUDA device index", "0"},
+          {"seed", "seed of the synthetic weights and inputs", "1"}},
+         [](const Params& p) -> std::unique_ptr<Executor> {
+           CudaOptions o;
+           const std::string d = p.get_string("dtype", "bf16");
+           if (d == "bf16") o.dtype = DType::BF16;
+           else if (d == "fp32") o.dtype = DType::F32;
+           else p.node().required("dtype").fail("dtype '" + d + "' is not supported by the cuda executor; valid: bf16, fp32");
+           o.device = static_cast<int>(p.get_int("device", 0));
+           if (o.device < 0) p.node().required("device").fail("a CUDA device index is 0 or more");
+           o.seed = static_cast<uint64_t>(p.get_int("seed", 1));
+           return load_cuda_executor(o, p);
          }});
 }
 

@@ -79,8 +79,11 @@ void check_memory(uint64_t bytes, const std::string& what);
 
 using ExecutorRegistry = Registry<Executor>;
 // Adds "onednn" (params dtype (auto by default; a dtype this CPU cannot run is a ConfigError
-// naming its ISA), threads, cpus, seed) and "reference" (float64, slow; params
-// dtype, seed) to `r`.
+// naming its ISA), threads, cpus, seed), "reference" (float64, slow; params dtype, seed) and
+// "cuda" (params dtype, device, seed; executors/cuda/cuda_executor.h) to `r`. The CUDA
+// executor lives in a module of its own (libvlasim_cuda_executor.so, built when nvcc is
+// found), loaded when a cuda executor is made, so that vlasim starts without CUDA's libraries.
+
 void register_executors(ExecutorRegistry& r);
 // A registry filled by register_executors.
 const ExecutorRegistry& executor_registry();

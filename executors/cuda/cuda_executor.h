@@ -1,0 +1,33 @@
+// The CUDA executor (issue 12): runs the operator graphs the CPU executors run on one NVIDIA
+// GPU, with the same synthetic weights and inputs (executors/plan.h), so that its outputs
+// compare with the float64 reference executor's. GEMMs run through cuBLASLt (bf16 or fp32
+// operands, fp32 accumulation), the epilogue (bias, activation, gate/up, gate, residual, RoPE)
+// and every other op kind as small CUDA kernels of this file's .cu. Tensors are kept as fp32
+// on the device, their values rounded to the executor's dtype where the CPU executors round
+// them (weights and synthetic inputs); each op is timed with CUDA events on one stream.
+// Built only with VLASIM_WITH_CUDA, as the module libvlasim_cuda_executor.so that the
+// registry's "cuda" entry (executors/executor.h) loads when asked for it; kept out of
+// libvlasim.so and the vlasim program, which start without CUDA's libraries.
+#pragma once
+
+#include <memory>
+
+#include "executors/executor.h"
+
+namespace vlasim {
+
+struct CudaOptions {
+  DType dtype = DType::BF16;  // GEMM operands: bf16 or fp32
+  int device = 0;             // CUDA device index
+  uint64_t seed = 1;          // synthetic weights and inputs
+};
+
+// The executor on device opt.device. Throws std::runtime_error naming the CUDA error when
+// there is no such device (or no driver), std::invalid_argument for a dtype it cannot run.
+std::unique_ptr<Executor> make_cuda_executor(const CudaOptions& opt);
+
+}  // namespace vlasim
+
+// The module's entry point (what the registry's "cuda" entry looks up): a new executor the
+// caller owns; throws as make_cuda_executor.
+extern "C" vlasim::Executor* vlasim_make_cuda_executor(const vlasim::CudaOptions* opt);

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Device check of the CUDA executor (issue 12), for a session lent a GPU machine: builds the
+# CUDA parts from this tree (Release, sm_90 + PTX), runs the CUDA tests (every op kind of
+# pi0_tiny against the float64 reference, fp32 / bf16 / every graph pass) and the pi0
+# benchmark (2 views, empty prompt, chunk 63, 10 steps), and writes reports/gpu_executor.md
+# with the device, the tests' errors and the timings. Its outputs also go to $OUT when set
+# (the device tool's folder that comes back).
+#   scripts/gpu_check.sh            # on the GPU machine, from the repository root
+# Not yet in it (issue 12, still to build): CUDA Graph replay, per-unit streams, green-context
+# SM limits, calibrate / compare on GPU units.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$here/build-gpu}
+out=${OUT:-$here/out/gpu_check}
+mkdir -p "$out"
+start=$SECONDS
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+  --format=csv > "$out/device.csv" || echo "no nvidia-smi" > "$out/device.csv"
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DVLASIM_WITH_CUDA=ON -DVLASIM_BUILD_TESTS=ON \
+      -DVLASIM_BUILD_BENCHMARKS=ON > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+cmake --build "$build" -j "$(nproc)" --target cuda_probe_test bench_cuda > "$out/build.log" 2>&1 \
+  || { tail -40 "$out/build.log"; exit 1; }
+built=$SECONDS
+set +e
+SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 "$build/tests/cuda/cuda_probe_test" --gtest_output="json:$out/cuda_tests.json" \
+  > "$out/cuda_tests.txt" 2>&1
+tests_rc=$?
+"$build/benchmarks/executors/bench_cuda" --benchmark_format=json --benchmark_out="$out/bench_cuda.json" \
+  --benchmark_out_format=json > "$out/bench_cuda.txt" 2>&1
+bench_rc=$?
+set -e
+python3 - "$out" "$here/reports/gpu_executor.md" "$tests_rc" "$bench_rc" "$((built - start))" "$((SECONDS - built))" <<'PY'
+import json, sys, datetime, os
+out, report, trc, brc, build_s, run_s = sys.argv[1:7]
+dev = open(os.path.join(out, "device.csv")).read().strip()
+lines = [f"## {datetime.datetime.utcnow():%Y-%m-%dT%H:%MZ}", "", "```", dev, "```", "",
+         f"Build {build_s} s, tests and benchmark {run_s} s; tests exit {trc}, benchmark exit {brc}.", ""]
+try:
+    t = json.load(open(os.path.join(out, "cuda_tests.json")))
+    lines += ["| test | result | errors per stage |", "|---|---|---|"]
+    for suite in t.get("testsuites", []):
+        for c in suite.get("testsuite", []):
+            props = ", ".join(f"{k} {v}" for k, v in c.items() if k.endswith("_rel_err"))
+            res = "failed" if c.get("failures") else c.get("result", "")
+            lines.append(f"| {suite['name']}.{c['name']} | {res} | {props} |")
+except Exception as e:
+    lines.append(f"(no test results: {e})")
+lines.append("")
+try:
+    b = json.load(open(os.path.join(out, "bench_cuda.json")))
+    lines += ["| benchmark | ms | best ms | GFLOP/s | per stage ms |", "|---|---|---|---|---|"]
+    for r in b["benchmarks"]:
+        if r.get("error_occurred"):
+            lines.append(f"| {r['name']} | skipped: {r.get('error_message','')} | | | |")
+            continue
+        st = ", ".join(f"{k[:-9]} {r[k]:.2f}" for k in r if k.endswith("_stage_ms"))
+        lines.append(f"| {r['name']} | {r['ms']:.2f} | {r['best_ms']:.2f} | {r['GFLOP/s']:.0f} | {st} |")
+    lines += ["", "Target (issue 12): pi0 2 views, chunk 63, 10 steps, bf16, graph replay <= 12 ms on an H200."]
+except Exception as e:
+    lines.append(f"(no benchmark results: {e})")
+head = "# CUDA executor on a GPU (scripts/gpu_check.sh)\n\n"
+old = open(report).read() if os.path.exists(report) else head
+if not old.startswith(head): old = head + old
+open(report, "w").write(old + "\n".join(lines) + "\n")
+open(os.path.join(out, "gpu_executor.md"), "w").write(head + "\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
+exit $(( tests_rc != 0 ))
