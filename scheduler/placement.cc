@@ -79,23 +79,67 @@ Placement solve_placement(const PlacementProblem& p) {
     rlo.push_back(-COIN_DBL_MAX);
     rhi.push_back(1.0 + 1e-9);
   }
-  OsiClpSolverInterface lp;
-  lp.loadProblem(rows, lo.data(), hi.data(), cost.data(), rlo.data(), rhi.data());
-  for (int i = 0; i < n; ++i) lp.setInteger(i);
-  lp.messageHandler()->setLogLevel(0);
-  CbcModel model(lp);
-  model.setLogLevel(0);
-  model.messageHandler()->setLogLevel(0);
-  model.setNumberThreads(0);
-  model.setMaximumSeconds(60);
-  model.branchAndBound();
-  if (model.isProvenInfeasible() || !model.bestSolution())
-    refuse(p, "no placement serves every robot: the GPUs cannot hold the models' robots together within "
-              "their capacities (sum of robots / capacity per GPU at most 1); add GPUs or lower the demand");
-  if (!model.isProvenOptimal())
-    throw std::runtime_error("placement: CBC did not prove its placement the best within 60 s (" +
-                             std::to_string(M) + " models on " + std::to_string(G) + " GPUs); try fewer GPUs or models");
-  const double* s = model.bestSolution();
+  // Solves the rows above (and `extra` rows) with costs `c` over `n_vars` variables, the
+  // first 2 M G integer; the best solution's values.
+  auto solve = [&](const CoinPackedMatrix& mat, const std::vector<double>& vlo, const std::vector<double>& vhi,
+                   const std::vector<double>& c, const std::vector<double>& row_lo,
+                   const std::vector<double>& row_hi) -> std::vector<double> {
+    OsiClpSolverInterface lp;
+    lp.loadProblem(mat, vlo.data(), vhi.data(), c.data(), row_lo.data(), row_hi.data());
+    for (int i = 0; i < n; ++i) lp.setInteger(i);
+    lp.messageHandler()->setLogLevel(0);
+    CbcModel model(lp);
+    model.setLogLevel(0);
+    model.messageHandler()->setLogLevel(0);
+    model.setNumberThreads(0);
+    model.setMaximumSeconds(60);
+    model.branchAndBound();
+    if (model.isProvenInfeasible() || !model.bestSolution())
+      refuse(p, "no placement serves every robot: the GPUs cannot hold the models' robots together within "
+                "their capacities (sum of robots / capacity per GPU at most 1); add GPUs or lower the demand");
+    if (!model.isProvenOptimal())
+      throw std::runtime_error("placement: CBC did not prove its placement the best within 60 s (" +
+                               std::to_string(M) + " models on " + std::to_string(G) + " GPUs); try fewer GPUs or models");
+    return std::vector<double>(model.bestSolution(), model.bestSolution() + mat.getNumCols());
+  };
+  // First the fewest instances; then, among placements with that many, the one whose most
+  // loaded GPU is the least loaded (headroom where capacity was measured at the SLO's edge).
+  const std::vector<double> first = solve(rows, lo, hi, cost, rlo, rhi);
+  double instances = 0;
+  for (size_t m = 0; m < M; ++m)
+    for (size_t g = 0; g < G; ++g) instances += std::lround(first[y(m, g)]);
+  const int L = n;  // the most loaded GPU's load, continuous in [0, 1]
+  CoinPackedMatrix rows2(false, 0, 0);
+  rows2.setDimensions(0, n + 1);
+  std::vector<double> rlo2, rhi2;
+  for (int i = 0; i < rows.getNumRows(); ++i) {
+    const CoinShallowPackedVector r = rows.getVector(i);
+    CoinPackedVector v(r.getNumElements(), r.getIndices(), r.getElements());
+    if (i >= static_cast<int>(M + M * G)) v.insert(L, -1.0);  // a GPU's load <= L
+    rows2.appendRow(v);
+    rlo2.push_back(rlo[static_cast<size_t>(i)]);
+    rhi2.push_back(i >= static_cast<int>(M + M * G) ? 0.0 : rhi[static_cast<size_t>(i)]);
+  }
+  CoinPackedVector few;
+  for (size_t m = 0; m < M; ++m)
+    for (size_t g = 0; g < G; ++g) few.insert(y(m, g), 1.0);
+  rows2.appendRow(few);
+  rlo2.push_back(-COIN_DBL_MAX);
+  rhi2.push_back(instances + 1e-9);
+  std::vector<double> lo2 = lo, hi2 = hi, cost2(n + 1, 0.0);
+  lo2.push_back(0.0);
+  hi2.push_back(1.0 + 1e-9);
+  cost2[L] = 1.0;
+  // Ties, below a load step (1 / capacity, for capacities up to 10^4 robots; CBC's tolerances
+  // ignore costs much smaller): instances placed before are kept, then lower-numbered GPUs.
+  const double unit = 1e-4 / (instances + 1);
+  for (size_t m = 0; m < M; ++m)
+    for (size_t g = 0; g < G; ++g) {
+      const bool kept = m < p.before.size() && g < p.before[m].size() && p.before[m][g] > 0;
+      cost2[y(m, g)] = (kept ? 0.0 : unit) + 0.1 * unit * static_cast<double>(g + 1) / static_cast<double>(G + 1);
+    }
+  const std::vector<double> best = solve(rows2, lo2, hi2, cost2, rlo2, rhi2);
+  const double* s = best.data();
   Placement out;
   out.robots.assign(M, std::vector<int>(G, 0));
   std::vector<double> load(G, 0.0);
@@ -195,6 +239,7 @@ std::vector<Placement> control_traffic(const PlacementProblem& p, PlacementStrat
   for (const PlacementProblem::Change& c : p.changes) {
     PlacementProblem q = p;
     q.where = c.where;  // a phase that cannot be placed is refused at its change
+    q.before = phases.back().robots;  // keep what can be kept: moving a model means loading it
     phases.push_back(place_robots(q, c.robots, s));
   }
   return phases;

@@ -26,6 +26,9 @@ struct PlacementProblem {
     ConfigNode where;
   };
   std::vector<Change> changes;
+  // [model][gpu]: robots placed before (a controller's previous phase); among equally good
+  // placements, instances that exist there are kept. Empty: none.
+  std::vector<std::vector<int>> before;
 };
 
 struct Placement {
@@ -37,9 +40,9 @@ struct Placement {
 // The placement that serves every robot with as few model instances as possible (each
 // model's robots concentrated on few GPUs, so that its batches fill), subject to: every robot
 // assigned to a GPU whose capacity for its model is above 0, and on every GPU the sum over
-// models of robots / capacity at most 1. Among placements with the fewest instances, the one
-// CBC finds first with a small preference for lower-numbered GPUs (the same problem gives the
-// same placement). Throws ConfigError at problem.where (std::invalid_argument without one)
+// models of robots / capacity at most 1. Among placements with the fewest instances, one whose
+// most loaded GPU is the least loaded; among those, one keeping the instances of
+// problem.before, then lower-numbered GPUs (the same problem gives the same placement). Throws ConfigError at problem.where (std::invalid_argument without one)
 // when no placement serves every robot, saying which model's demand passes what the GPUs hold.
 Placement solve_placement(const PlacementProblem& problem);
 

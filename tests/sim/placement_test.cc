@@ -133,6 +133,22 @@ TEST(Placement, DemandPastEveryGpuIsRefusedAtTheProblemsModels) {
 }
 
 
+TEST(Placement, AmongEquallyGoodPlacementsTheOneKeepingTheInstancesBeforeWins) {
+  PlacementProblem p;
+  p.models = {"a", "b"};
+  p.gpus = {"g0", "g1", "g2"};
+  p.robots = {5, 5};
+  p.capacity = {{10, 10, 10}, {10, 10, 10}};
+  const Placement fresh = solve_placement(p);
+  EXPECT_EQ(fresh.instances, 2);
+  EXPECT_NEAR(fresh.load_max, 0.5, 1e-9);  // one model per GPU: half loaded, not one GPU full
+  EXPECT_GT(fresh.robots[0][0], 0);        // lower-numbered GPUs first
+  p.before = {{0, 0, 5}, {0, 5, 0}};
+  const Placement kept = solve_placement(p);
+  EXPECT_EQ(kept.robots[0], (std::vector<int>{0, 0, 5}));
+  EXPECT_EQ(kept.robots[1], (std::vector<int>{0, 5, 0}));
+}
+
 TEST(Placement, BaselinesSplitEveryModelEvenlyOrGiveEachGpuOneModel) {
   PlacementProblem p;
   p.models = {"pi0", "smolvla"};
@@ -170,6 +186,9 @@ TEST(Placement, TheControllerResolvesAtEveryChangeOfDemandAndTheFleetFollows) {
   EXPECT_EQ(phases[0].instances, 2);  // both models on one GPU
   EXPECT_EQ(phases[1].robots[0][0] + phases[1].robots[0][1], 30);
   EXPECT_EQ(phases[1].instances, 3);  // pi0 needs both GPUs now
+  for (size_t m = 0; m < 2; ++m)       // and the instances of the first phase stay where they were
+    for (size_t g = 0; g < 2; ++g)
+      if (phases[0].robots[m][g] > 0) EXPECT_GT(phases[1].robots[m][g], 0) << p.models[m] << " on " << p.gpus[g];
   EXPECT_NE(controller_markdown(p, phases).find("From 4 s:"), std::string::npos);
   EXPECT_NE(controller_csv(p, phases).find("1,4,pi0,gpu1,"), std::string::npos) << controller_csv(p, phases);
 
