@@ -465,8 +465,12 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
             const double from = k == 0 ? 0 : p.changes[k - 1].at_s;
             const double to = k + 1 < phases.size() ? p.changes[k].at_s : dur;
             if (from >= dur)
-              p.changes[k - 1].where.required("at_s").fail("this change comes after the template's workload ends (" +
-                                                           std::to_string(dur) + " s)");
+            {
+              char end_s[32];
+              std::snprintf(end_s, sizeof end_s, "%g", dur);
+              p.changes[k - 1].where.required("at_s").fail(std::string("this change comes after the template's workload ends (") +
+                                                           end_s + " s)");
+            }
             wi["start_s"] = start + from;
             wi["duration_s"] = std::min(to, dur) - from;
           }

@@ -839,6 +839,64 @@ def issue_cases():
             add(cid, cmd, code, expect, desc)
 
 
+# ---------------------------------------------------------------------------------------------
+# Figure tables (vlasim validate-papers), placement problems with changing demand, GPU kernel
+# figures in the catalog (session of 2026-12-02).
+# ---------------------------------------------------------------------------------------------
+def figure_and_placement_cases():
+    up = "../../../../scenarios/papers/"  # from tests/data/bad_inputs/figures/ to the papers
+    head = "fit:\n  host_op_us: [0, 20]\n  eff_scale: [1]\nfigures:\n"
+    fig = ("  - id: x\n    paper: p\n    what: w\n    source: s\n    published: 521\n"
+           "    eval: {scenario: %sorion_native_l20.yaml, metric: per_frame_ms}\n" % up)
+    figs = [
+        ("fig_unknown_metric", head + fig.replace("per_frame_ms", "speed"), "metric", "a metric the table does not know"),
+        ("fig_missing_scenario", head + fig.replace("orion_native_l20.yaml", "nowhere.yaml"), "scenario", "a scenario file that is not there"),
+        ("fig_empty_grid", head.replace("[0, 20]", "[]") + fig, "host_op_us", "an empty fit grid"),
+        ("fig_negative_published", head + fig.replace("521", "-521"), "published", "a negative published figure"),
+        ("fig_fit_not_evaluated", head + fig.replace("    eval: {scenario: %sorion_native_l20.yaml, metric: per_frame_ms}\n" % up,
+                                                     "    fit: true\n    not_evaluated: why\n"), "fit", "a fit figure that is not evaluated"),
+        ("fig_duplicate_id", head + fig + fig, "id", "the same figure twice"),
+        ("fig_capacity_in_fit", head + fig.replace("metric: per_frame_ms}", "metric: capacity, sweep: workload.0.count=1:4, slo: 0.9}")
+         .replace("    published: 521\n", "    published: 521\n    fit: true\n"), "fit", "a capacity figure in the fit set"),
+        ("fig_unknown_key", head + fig + "    colour: red\n", "colour", "an unknown key"),
+    ]
+    for cid, text, key, desc in figs:
+        add(cid, "{vlasim} validate-papers {file} -q", 2, "%s.yaml && %s" % (cid, key),
+            "figure table: " + desc, "figures/%s.yaml" % cid, text)
+    add("fig_missing_file", "{vlasim} validate-papers {tmp}/none.yaml -q", 2, "none.yaml", "figure table that is not there")
+    gpus = "gpus: [{name: gpu, catalog: h100-sxm, count: 2}]\n"
+    models = "models:\n  - {name: pi0, robots: 10, capacity: {h100-sxm: 20}}\n  - {name: smolvla, robots: 10, capacity: {h100-sxm: 84}}\n"
+    tmpl = " --template {src}/scenarios/systems/robion_serving_h100.yaml -o {tmp}/out"
+    places = [
+        ("place_changes_out_of_order", "changes:\n  - {at_s: 5, robots: {pi0: 3}}\n  - {at_s: 2, robots: {pi0: 4}}\n", "", "at_s && time order", "changes out of time order"),
+        ("place_changes_unknown_model", "changes:\n  - {at_s: 5, robots: {gr00t: 3}}\n", "", "gr00t", "a change naming an unknown model"),
+        ("place_changes_negative", "changes:\n  - {at_s: 5, robots: {pi0: -3}}\n", "", "pi0", "negative robots in a change"),
+        ("place_changes_too_many", "changes:\n  - {at_s: 5, robots: {pi0: 90}}\n", "", "pi0", "a change no placement serves"),
+        ("place_changes_zero_time", "changes:\n  - {at_s: 0, robots: {pi0: 3}}\n", "", "at_s", "a change at time 0"),
+        ("place_changes_after_end", "changes:\n  - {at_s: 50, robots: {pi0: 3}}\n", tmpl, "at_s && after the template", "a change after the template's workload ends"),
+        ("place_changes_not_a_map", "changes:\n  - {at_s: 5, robots: [pi0, 3]}\n", "", "robots", "robots of a change as a list"),
+    ]
+    for cid, changes, extra, expect, desc in places:
+        add(cid, "{vlasim} place {file} -q" + extra, 2, "%s.yaml && %s" % (cid, expect), "placement problem: " + desc,
+            "placement/%s.yaml" % cid, gpus + models + changes)
+    add("place_strategy_unknown", "{vlasim} place {src}/scenarios/placement/robion_4xh100.yaml -q --strategy greedy", 2,
+        "--strategy && greedy", "place --strategy greedy")
+    gpu = strip_comments(read("sim/catalog/gpus.yaml"))
+    start = gpu.index("h100-sxm:")
+    end = gpu.index("\nh200-sxm:")
+    entry = gpu[start:end + 1]
+    kern = re.search(r"^  kernels: .*$", entry, re.M)
+    for tag, bad, key in (("gemm_big", "  kernels: {gemm: 1.5}", "gemm"),
+                          ("tile_small", "  kernels: {tile: [8, 128]}", "tile"),
+                          ("tile_one", "  kernels: {tile: [128]}", "tile"),
+                          ("unknown", "  kernels: {gemm: 0.8, speed: 3}", "speed"),
+                          ("kernel_us_neg", "  kernels: {kernel_us: -1}", "kernel_us")):
+        cid = "cat_h100_sxm__kernels__" + tag
+        text = entry[:kern.start()] + bad + entry[kern.end():]
+        add(cid, "{vlasim} --catalog {dir} list devices", 2, "gpus.yaml && " + key,
+            "sim/catalog/gpus.yaml h100-sxm: kernels " + bad.strip(), "catalog/%s/gpus.yaml" % cid, text)
+
+
 def main():
     # Everything here is generated except README.md, which is kept.
     os.makedirs(OUT, exist_ok=True)
@@ -855,6 +913,7 @@ def main():
     catalog_mutations()
     profile_mutations()
     issue_cases()
+    figure_and_placement_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
         f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")
         for c in cases:
