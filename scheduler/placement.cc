@@ -464,8 +464,7 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
               w.fail("a template for changing demand gives its workload a duration_s (the whole run)");
             const double from = k == 0 ? 0 : p.changes[k - 1].at_s;
             const double to = k + 1 < phases.size() ? p.changes[k].at_s : dur;
-            if (from >= dur)
-            {
+            if (from >= dur) {
               char end_s[32];
               std::snprintf(end_s, sizeof end_s, "%g", dur);
               p.changes[k - 1].where.required("at_s").fail(std::string("this change comes after the template's workload ends (") +
