@@ -910,7 +910,17 @@ struct ModelChoice {
   std::string dtype;
   std::string dp_cache;  // --dp-cache START:END[:INTERVAL[:KEEP]]
   std::optional<std::vector<std::string>> passes;  // --passes (graph passes; "none": no pass)
+  std::string cost_model;  // --cost-model (default: the scenario's, roofline for a card)
+  bool graph_capture = false;  // --graph-capture (a card on GPUs)
 };
+
+// The cost model --cost-model names, checked against the registry ("" when not given).
+std::string cost_model_option(const std::string& name) {
+  if (!name.empty() && !cost_models().find(name))
+    command_line("--cost-model", name).fail("unknown cost model '" + name + "'; valid names are: " +
+                                            join_names(cost_models().names()));
+  return name;
+}
 
 
 bool is_scenario_arg(const std::string& what) {
@@ -958,6 +968,8 @@ LeaderboardModel choose_model(const Common& c, const ModelChoice& mc) {
     command_line("--dtype", mc.dtype).fail("unknown dtype '" + mc.dtype + "'; valid names are: fp32, bf16, fp16, int8");
   if (!mc.dp_cache.empty()) m.shape.dp_cache = dp_cache_option(mc.dp_cache, card, m.shape.steps);
   if (mc.passes) m.shape.passes = passes_option(*mc.passes, card, m.shape);
+  if (!cost_model_option(mc.cost_model).empty()) m.cost_model = mc.cost_model;
+  m.graph_capture = mc.graph_capture;
   return m;
 }
 
@@ -985,7 +997,8 @@ Scenario chosen_scenario(const Common& c, const ModelChoice& mc, const std::stri
   if (is_scenario_arg(mc.what) && device.empty()) {
     const char* given = mc.views > 0 ? "--views" : mc.prompt >= 0 ? "--prompt" : mc.chunk > 0 ? "--chunk"
                         : mc.steps > 0 ? "--steps" : mc.batch > 0 ? "--batch" : !mc.dtype.empty() ? "--dtype"
-                        : !mc.dp_cache.empty() ? "--dp-cache" : mc.passes ? "--passes" : nullptr;
+                        : !mc.dp_cache.empty() ? "--dp-cache" : mc.passes ? "--passes"
+                        : mc.graph_capture ? "--graph-capture" : nullptr;
     if (given)
       command_line(given, mc.what).fail(std::string(given) + " goes with a card or --device; a scenario's own plan "
                                         "runs its models as the file gives them");
@@ -993,6 +1006,10 @@ Scenario chosen_scenario(const Common& c, const ModelChoice& mc, const std::stri
     Scenario s = load_scenario(mc.what, c.catalog, c.cards);
     *model = pick_model(s, mc.model);
     resolve_auto_dtypes(s, native_cpu_dtype());
+    if (!cost_model_option(mc.cost_model).empty()) {
+      const ConfigNode none;
+      s.cost_model = PolicyDecl{mc.cost_model, Params(none), command_line("--cost-model", mc.cost_model)};
+    }
     if (!c.profile.empty()) use_profiled_cost_model(s, c.profile);
     return s;
   }
@@ -1211,6 +1228,11 @@ int main(int argc, char** argv) {
            "--passes", [&](const std::vector<std::string>& v) { mc.passes = v; },
            "graph passes to apply, comma-separated, or none (default: the card's; `vlasim list passes`)")
         ->delimiter(',');
+    cmd->add_flag("--graph-capture", mc.graph_capture,
+                  "a card on a GPU replays a captured CUDA Graph (default: eager, a launch per kernel)");
+    cmd->add_option("--cost-model", mc.cost_model,
+                    "cost model to predict with (`vlasim list cost_models`; e.g. shaped, the shape-aware GPU "
+                    "model; default: the scenario's, roofline for a card)");
   };
   auto* lboard = app.add_subcommand("leaderboard",
                                     "CET table: a model's time, energy and cost on every catalog GPU (or --devices), "

@@ -44,10 +44,11 @@ std::string instance_name(const std::string& device) {
   return out;
 }
 
-std::string scenario_text(const LeaderboardModel& m, const std::string& device) {
+std::string scenario_text(const LeaderboardModel& m, const std::string& device, bool gpu) {
   std::ostringstream os;
   os << "name: leaderboard-" << instance_name(device) << "\nseed: 1\nhardware:\n  devices:\n    - {name: "
-     << instance_name(device) << ", catalog: \"" << device << "\"}\nmodels:\n  - name: model\n    card: " << m.card << "\n    views: "
+     << instance_name(device) << ", catalog: \"" << device << "\""
+     << (gpu && m.graph_capture ? ", graph_capture: true" : "") << "}\nmodels:\n  - name: model\n    card: " << m.card << "\n    views: "
      << m.shape.views << "\n    prompt: " << m.shape.prompt << "\n    chunk: " << m.shape.chunk << "\n    steps: "
      << m.shape.steps << "\n    batch: " << m.shape.batch << "\n    dtype: " << to_string(m.shape.dtype)
      << "\n";
@@ -56,7 +57,7 @@ std::string scenario_text(const LeaderboardModel& m, const std::string& device) 
        << ", keep: " << dc.keep << "}\n";
   if (m.shape.passes) os << "    passes: [" << join(*m.shape.passes) << "]\n";
   os << "workload:\n  - {name: one, model: model, rate_hz: 1, duration_s: 1}\n"
-     << "policies: {queue: fifo, pipeline: serial, cost_model: roofline}\n";
+     << "policies: {queue: fifo, pipeline: serial, cost_model: " << m.cost_model << "}\n";
   return os.str();
 }
 
@@ -81,7 +82,9 @@ const DeviceSpec& compute_device(const Catalog& catalog, const std::string& name
 
 Scenario one_device_scenario(const LeaderboardModel& model, const std::string& device,
                              const std::string& catalog_dir, const std::string& cards_dir) {
-  return load_scenario_text(scenario_text(model, device), "leaderboard-" + device, catalog_dir, cards_dir);
+  const DeviceSpec* spec = Catalog::load_dir(catalog_dir).find(device);
+  const bool gpu = spec && spec->type == DeviceType::Gpu;
+  return load_scenario_text(scenario_text(model, device, gpu), "leaderboard-" + device, catalog_dir, cards_dir);
 }
 
 Leaderboard make_leaderboard(const LeaderboardModel& model, const std::string& catalog_dir,
@@ -197,7 +200,9 @@ std::string leaderboard_markdown(const Leaderboard& lb) {
              : std::string())
      << "; " << printf_number("%.3g", lb.params / 1e9) << " B parameters: **" << lb.model_tier
      << "** model (small below " << printf_number("%g", kSmallModelParams / 1e9) << " B).\n\n"
-     << "One request at a time, predicted by the roofline cost model (not measured). Feasible: the control rate "
+     << "One request at a time, predicted by the " << lb.model.cost_model << " cost model (not measured), GPUs "
+     << (lb.model.graph_capture ? "replaying a captured CUDA Graph" : "launching each kernel (no graph capture)")
+     << ". Feasible: the control rate "
         "1 / latency is at least "
      << printf_number("%g", o.min_hz) << " Hz. Energy: P = P_idle + (TDP - P_idle) x u, u the busy fraction of the "
         "request's time (linear power model, Fan et al., ISCA 2007), P_idle from the catalog or "

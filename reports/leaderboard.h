@@ -48,6 +48,8 @@ struct LeaderboardModel {
   std::string name;  // shown in the report
   std::string card;  // card name, resolved in the cards folder
   RunShape shape;
+  std::string cost_model = "roofline";  // registry name (default parameters)
+  bool graph_capture = false;           // GPUs replay a captured CUDA Graph (else eager launches)
 };
 
 struct LeaderboardRow {
