@@ -118,7 +118,9 @@ struct Evaluator {
       spec.adjust = adjust(point);
       const SweepResult r = run_sweep(spec, {});
       if (r.best < 0) e.where.fail("no load of the sweep meets the SLO");
-      v = std::stod(r.rows[r.best].value);
+      char* end = nullptr;
+      v = std::strtod(r.rows[r.best].value.c_str(), &end);
+      if (*end) e.where.required("sweep").fail("the swept values are not numbers ('" + r.rows[r.best].value + "')");
     } else {
       ConfigNode root = ConfigNode::load_file(e.scenario);
       for (const auto& [k, val] : e.set) scenario_key(root.raw(), k, e.scenario) = YAML::Clone(val);
@@ -146,9 +148,13 @@ struct Evaluator {
     return v;
   }
 
+  // The figure's value; throws ConfigError at the figure when it is not a positive number
+  // (a zero time or a zero denominator: its error would have no size).
   double value(const PaperFigure& f, int point) {
     const double n = run(f.num, point);
-    return f.has_den ? n / run(f.den, point) : n;
+    const double v = f.has_den ? n / run(f.den, point) : n;
+    if (!(std::isfinite(v) && v > 0)) f.where.fail("the simulator gives " + fmt(v) + " for this figure, not a positive number");
+    return v;
   }
 };
 
@@ -271,6 +277,9 @@ Validation validate_papers(const FigureTable& t, const std::string& catalog_dir,
   if (all >= 0) {
     v.host_op_us = t.host_op_us[all / t.eff_scale.size()];
     v.eff_scale = t.eff_scale[all % t.eff_scale.size()];
+  } else {  // no fit figure: the registry's defaults
+    v.host_op_us = ShapedParams{}.host_op_s * 1e6;
+    v.eff_scale = ShapedParams{}.eff_scale;
   }
   // Without any fit figure the shaped model runs at its registry defaults.
   auto shaped = [&](const PaperFigure& f, int p) {

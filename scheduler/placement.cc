@@ -130,15 +130,19 @@ Placement solve_placement(const PlacementProblem& p) {
   lo2.push_back(0.0);
   hi2.push_back(1.0 + 1e-9);
   cost2[L] = 1.0;
-  // Ties, below a load step (1 / capacity, for capacities up to 10^4 robots; CBC's tolerances
-  // ignore costs much smaller): instances placed before are kept, then lower-numbered GPUs.
-  const double unit = 1e-4 / (instances + 1);
+  const std::vector<double> second = solve(rows2, lo2, hi2, cost2, rlo2, rhi2);
+  // Last, at that load (the third level of the order), whole-number costs CBC cannot round
+  // away: an instance not placed before costs more than every instance's GPU number together
+  // (instances x G + 1), a GPU's number 0 .. G - 1 breaks the remaining ties.
+  rhi2.back() = instances + 1e-9;
+  hi2[L] = second[L] + 1e-9;
+  std::vector<double> cost3(n + 1, 0.0);
   for (size_t m = 0; m < M; ++m)
     for (size_t g = 0; g < G; ++g) {
       const bool kept = m < p.before.size() && g < p.before[m].size() && p.before[m][g] > 0;
-      cost2[y(m, g)] = (kept ? 0.0 : unit) + 0.1 * unit * static_cast<double>(g + 1) / static_cast<double>(G + 1);
+      cost3[y(m, g)] = (kept ? 0.0 : instances * static_cast<double>(G) + 1) + static_cast<double>(g);
     }
-  const std::vector<double> best = solve(rows2, lo2, hi2, cost2, rlo2, rhi2);
+  const std::vector<double> best = solve(rows2, lo2, hi2, cost3, rlo2, rhi2);
   const double* s = best.data();
   Placement out;
   out.robots.assign(M, std::vector<int>(G, 0));
@@ -205,7 +209,12 @@ Placement place_robots(const PlacementProblem& p, const std::vector<int>& robots
     return finish(p, x);
   }
   // Dedicated: every model with robots gets a GPU, then each further GPU goes to the model
-  // whose GPUs are the most loaded (robots / (capacity x its GPUs)); GPUs in order.
+  // whose GPUs are the most loaded (robots / (capacity x its GPUs)); GPUs in order. Defined for
+  // GPUs that are alike (one capacity per model).
+  for (size_t m = 0; m < M; ++m)
+    if (std::any_of(p.capacity[m].begin(), p.capacity[m].end(), [&](int c) { return c != p.capacity[m][0]; }))
+      refuse(q, "one model per GPU (dedicated) is defined for GPUs that are alike, but model '" + p.models[m] +
+                    "' has different capacities on them");
   std::vector<size_t> serving;
   for (size_t m = 0; m < M; ++m)
     if (robots[m] > 0) serving.push_back(m);
@@ -214,7 +223,7 @@ Placement place_robots(const PlacementProblem& p, const std::vector<int>& robots
                   " GPUs: one model per GPU cannot serve them all");
   std::vector<int> share(M, 0);
   for (size_t m : serving) share[m] = 1;
-  auto load = [&](size_t m) { return robots[m] / (static_cast<double>(p.capacity[m][0] > 0 ? p.capacity[m][0] : 1) * share[m]); };
+  auto load = [&](size_t m) { return robots[m] / (static_cast<double>(std::max(1, p.capacity[m][0])) * share[m]); };
   for (size_t extra = serving.size(); extra < G && !serving.empty(); ++extra) {
     size_t best = serving.front();
     for (size_t m : serving)
@@ -425,9 +434,13 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
   for (const ConfigNode& w : root.required("workload").items())
     if (++entries[w.required("model").as_string()] > 1)
       w.required("model").fail("a fleet template has one workload entry per model (its robots)");
-  for (size_t m = 0; m < p.models.size(); ++m)
-    if (p.robots[m] > 0 && !entries.count(p.models[m]))
+  for (size_t m = 0; m < p.models.size(); ++m) {
+    const bool serves = std::any_of(phases.begin(), phases.end(), [&](const Placement& x) {
+      return std::any_of(x.robots[m].begin(), x.robots[m].end(), [](int r) { return r > 0; });
+    });
+    if (serves && !entries.count(p.models[m]))
       root.required("workload").fail("the template has no workload entry for model '" + p.models[m] + "'");
+  }
 
   YAML::Node out = YAML::Clone(root.raw());
   YAML::Node devices(YAML::NodeType::Sequence);

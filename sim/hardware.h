@@ -38,7 +38,8 @@ struct Efficiency {
 struct KernelModel {
   int tile_m = 128, tile_n = 128;  // the largest GEMM tile the vendor library runs at full rate
   double gemm = 0.75;       // fraction of the matrix peak a large, well-shaped GEMM reaches
-  double gemm_fp32 = 0.75;  // the same for fp32 GEMMs on the vector units (no TF32)
+  double gemm_fp32 = 0.75;  // the same for fp32 GEMMs on the vector units (no TF32); a block
+                            // without it takes its gemm
   double attention = 0.55;  // fraction of the matrix peak fused attention reaches, long sequences
   double vector = 0.5;      // fraction of the vector peak elementwise/norm kernels reach
   double memory = 0.85;     // achievable fraction of DRAM bandwidth (a streaming copy)

@@ -8,9 +8,10 @@
 // - norms and elementwise ops are memory-bound at the achievable, not peak, bandwidth;
 // - a kernel with few thread blocks cannot pull the whole DRAM bandwidth: each SM pulls at
 //   most bandwidth / (saturating_sms x SMs), which also prices an SM partition's bandwidth;
-// - no kernel is shorter than the device's empty kernel; under CUDA Graph replay each kernel
-//   adds the graph's per-kernel cost; run eagerly (no graph), a kernel shorter than the
-//   framework's per-operator host time leaves the GPU waiting for the host.
+// - no kernel is shorter than the device's empty kernel, and each adds the gap between two
+//   kernels on the GPU (the catalog's graph_launch_us); run eagerly (no CUDA Graph), a kernel
+//   shorter than the framework's per-operator host time (host_op_us, launch included) leaves
+//   the GPU waiting for the host, so graph replay gains only where kernels are that short.
 // Per-device figures come from the catalog's `kernels:` block (public microbenchmarks);
 // the two global parameters are fitted by `vlasim validate-papers` on a named fit set.
 // CPU units are priced by the roofline.

@@ -53,7 +53,8 @@ struct DView {
 };
 
 constexpr int kThreads = 256;
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65535 * 16)); }
+// At least one block: the kernels' grid-stride loops do nothing for n = 0.
+int blocks_for(int64_t n) { return static_cast<int>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 65535 * 16)); }
 
 __device__ float act_fn(int act, float x) {
   switch (act) {
@@ -297,9 +298,16 @@ class CudaExecutor : public Executor {
     check(cudaGetDeviceProperties(&prop, opt_.device), "cudaGetDeviceProperties");
     device_ = std::string("cuda ") + std::to_string(opt_.device) + " (" + prop.name + ", " +
               std::to_string(prop.multiProcessorCount) + " SMs), cuBLASLt, " + to_string(opt_.dtype);
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    check(cublasLtCreate(&lt_), "cublasLtCreate");
-    workspace_ = DeviceBuffer<char>(kWorkspace);
+    // A blocking stream: it waits for work on the legacy default stream as well.
+    check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+    try {
+      check(cublasLtCreate(&lt_), "cublasLtCreate");
+      workspace_ = DeviceBuffer<char>(kWorkspace);
+    } catch (...) {
+      if (lt_) cublasLtDestroy(lt_);
+      cudaStreamDestroy(stream_);
+      throw;
+    }
   }
   ~CudaExecutor() override {
     for (auto& s : segments_)
@@ -394,7 +402,7 @@ class CudaExecutor : public Executor {
                                       " values, got " + std::to_string(data.size()));
         std::vector<float> f(data);
         for (float& x : f) x = t.is_int ? std::round(x) : round_to(opt_.dtype, x);
-        check(cudaMemcpy(s.tensors.at(key).p, f.data(), 4 * f.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+        copy_in(s.tensors.at(key).p, f);
         return;
       }
     throw std::invalid_argument("set_input: " + input_key(key) + " is not an input of segment " +
@@ -408,7 +416,8 @@ class CudaExecutor : public Executor {
       throw std::invalid_argument("get_output: op " + std::to_string(op) + " is not in segment " +
                                   std::to_string(segment));
     std::vector<float> out(static_cast<size_t>(it->second.n));
-    check(cudaMemcpy(out.data(), it->second.p, 4 * out.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    check(cudaMemcpyAsync(out.data(), it->second.p, 4 * out.size(), cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     return out;
   }
 
@@ -434,9 +443,15 @@ class CudaExecutor : public Executor {
   }
   const Segment& seg(int id) const { return const_cast<CudaExecutor*>(this)->seg(id); }
 
+  // Host to device on the executor's stream, complete when it returns.
+  void copy_in(float* dst, const std::vector<float>& f) {
+    check(cudaMemcpyAsync(dst, f.data(), 4 * f.size(), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
   DeviceBuffer<float> upload(const std::vector<float>& f) {
     DeviceBuffer<float> d(static_cast<int64_t>(f.size()));
-    check(cudaMemcpy(d.p, f.data(), 4 * f.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+    copy_in(d.p, f);
     return d;
   }
 
@@ -538,13 +553,14 @@ class CudaExecutor : public Executor {
         a.B = o.batch, a.H = o.heads, a.KV = o.kv_heads, a.hd = o.head_dim, a.q_len = o.q_len;
         a.kv_len = o.kv_len, a.kv_cached = o.kv_cached, a.window = o.window, a.out_ld = C, a.causal = o.causal;
         const size_t shared = sizeof(float) * (o.kv_len + kThreads);
-        attention_kernel<<<static_cast<unsigned>(o.batch * o.heads * o.q_len), kThreads, shared, stream_>>>(a);
+        if (o.batch * o.heads * o.q_len > 0)
+          attention_kernel<<<static_cast<unsigned>(o.batch * o.heads * o.q_len), kThreads, shared, stream_>>>(a);
         break;
       }
       case OpKind::Norm: {
         const float* sc = weight(o, "scale", C);
         const float* sh = o.fn == OpFn::LayerNorm ? weight(o, "shift", C) : nullptr;
-        norm_kernel<<<static_cast<unsigned>(R), kThreads, 0, stream_>>>(out, view(s, p, kA), C, sc, sh);
+        if (R > 0) norm_kernel<<<static_cast<unsigned>(R), kThreads, 0, stream_>>>(out, view(s, p, kA), C, sc, sh);
         break;
       }
       case OpKind::Elementwise: {
@@ -574,7 +590,9 @@ class CudaExecutor : public Executor {
                 out, a, b, nullptr, R, C, 5,
                 o.fn == OpFn::Gelu ? 1 : o.fn == OpFn::Silu ? 3 : 0, 0.f);
             break;
-          case OpFn::Softmax: softmax_kernel<<<static_cast<unsigned>(R), kThreads, 0, stream_>>>(out, a, C); break;
+          case OpFn::Softmax:
+            if (R > 0) softmax_kernel<<<static_cast<unsigned>(R), kThreads, 0, stream_>>>(out, a, C);
+            break;
           case OpFn::RoPE: {
             const int64_t hd = o.head_dim > 0 ? o.head_dim : C;
             eltwise_kernel<<<grid, kThreads, 0, stream_>>>(out, a, b, nullptr, R, C, 5, 0, 0.f);
@@ -591,8 +609,9 @@ class CudaExecutor : public Executor {
         embedding_kernel<<<grid, kThreads, 0, stream_>>>(out, view(s, p, kIndices), weight(o, "table", o.vocab * C), R, C);
         break;
       case OpKind::Transfer:
-        check(cudaMemcpyAsync(out, s.tensors.at(p.in[kA].t.key).p, 4 * n, cudaMemcpyDeviceToDevice, stream_),
-              "transfer copy");
+        if (n > 0)
+          check(cudaMemcpyAsync(out, s.tensors.at(p.in[kA].t.key).p, 4 * n, cudaMemcpyDeviceToDevice, stream_),
+                "transfer copy");
         break;
     }
   }

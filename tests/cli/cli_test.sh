@@ -155,6 +155,16 @@ check "leaderboard: a row per GPU-type catalog entry" \
   test "$(($(wc -l <"$tmp/lb1/leaderboard.csv") - 1))" -eq "$(cat "$src"/sim/catalog/*.yaml | grep -c '^  type: gpu')"
 check "leaderboard: the same files on a rerun" cmp -s "$tmp/lb1/leaderboard.md" "$tmp/lb2/leaderboard.md"
 check "leaderboard: the same roofline on a rerun" cmp -s "$tmp/lb1/roofline.csv" "$tmp/lb2/roofline.csv"
+expect_error "leaderboard unknown cost model" 2 "\-\-cost-model.*valid names are: roofline" leaderboard pi0_tiny --cost-model nope
+"$bin" leaderboard pi0_tiny --devices rtx4090 --cost-model shaped -q -o "$tmp/lbs1" &&
+  "$bin" leaderboard pi0_tiny --devices rtx4090 --cost-model shaped --graph-capture -q -o "$tmp/lbs2"; rc=$?
+check "leaderboard --cost-model shaped exits 0" test "$rc" -eq 0
+check "leaderboard --cost-model shaped says so" grep -q "predicted by the shaped cost model" "$tmp/lbs1/leaderboard.md"
+# graph replay is faster than a launch per kernel under the shaped model (eager host time)
+lat() { awk -F, 'NR == 2 {print $0}' "$1" | tr ',' '\n' | sed -n "$(head -1 "$1" | tr ',' '\n' | grep -n '^latency' | cut -d: -f1)p"; }
+check "leaderboard --graph-capture: faster than eager" awk -v a="$(lat "$tmp/lbs2/leaderboard.csv")" -v b="$(lat "$tmp/lbs1/leaderboard.csv")" 'BEGIN {exit !(a > 0 && a < b)}'
+# validate-papers: a table that is not there, and the shipped table's figures in the output
+expect_error "validate-papers missing table" 2 "none.yaml" validate-papers "$tmp/none.yaml"
 "$bin" roofline "$src/scenarios/default.yaml" >"$tmp/roof.md"; rc=$?
 check "roofline of a scenario exits 0 and has a table per device" test "$rc" -eq 0 -a -n "$(grep '^## cpu0' "$tmp/roof.md")"
 
