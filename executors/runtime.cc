@@ -30,6 +30,7 @@ struct UnitRunner {
   std::map<std::tuple<int, int, int>, std::pair<Executor*, int>> handles;
   std::vector<char> src, dst;                                          // transfer buffers
   std::vector<int> cpus;
+  int cuda_device = -1;  // a GPU stream: the CUDA device its executor runs on (else -1)
   // The one item the flow has started on this unit, if any.
   bool has_item = false;
   WorkItem item;
@@ -95,9 +96,14 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
     auto fail = [&](const std::string& msg) {
       throw ConfigError(s.file, dev.line, 0, "hardware.devices", "device '" + dev.name + "': " + msg);
     };
-    if (dev.spec.type != DeviceType::Cpu)
-      fail("is a GPU (" + dev.spec.name + "); `vlasim execute` runs CPU core groups only on this "
-           "machine (no GPU executor yet)");
+    if (dev.spec.type == DeviceType::Gpu) {
+      // A GPU stream runs on the cuda executor, a CUDA stream of its own; the scenario's GPUs
+      // are the process's CUDA devices in order. (SM limits are not enforced yet.)
+      int index = 0;
+      for (int d = 0; d < ui.device; ++d) index += s.devices[static_cast<size_t>(d)].spec.type == DeviceType::Gpu;
+      units[u]->cuda_device = index;
+      continue;
+    }
     const UnitDecl& ud = dev.units[ui.unit];
     for (int c = 0; c < ud.cores; ++c) units[u]->cpus.push_back(ud.first_core + c);
     try {
@@ -121,6 +127,20 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       if (seg.transfer) continue;
       UnitRunner& ur = *units[seg.unit];
       auto& ex = ur.executors[dtype];
+      if (!ex && ur.cuda_device >= 0) {
+        const DeviceInstance& dev = s.devices[static_cast<size_t>(p.units[seg.unit].device)];
+        const std::string yaml = "{dtype: " + std::string(to_string(dtype)) + ", device: " +
+                                 std::to_string(ur.cuda_device) + ", seed: " + std::to_string(s.seed) + "}";
+        ConfigNode n = ConfigNode::load_string(yaml, "<execute>");
+        try {
+          ex = executor_registry().make("cuda", Params(n), n);
+        } catch (const std::exception& e) {
+          throw ConfigError(s.file, dev.line, 0, "hardware.devices",
+                            "device '" + dev.name + "' (" + dev.spec.name + ", stream " + p.units[seg.unit].name +
+                                ") runs on the cuda executor, which this host cannot start: " + e.what());
+        }
+        out.devices.push_back(p.units[seg.unit].name + ": " + ex->device());
+      }
       if (!ex) {
         std::string yaml = "{dtype: " + std::string(to_string(dtype)) + ", cpus: " +
                            yaml_list(ur.cpus) + ", seed: " + std::to_string(s.seed) + "}";

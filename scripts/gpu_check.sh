@@ -6,8 +6,9 @@
 # with the device, the tests' errors and the timings. Its outputs also go to $OUT when set
 # (the device tool's folder that comes back).
 #   scripts/gpu_check.sh            # on the GPU machine, from the repository root
-# Not yet in it (issue 12, still to build): CUDA Graph replay, per-unit streams, green-context
-# SM limits, calibrate / compare on GPU units.
+# Also `vlasim compare` of pi0 (2 views) on the GPU present: GPU streams run on the cuda
+# executor, a CUDA stream each. Not yet in it (issue 12, still to build): CUDA Graph replay,
+# green-context SM limits, calibrate and the profiled cost model on GPU units.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build-gpu}
@@ -18,7 +19,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
   --format=csv > "$out/device.csv" || echo "no nvidia-smi" > "$out/device.csv"
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DVLASIM_WITH_CUDA=ON -DVLASIM_BUILD_TESTS=ON \
       -DVLASIM_BUILD_BENCHMARKS=ON > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-cmake --build "$build" -j "$(nproc)" --target cuda_probe_test bench_cuda > "$out/build.log" 2>&1 \
+cmake --build "$build" -j "$(nproc)" --target cuda_probe_test bench_cuda vlasim > "$out/build.log" 2>&1 \
   || { tail -40 "$out/build.log"; exit 1; }
 built=$SECONDS
 set +e
@@ -28,10 +29,21 @@ tests_rc=$?
 "$build/benchmarks/executors/bench_cuda" --benchmark_format=json --benchmark_out="$out/bench_cuda.json" \
   --benchmark_out_format=json > "$out/bench_cuda.txt" 2>&1
 bench_rc=$?
+# pi0 2 views on the GPU present (the realtime scenario retargeted): predicted (shaped model,
+# graph replay off: the executor launches each kernel) beside measured by `vlasim compare`.
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+case "$gpu" in *H200*) entry=h200-sxm ;; *H100*) entry=h100-sxm ;; *A100*) entry=a100-sxm-80gb ;; *) entry=rtx4090 ;; esac
+sed -e "s/catalog: rtx4090/catalog: $entry/" -e "s/duration_s: 10/duration_s: 3/" \
+    -e "s/graph_capture: true/graph_capture: false/" -e "s/^  queue: \(.*\)$/  queue: \1\n  cost_model: shaped/" \
+    "$here/scenarios/systems/realtime_pi0_4090.yaml" > "$out/pi0_gpu.yaml"
+SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 timeout 240 "$build/vlasim" compare "$out/pi0_gpu.yaml" -q -o "$out/compare" \
+  > "$out/compare.txt" 2>&1
+compare_rc=$?
+cp "$out/compare/compare.md" "$out/compare.md" 2>/dev/null || true
 set -e
-python3 - "$out" "$here/reports/gpu_executor.md" "$tests_rc" "$bench_rc" "$((built - start))" "$((SECONDS - built))" <<'PY'
+python3 - "$out" "$here/reports/gpu_executor.md" "$tests_rc" "$bench_rc" "$((built - start))" "$((SECONDS - built))" "$compare_rc" <<'PY'
 import json, sys, datetime, os
-out, report, trc, brc, build_s, run_s = sys.argv[1:7]
+out, report, trc, brc, build_s, run_s, crc = sys.argv[1:8]
 dev = open(os.path.join(out, "device.csv")).read().strip()
 lines = [f"## {datetime.datetime.utcnow():%Y-%m-%dT%H:%MZ}", "", "```", dev, "```", "",
          f"Build {build_s} s, tests and benchmark {run_s} s; tests exit {trc}, benchmark exit {brc}.", ""]
@@ -58,6 +70,9 @@ try:
     lines += ["", "Target (issue 12): pi0 2 views, chunk 63, 10 steps, bf16, graph replay <= 12 ms on an H200."]
 except Exception as e:
     lines.append(f"(no benchmark results: {e})")
+lines += ["", f"`vlasim compare` of pi0 2 views on this GPU (exit {crc}):", ""]
+cmp = os.path.join(out, "compare.md")
+lines += open(cmp).read().splitlines() if os.path.exists(cmp) else [open(os.path.join(out, "compare.txt")).read()[-2000:]]
 head = "# CUDA executor on a GPU (scripts/gpu_check.sh)\n\n"
 old = open(report).read() if os.path.exists(report) else head
 if not old.startswith(head): old = head + old

@@ -255,6 +255,33 @@ workload: [{model: m, rate_hz: 20, duration_s: 0.2}]
   EXPECT_EQ(g.models[0].shape.dtype, DType::BF16);
 }
 
+// A GPU stream runs on the cuda executor: where it cannot start (no GPU, no driver, built
+// without nvcc) the run is refused naming the device, the stream and why; where it can, the
+// requests run.
+TEST(Runtime, AGpuStreamRunsOnTheCudaExecutorOrIsRefusedNamingTheDevice) {
+  Scenario s = scenario(R"(
+name: gpu-stream
+hardware:
+  devices:
+    - {name: gpu0, catalog: rtx4090}
+models:
+  - {name: g, card: pi0_tiny, dtype: bf16, placement: [{stages: [vision, prefix, action], device: gpu0}]}
+workload: [{model: g, rate_hz: 20, duration_s: 0.2}]
+)");
+  try {
+    const ExecResult r = execute(s, plan_of(s), ExecuteOptions{});
+    ASSERT_FALSE(r.result.requests.empty());
+    EXPECT_TRUE(r.result.requests.front().finished());
+    EXPECT_EQ(r.failed, 0u) << r.first_error;
+    ASSERT_FALSE(r.devices.empty());
+    EXPECT_NE(r.devices.front().find("cuda"), std::string::npos) << r.devices.front();
+  } catch (const ConfigError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("device 'gpu0'"), std::string::npos) << w;
+    EXPECT_NE(w.find("cuda executor"), std::string::npos) << w;
+  }
+}
+
 // Fault injection: a real executor wrapped so that chosen runs throw or take longer.
 class FaultyExecutor : public Executor {
  public:
