@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The shipped figure table (scenarios/papers/figures.yaml) still evaluates: every figure gets a
+# row, every evaluated one a number, and the summary says whether the target is met; a rerun
+# writes the same files (the fit and its grid are deterministic).
+# Usage: validate_papers_test.sh VLASIM_BINARY SOURCE_DIR
+set -u
+bin=$1; src=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
+fail=0
+"$bin" validate-papers "$src/scenarios/papers/figures.yaml" -q -o "$tmp/a" >/dev/null || { echo "FAILED: exit $?"; exit 1; }
+figures=$(grep -c '^  - id:' "$src/scenarios/papers/figures.yaml")
+evaluated=$(grep -c '^    eval:' "$src/scenarios/papers/figures.yaml")
+rows=$(($(wc -l <"$tmp/a/validate.csv") - 1))
+[[ $rows == "$figures" ]] || { echo "FAILED: $rows rows for $figures figures"; fail=1; }
+numbers=$(awk -F, 'NR > 1 && $5 == 1 && $9 != "" {n++} END {print n + 0}' "$tmp/a/validate.csv")
+[[ $numbers == "$evaluated" ]] || { echo "FAILED: $numbers figures with a prediction, $evaluated evaluated"; fail=1; }
+grep -q "Out of sample: median |error|" "$tmp/a/validate.md" || { echo "FAILED: no summary line"; fail=1; }
+"$bin" validate-papers "$src/scenarios/papers/figures.yaml" -q -o "$tmp/b" >/dev/null
+cmp -s "$tmp/a/validate.csv" "$tmp/b/validate.csv" || { echo "FAILED: a rerun differs"; fail=1; }
+echo "$rows figures, $numbers predicted"
+exit $fail
