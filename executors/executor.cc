@@ -185,9 +185,12 @@ void register_executors(ExecutorRegistry& r) {
          "built when nvcc is found)",
          {{"dtype", "GEMM operands: bf16 or fp32", "bf16"},
           {"device", "CUDA device index", "0"},
-          {"seed", "seed of the synthetic weights and inputs", "1"}},
+          {"seed", "seed of the synthetic weights and inputs", "1"},
+          {"graph", "replay each segment as a captured CUDA Graph (per-op times then scaled from the first run)",
+           "false"}},
          [](const Params& p) -> std::unique_ptr<Executor> {
            CudaOptions o;
+           o.graph = p.get_bool("graph", false);
            const std::string d = p.get_string("dtype", "bf16");
            if (d == "bf16") o.dtype = DType::BF16;
            else if (d == "fp32") o.dtype = DType::F32;

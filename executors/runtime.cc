@@ -130,7 +130,8 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       if (!ex && ur.cuda_device >= 0) {
         const DeviceInstance& dev = s.devices[static_cast<size_t>(p.units[seg.unit].device)];
         const std::string yaml = "{dtype: " + std::string(to_string(dtype)) + ", device: " +
-                                 std::to_string(ur.cuda_device) + ", seed: " + std::to_string(s.seed) + "}";
+                                 std::to_string(ur.cuda_device) + ", seed: " + std::to_string(s.seed) +
+                                 ", graph: " + (dev.graph_capture ? "true" : "false") + "}";
         ConfigNode n = ConfigNode::load_string(yaml, "<execute>");
         try {
           ex = executor_registry().make("cuda", Params(n), n);

@@ -7,8 +7,9 @@
 # (the device tool's folder that comes back).
 #   scripts/gpu_check.sh            # on the GPU machine, from the repository root
 # Also `vlasim compare` of pi0 (2 views) on the GPU present: GPU streams run on the cuda
-# executor, a CUDA stream each. Not yet in it (issue 12, still to build): CUDA Graph replay,
-# green-context SM limits, calibrate and the profiled cost model on GPU units.
+# executor, a CUDA stream each (a captured CUDA Graph per segment where the device has
+# graph_capture). Not yet in it (issue 12, still to build): green-context SM limits, calibrate
+# and the profiled cost model on GPU units.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build-gpu}
@@ -67,7 +68,7 @@ try:
             continue
         st = ", ".join(f"{k[:-9]} {r[k]:.2f}" for k in r if k.endswith("_stage_ms"))
         lines.append(f"| {r['name']} | {r['ms']:.2f} | {r['best_ms']:.2f} | {r['GFLOP/s']:.0f} | {st} |")
-    lines += ["", "Target (issue 12): pi0 2 views, chunk 63, 10 steps, bf16, graph replay <= 12 ms on an H200."]
+    lines += ["", "Target (issue 12): pi0 2 views, chunk 63, 10 steps, bf16, graph replay (BM_CudaPi0Bf16Graph) <= 12 ms on an H200."]
 except Exception as e:
     lines.append(f"(no benchmark results: {e})")
 lines += ["", f"`vlasim compare` of pi0 2 views on this GPU (exit {crc}):", ""]

@@ -310,8 +310,10 @@ class CudaExecutor : public Executor {
     }
   }
   ~CudaExecutor() override {
-    for (auto& s : segments_)
+    for (auto& s : segments_) {
       for (auto& e : s.events) cudaEventDestroy(e);
+      if (s.graph) cudaGraphExecDestroy(s.graph);
+    }
     if (lt_) cublasLtDestroy(lt_);
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -369,25 +371,39 @@ class CudaExecutor : public Executor {
   const SegmentTiming& run(int segment) override {
     Segment& s = seg(segment);
     check(cudaSetDevice(opt_.device), "cudaSetDevice");
-    for (size_t i = 0; i < s.plan.size(); ++i) {
-      check(cudaEventRecord(s.events[2 * i], stream_), "cudaEventRecord");
-      run_op(s, s.plan[i]);
-      check(cudaGetLastError(), "kernel launch");
-      check(cudaEventRecord(s.events[2 * i + 1], stream_), "cudaEventRecord");
+    if (!opt_.graph) return run_eager(s);
+    if (!s.graph) {
+      // The first run goes kernel by kernel (its per-op times are kept), then the segment is
+      // captured once: its buffers, weights and scratch exist since prepare(), so the
+      // captured kernels allocate and copy nothing.
+      run_eager(s);
+      s.eager_seconds = s.timing.seconds;
+      s.eager_total = s.timing.total;
+      cudaGraph_t g = nullptr;
+      check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+      try {
+        for (const OpPlan& p : s.plan) run_op(s, p);
+      } catch (...) {
+        cudaStreamEndCapture(stream_, &g);
+        if (g) cudaGraphDestroy(g);
+        throw;
+      }
+      check(cudaStreamEndCapture(stream_, &g), "cudaStreamEndCapture");
+      const cudaError_t e = cudaGraphInstantiate(&s.graph, g, 0);
+      cudaGraphDestroy(g);
+      check(e, "cudaGraphInstantiate");
     }
+    check(cudaEventRecord(s.events.front(), stream_), "cudaEventRecord");
+    check(cudaGraphLaunch(s.graph, stream_), "cudaGraphLaunch");
+    check(cudaEventRecord(s.events.back(), stream_), "cudaEventRecord");
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    double total = 0;
-    for (size_t i = 0; i < s.plan.size(); ++i) {
-      float ms = 0;
-      check(cudaEventElapsedTime(&ms, s.events[2 * i], s.events[2 * i + 1]), "cudaEventElapsedTime");
-      s.timing.seconds[i] = ms * 1e-3;
-    }
-    if (!s.plan.empty()) {
-      float ms = 0;
-      check(cudaEventElapsedTime(&ms, s.events.front(), s.events.back()), "cudaEventElapsedTime");
-      total = ms * 1e-3;
-    }
-    s.timing.total = total;
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, s.events.front(), s.events.back()), "cudaEventElapsedTime");
+    s.timing.total = ms * 1e-3;
+    // A replayed graph has no per-op times: each op gets its share of the kernel-by-kernel
+    // run, scaled to the replay's total.
+    const double scale = s.eager_total > 0 ? s.timing.total / s.eager_total : 0;
+    for (size_t i = 0; i < s.plan.size(); ++i) s.timing.seconds[i] = s.eager_seconds[i] * scale;
     return s.timing;
   }
 
@@ -434,7 +450,33 @@ class CudaExecutor : public Executor {
     std::map<TensorKey, DeviceBuffer<float>> tensors;
     std::vector<cudaEvent_t> events;  // before and after each op
     SegmentTiming timing;
+    cudaGraphExec_t graph = nullptr;  // with opt_.graph: the captured segment, after its first run
+    std::vector<double> eager_seconds;  // that first run's per-op times
+    double eager_total = 0;
   };
+
+  // One run kernel by kernel, each op between two events.
+  const SegmentTiming& run_eager(Segment& s) {
+    for (size_t i = 0; i < s.plan.size(); ++i) {
+      check(cudaEventRecord(s.events[2 * i], stream_), "cudaEventRecord");
+      run_op(s, s.plan[i]);
+      check(cudaGetLastError(), "kernel launch");
+      check(cudaEventRecord(s.events[2 * i + 1], stream_), "cudaEventRecord");
+    }
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    for (size_t i = 0; i < s.plan.size(); ++i) {
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, s.events[2 * i], s.events[2 * i + 1]), "cudaEventElapsedTime");
+      s.timing.seconds[i] = ms * 1e-3;
+    }
+    s.timing.total = 0;
+    if (!s.plan.empty()) {
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, s.events.front(), s.events.back()), "cudaEventElapsedTime");
+      s.timing.total = ms * 1e-3;
+    }
+    return s.timing;
+  }
 
   Segment& seg(int id) {
     if (id < 0 || static_cast<size_t>(id) >= segments_.size())

@@ -4,7 +4,8 @@
 // operands, fp32 accumulation), the epilogue (bias, activation, gate/up, gate, residual, RoPE)
 // and every other op kind as small CUDA kernels of this file's .cu. Tensors are kept as fp32
 // on the device, their values rounded to the executor's dtype where the CPU executors round
-// them (weights and synthetic inputs); each op is timed with CUDA events on one stream.
+// them (weights and synthetic inputs); each op is timed with CUDA events on one stream (with
+// `graph`, each segment replays a captured CUDA Graph, timed as a whole).
 // Built only with VLASIM_WITH_CUDA, as the module libvlasim_cuda_executor.so that the
 // registry's "cuda" entry (executors/executor.h) loads when asked for it; kept out of
 // libvlasim.so and the vlasim program, which start without CUDA's libraries.
@@ -20,6 +21,9 @@ struct CudaOptions {
   DType dtype = DType::BF16;  // GEMM operands: bf16 or fp32
   int device = 0;             // CUDA device index
   uint64_t seed = 1;          // synthetic weights and inputs
+  // Replay each segment as a CUDA Graph captured after its first (kernel-by-kernel) run; a
+  // replay's per-op times are that run's, scaled to the replay's total.
+  bool graph = false;
 };
 
 // The executor on device opt.device. Throws std::runtime_error naming the CUDA error when

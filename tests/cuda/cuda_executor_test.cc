@@ -34,7 +34,7 @@ TEST(CudaExecutor, IsRegisteredWithItsParametersAndRefusesOtherDtypes) {
   ASSERT_NE(e, nullptr);
   std::vector<std::string> names;
   for (const ParamSpec& p : e->params) names.push_back(p.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"dtype", "device", "seed"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"dtype", "device", "seed", "graph"}));
   try {
     make_cuda("dtype: int8");
     FAIL() << "int8 accepted";
@@ -81,6 +81,23 @@ void against_reference(DType dtype, double tol, const std::vector<std::string>& 
 
 TEST(CudaExecutor, TinyPi0Fp32MatchesTheReference) { against_reference(DType::F32, 1e-4, {}); }
 TEST(CudaExecutor, TinyPi0Bf16MatchesTheReference) { against_reference(DType::BF16, 3e-2, {}); }
+// A replayed CUDA Graph computes what the kernel-by-kernel run did (bit for bit: the same
+// kernels on the same buffers), and its total is its own.
+TEST(CudaExecutor, AGraphReplayGivesTheKernelByKernelOutputs) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  OpGraph g = build_graph(load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_tiny.yaml"), RunShape{});
+  auto eager = make_cuda("seed: 3");
+  auto graph = make_cuda("seed: 3\ngraph: true");
+  const std::vector<int> ops = all_ops(g);
+  const int a = eager->prepare(g, ops), b = graph->prepare(g, ops);
+  eager->run(a);
+  for (int i = 0; i < 3; ++i) {
+    const SegmentTiming& t = graph->run(b);
+    EXPECT_GT(t.total, 0);
+  }
+  EXPECT_EQ(eager->get_output(a, ops.back()), graph->get_output(b, ops.back()));
+}
+
 TEST(CudaExecutor, TinyPi0WithEveryPassMatchesTheReference) {
   against_reference(DType::F32, 1e-4, pass_names());
 }
