@@ -425,7 +425,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   std::set<std::string> model_names;
   for (auto& m : root.required("models").items()) {
     m.check_keys({"name", "card", "views", "prompt", "chunk", "steps", "batch", "dtype",
-                  "placement", "partition", "dynamic_zone", "dp_cache", "passes"});
+                  "placement", "partition", "dynamic_zone", "dp_cache", "passes", "v_aefusion"});
     ModelInstance mi;
     mi.where = m;
     mi.card = find_card(cards_dir, m.required("card").as_string(), m.required("card"));
@@ -436,6 +436,17 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     mi.shape = parse_shape(m, mi.card);
     if (m.has("dp_cache")) mi.shape.dp_cache = parse_dp_cache(m.required("dp_cache"), mi.shape.steps, mi.card);
     if (m.has("passes")) mi.shape.passes = parse_passes(m.required("passes"), mi.card, mi.shape);
+    if (m.has("v_aefusion")) {
+      const ConfigNode v = m.required("v_aefusion");
+      if (!v.is_map()) v.fail("expected {stale_steps: K}: the first K denoising steps run on the previous frame's features");
+      v.check_keys({"stale_steps"});
+      mi.v_aefusion_where = v;
+      mi.v_aefusion = static_cast<int>(v.get_count("stale_steps", 0, 1, 1000000));
+      if (!v.has("stale_steps")) v.required("stale_steps");
+      if (mi.v_aefusion >= mi.shape.steps)
+        v.required("stale_steps").fail("stale_steps " + std::to_string(mi.v_aefusion) + " leaves no fresh step of the " +
+                                       std::to_string(mi.shape.steps) + " the model runs; give fewer");
+    }
     mi.dtype_where = m.has("dtype") ? m.required("dtype") : m;
     mi.dtype_auto = mi.dtype_pending = m.has("dtype") && m.required("dtype").as_string() == "auto";
     if (m.has("placement") && m.has("partition"))

@@ -93,6 +93,11 @@ struct ModelInstance {
   Params zone_params;
   ConfigNode zone_where;
   int zone_width = 0;
+  // V-AEFusion (SYSTEMS.md system 3): the action expert's first v_aefusion denoising steps
+  // run on the previous request's VLM features, beside this request's VLM (its action stage
+  // on a stream or core group of its own on the same device); 0: off.
+  int v_aefusion = 0;
+  ConfigNode v_aefusion_where;
   ConfigNode where;
 };
 

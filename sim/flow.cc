@@ -179,6 +179,10 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
   holding_ = true;
   for (const WorkItem& w : batch) {
     RequestRecord& rec = this->rec(w.request);
+    if (rec.failed) {  // V-AEFusion: its other chain failed while this one ran
+      end_request(rec, end);
+      continue;
+    }
     if (total > 0) {
       const StageSpan span = stage_span_[rec.plan][w.segment];
       double at = start;
@@ -197,8 +201,11 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
         at += len;
       }
     }
-    if (const int next = next_segment(rec, w.segment + 1); next >= 0) {
-      enqueue(w.request, next, end);
+    int next = next_segment(rec, w.segment + 1);
+    const int fork = p_.models[static_cast<size_t>(rec.plan)].fork;
+    if (fork >= 0 && next == fork && w.segment != fork) next = next_segment(rec, fork + 1);  // the VLM chain's end
+    if (next >= 0) {
+      if (reach(rec, next)) enqueue(w.request, next, end);
     } else {
       end_request(rec, end);
     }
@@ -220,7 +227,8 @@ void RequestFlow::segment_failed(int unit, const WorkItem&, double start, double
   for (const WorkItem& w : batch) {
     RequestRecord& rec = this->rec(w.request);
     rec.failed = true;
-    end_request(rec, end);
+    // V-AEFusion: while its other chain runs, the request ends when that one does.
+    if (!join_waiting_.erase(w.request)) end_request(rec, end);
   }
   dispatch(unit, end);
 }
@@ -247,7 +255,23 @@ void RequestFlow::admit(uint64_t id, double now) {
   RequestRecord& rec = this->rec(id);
   ++in_flight_[flow_key(rec)];
   if (zone_[rec.model]) rec.plan = choose_plan(rec.model, now);
-  enqueue(id, next_segment(rec, 0), now);
+  const int first = next_segment(rec, 0);
+  enqueue(id, first, now);
+  // V-AEFusion: the stale steps start now too, beside the VLM; the fresh ones wait for both.
+  const int fork = p_.models[static_cast<size_t>(rec.plan)].fork;
+  if (fork > first && runs(rec, fork) && next_segment(rec, fork + 1) >= 0) {
+    join_waiting_.insert(id);
+    enqueue(id, fork, now);
+  }
+}
+
+bool RequestFlow::reach(const RequestRecord& rec, int next) {
+  if (rec.failed) return false;  // its other chain failed: nothing more runs
+  const int fork = p_.models[static_cast<size_t>(rec.plan)].fork;
+  if (fork < 0 || next != next_segment(rec, fork + 1)) return true;
+  // The first chain to get here waits; the second starts the fresh steps.
+  if (join_waiting_.erase(rec.id)) return false;
+  return true;
 }
 
 int RequestFlow::choose_plan(int m, double now) {

@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "scenarios/scenario.h"
@@ -94,6 +95,8 @@ class RequestFlow {
   // have moved, so a unit never starts with part of a batch that arrives together.
   bool holding_ = false;
   std::vector<int> held_;
+  // V-AEFusion: requests with one of their two chains still running before the join.
+  std::set<uint64_t> join_waiting_;
   std::vector<int> window_, in_flight_;
   std::vector<std::deque<uint64_t>> waiting_;
   std::vector<std::vector<WorkItem>> unit_queue_;
@@ -110,6 +113,9 @@ class RequestFlow {
   bool runs(const RequestRecord& rec, int k) const;
   // The first segment >= k that `rec` runs, or -1.
   int next_segment(const RequestRecord& rec, int k) const;
+  // V-AEFusion's join: request `rec`'s chain reached segment `next` at `now`; true when it
+  // may run (not a join, or the other chain is done too), false when it waits for the other.
+  bool reach(const RequestRecord& rec, int next);
   // The admission window a request belongs to: its model, or its own stream when the stream
   // runs only some stages (indices p.models.size() + stream).
   size_t flow_key(const RequestRecord& rec) const;

@@ -167,9 +167,16 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
   for (size_t i = 0; i < g.size(); ++i) op_device[i] = p.units[mp.op_unit[i]].device;
   // Bytes already moved to a device, per source op, so each tensor crosses once.
   std::set<std::pair<int, int>> moved;  // (source op, destination device)
+  // V-AEFusion: the action expert's ops before its step mi.v_aefusion end a segment.
+  int fresh_from = -1;
+  if (mi.v_aefusion > 0)
+    for (size_t i = 0; i < g.size() && fresh_from < 0; ++i)
+      if (g.op(static_cast<int>(i)).stage == Stage::Action && g.op(static_cast<int>(i)).step >= mi.v_aefusion)
+        fresh_from = static_cast<int>(i);
   for (size_t i = 0; i < g.size(); ++i) {
     int unit = mp.op_unit[i];
-    if (mp.segments.empty() || mp.segments.back().transfer || mp.segments.back().unit != unit) {
+    if (mp.segments.empty() || mp.segments.back().transfer || mp.segments.back().unit != unit ||
+        static_cast<int>(i) == fresh_from) {
       // Inputs this new segment reads from other devices travel first.
       std::map<int, double> incoming;  // source device -> bytes
       for (size_t j = i; j < g.size() && mp.op_unit[j] == unit; ++j)
@@ -204,6 +211,30 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
     }
     mp.segments.back().ops.push_back(static_cast<int>(i));
   }
+  if (fresh_from >= 0) {
+    // The stale steps' segment: the one before the fresh steps' first op. It must follow the
+    // VLM's last segment directly, on another unit of the same device (no transfer between).
+    int fresh = -1;
+    for (size_t k = 0; k < mp.segments.size() && fresh < 0; ++k)
+      if (!mp.segments[k].transfer && mp.segments[k].ops.front() == fresh_from) fresh = static_cast<int>(k);
+    const int f = fresh - 1;
+    auto refuse = [&](const std::string& why) {
+      mi.v_aefusion_where.fail("V-AEFusion on model '" + mi.name + "': " + why);
+    };
+    if (mi.zone_width > 0 || !mi.zone_name.empty()) refuse("a dynamic zone changes the plan per request; use one or the other");
+    if (f < 1 || mp.segments[f].transfer || mp.segments[f - 1].transfer)
+      refuse("its action expert must run on a stream or core group of its own on the device that runs its VLM "
+             "(the stale steps start beside the VLM, reading features already there)");
+    const UnitInfo& a = p.units[mp.segments[f - 1].unit];
+    const UnitInfo& b = p.units[mp.segments[f].unit];
+    if (a.device != b.device || mp.segments[f - 1].unit == mp.segments[f].unit)
+      refuse("its action expert runs on " + b.name + " and its VLM on " + a.name +
+             ": the stale steps need a stream or core group of their own on the VLM's device");
+    for (int k = 0; k < f; ++k)
+      if (mp.segments[k].unit == mp.segments[f].unit)
+        refuse("an earlier stage runs on " + b.name + ", the unit of the stale steps");
+    mp.fork = f;
+  }
   int stages = 0, prev = -1;
   for (auto& seg : mp.segments) {
     if (!seg.transfer) {
@@ -217,6 +248,14 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
     prev = seg.unit;
   }
   mp.pipeline_stages = stages;
+  if (mp.fork >= 0) {
+    // Alone, the stale steps run beside the VLM: the longer of the two, then the rest.
+    double vlm = 0;
+    for (int k = 0; k < mp.fork; ++k) vlm += mp.segments[static_cast<size_t>(k)].seconds;
+    const double stale = mp.segments[static_cast<size_t>(mp.fork)].seconds;
+    mp.alone_seconds -= std::min(vlm, stale);
+    mp.segments[static_cast<size_t>(mp.fork)].label += ".stale";
+  }
   return mp;
 }
 

@@ -88,6 +88,10 @@ struct ModelPlan {
   std::vector<OpCost> op_costs;  // by op id (transfers excluded)
   std::vector<int> op_unit;      // by op id
   std::vector<Segment> segments;
+  // V-AEFusion (ModelInstance::v_aefusion): the segment of the action expert's stale steps,
+  // which starts when the request does, beside segments 0 .. fork-1 (its VLM); segment
+  // fork+1 (the fresh steps) starts when both are done. -1: none.
+  int fork = -1;
   int pipeline_stages = 1;       // distinct consecutive units visited
   double alone_seconds = 0;      // sum of segment times (one request, no contention)
   // The batch sizes above 1 the scenario's batching policy may run on the units this plan

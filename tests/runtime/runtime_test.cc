@@ -1,6 +1,8 @@
 // The real runtime runs scenarios with the simulator's plans and policies.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -253,6 +255,45 @@ workload: [{model: m, rate_hz: 20, duration_s: 0.2}]
   EXPECT_FALSE(model_uses_cpu(g, g.models[0]));
   resolve_auto_dtypes(g, DType::F32);
   EXPECT_EQ(g.models[0].shape.dtype, DType::BF16);
+}
+
+// V-AEFusion in a real run: each request's stale action steps start with it on the action
+// core group, beside its VLM, and its fresh steps only after both.
+TEST(Runtime, VAeFusionRunsTheStaleStepsBesideTheVlm) {
+  Scenario s = scenario(R"(
+name: vaef-real
+hardware:
+  devices:
+    - name: cpu0
+      catalog: epyc-2vcpu
+      core_groups: [{name: vlm, cores: 1}, {name: ae, cores: 1}]
+models:
+  - name: m
+    card: pi0_tiny
+    dtype: auto
+    v_aefusion: {stale_steps: 4}
+    placement:
+      - {stages: [vision, prefix], device: cpu0.vlm}
+      - {stages: [action], device: cpu0.ae}
+workload: [{model: m, rate_hz: 10, duration_s: 0.5}]
+policies: {queue: fifo, pipeline: serial}
+)");
+  resolve_auto_dtypes(s, native_cpu_dtype());
+  const Plan p = plan_of(s);
+  const int fork = p.models[0].fork;
+  ASSERT_GE(fork, 1);
+  const ExecResult r = execute(s, p, ExecuteOptions{});
+  EXPECT_EQ(r.failed, 0u) << r.first_error;
+  std::map<uint64_t, std::map<int, std::pair<double, double>>> runs;
+  for (const TraceEvent& e : r.result.trace) runs[e.request][e.segment] = {e.start, e.end};
+  ASSERT_FALSE(r.result.requests.empty());
+  for (const RequestRecord& q : r.result.requests) {
+    ASSERT_TRUE(q.finished()) << "request " << q.id;
+    const auto& seg = runs[q.id];
+    ASSERT_TRUE(seg.count(fork) && seg.count(fork + 1) && seg.count(fork - 1)) << "request " << q.id;
+    EXPECT_GE(seg.at(fork + 1).first, std::max(seg.at(fork - 1).second, seg.at(fork).second) - 1e-9);
+    EXPECT_LE(seg.at(fork).first, seg.at(fork - 1).second);  // it ran beside the VLM, not after
+  }
 }
 
 // A GPU stream runs on the cuda executor: where it cannot start (no GPU, no driver, built
