@@ -150,22 +150,6 @@ TEST(Runtime, RunsBatchesOfItsQueuedRequestsAtTheBatchSize) {
   alarm(0);
 }
 
-TEST(Runtime, RefusesAGpuWithAClearError) {
-  Scenario s = scenario(R"(
-name: gpu
-hardware: {devices: [{name: gpu0, catalog: rtx4090}]}
-models: [{card: pi0_tiny}]
-workload: [{model: pi0_tiny, rate_hz: 10, duration_s: 0.2}]
-)");
-  try {
-    execute(s, plan_of(s), ExecuteOptions{});
-    FAIL();
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("gpu0"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("GPU"), std::string::npos);
-  }
-}
-
 TEST(Runtime, RefusesCoresThisMachineDoesNotHave) {
   Scenario s = scenario(R"(
 name: big-cpu
