@@ -1,75 +1,26 @@
 #!/usr/bin/env bash
 # DP-Cache on this machine's CPU (issue 14): is the predicted speed-up the measured one, and how
-# far does it move the actions? Calibrates scenarios/validation/dp_cache_off.yaml only (the fit:
-# the quick grid and that scenario's ops in context), then runs dp_cache_pair.yaml with that
-# profile (`vlasim compare`): the model with and without DP-Cache in one run, requests
-# interleaved, so both see the same machine (this one's speed drifts by 20% over minutes). Adds
-# a section to reports/dp_cache.md (newest first): the host, each model's p50 latency predicted
-# and measured, the speed-up (p50 without / p50 with) predicted and measured and their ratio
-# (target: within 10%), and the relative change of the final actions (the executors_test
-# DP-Cache test, float64 reference executor).
-# RUNS (default 2) repeats the whole check. Builds nothing: it expects build/vlasim (or $VLASIM)
-# and build/tests/executors/executors_test. REPORT overrides the report's path.
+# far does it move the actions? Runs the executors_test DP-Cache test (float64 reference
+# executor) for the relative change of the final actions, then scripts/speedup_check.sh on
+# scenarios/validation/dp_cache_off.yaml (calibrated) and dp_cache_pair.yaml (compared: the
+# model with and without DP-Cache in one run). Adds a section to reports/dp_cache.md (REPORT
+# overrides it). RUNS (default 2) repeats the check. Builds nothing: it expects build/vlasim (or
+# $VLASIM) and build/tests/executors/executors_test.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-vlasim=${VLASIM:-$here/build/vlasim}
 tests=${EXECUTORS_TEST:-$here/build/tests/executors/executors_test}
-runs=${RUNS:-2}
-report=${REPORT:-$here/reports/dp_cache.md}
-out=out/dp_cache
-[[ -x $vlasim ]] || { echo "dp_cache_check: $vlasim not found; run scripts/setup.sh first" >&2; exit 1; }
-command -v python3 >/dev/null || { echo "dp_cache_check: python3 is needed for the report" >&2; exit 1; }
+out=out/dp_cache_check
 mkdir -p "$out"
-"$vlasim" list host > "$out/host.txt"
 "$tests" --gtest_filter='*DpCache*' --gtest_output="xml:$out/dp_cache_test.xml" > "$out/dp_cache_test.log" 2>&1 \
   || { cat "$out/dp_cache_test.log"; exit 1; }
-date_start=$(date -u +%Y-%m-%dT%H:%MZ)
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-for i in $(seq 1 "$runs"); do
-  echo "== DP-Cache check $i of $runs (load $(cut -d' ' -f1 /proc/loadavg))"
-  "$vlasim" calibrate scenarios/validation/dp_cache_off.yaml --grid quick --in-context --context-requests 60 \
-    --context-seconds 20 -q -o "$out/profile$i.json" > "$out/calibrate$i.log" 2>&1
-  "$vlasim" --profile "$out/profile$i.json" compare scenarios/validation/dp_cache_pair.yaml -q -o "$out/pair$i" \
-    2> "$out/compare$i.err"
-done
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$out" "$runs" "$report" "$date_start" "$load_start" "$load_end" <<'PY'
-import json, re, sys
-out, runs, report, date, load_start, load_end = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
-host = open(f"{out}/host.txt").read().strip()
-xml = open(f"{out}/dp_cache_test.xml").read()
+moved=$(python3 - "$out/dp_cache_test.xml" <<'PY'
+import re, sys
+xml = open(sys.argv[1]).read()
 m = re.search(r'dp_cache_action_rel_diff"? value="([^"]+)"', xml) or re.search(r'dp_cache_action_rel_diff="([^"]+)"', xml)
-moved = float(m.group(1)) if m else None
-rows, worst = [], 0.0
-for i in range(1, runs + 1):
-    p50 = {}
-    models = {m["name"]: m for m in json.load(open(f"{out}/pair{i}/compare.json"))["models"]}
-    for s, name in (("off", "plain"), ("on", "cached")):
-        c = models[name]["end_to_end"]["latency_s"]["p50"]
-        p50[s] = (c["predicted"], c["measured"])
-    sp_pred = p50["off"][0] / p50["on"][0]
-    sp_meas = p50["off"][1] / p50["on"][1]
-    err = sp_pred / sp_meas - 1
-    worst = max(worst, abs(err))
-    rows.append(f"| {i} | {1e3*p50['off'][0]:.2f} / {1e3*p50['off'][1]:.2f} | {1e3*p50['on'][0]:.2f} / "
-                f"{1e3*p50['on'][1]:.2f} | {sp_pred:.3f}x | {sp_meas:.3f}x | {100*err:+.1f}% |")
-cpu = next((l.split(":", 1)[1].strip() for l in host.splitlines() if l.strip().startswith("cpu:")), "host")
-section = [f"## {date}: {cpu}", "",
-           "```", host, "```", "",
-           f"Load average at start {load_start}, at end {load_end}. `scripts/dp_cache_check.sh` (RUNS={runs}).",
-           "Fit: the quick grid and dp_cache_off.yaml's ops in context; dp_cache_pair.yaml (both models, one run) is predicted from it.", "",
-           "| run | p50 off ms, predicted / measured | p50 on ms, predicted / measured | speed-up predicted | speed-up measured | error |",
-           "|---|---|---|---|---|---|", *rows, "",
-           f"Worst speed-up error: {100*worst:.1f}% (target: within 10%): **{'met' if worst <= 0.10 else 'not met'}**.",
-           f"Final actions, relative change with DP-Cache (pi0_tiny, float64 reference executor, synthetic weights): "
-           f"{'n/a' if moved is None else f'{moved:.3g}'}.", ""]
-try:
-    old = open(report).read()
-except FileNotFoundError:
-    old = ""
-head = "# DP-Cache on the CPU executor: predicted vs measured\n\n"
-body = old[len(head):] if old.startswith(head) else old
-open(report, "w").write(head + "\n".join(section) + "\n" + body)
-print("\n".join(section))
+print("n/a" if not m else f"{float(m.group(1)):.3g}")
 PY
+)
+exec bash "$here/scripts/speedup_check.sh" dp_cache_check DP-Cache scenarios/validation/dp_cache_off.yaml \
+  scenarios/validation/dp_cache_pair.yaml plain cached "${REPORT:-$here/reports/dp_cache.md}" \
+  "Final actions, relative change with DP-Cache (pi0_tiny, float64 reference executor, synthetic weights): $moved."
