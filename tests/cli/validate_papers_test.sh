@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The shipped figure table (scenarios/papers/figures.yaml) still evaluates: every figure gets a
-# row, every evaluated one a number, and the summary says whether the target is met; a rerun
-# writes the same files (the fit and its grid are deterministic).
+# row, every evaluated one a number, and the summary says whether the target is met.
 # Usage: validate_papers_test.sh VLASIM_BINARY SOURCE_DIR
 set -u
 bin=$1; src=$2
@@ -16,7 +15,5 @@ rows=$(($(wc -l <"$tmp/a/validate.csv") - 1))
 numbers=$(awk -F, 'NR > 1 && $5 == 1 && $9 != "" {n++} END {print n + 0}' "$tmp/a/validate.csv")
 [[ $numbers == "$evaluated" ]] || { echo "FAILED: $numbers figures with a prediction, $evaluated evaluated"; fail=1; }
 grep -q "Out of sample: median |error|" "$tmp/a/validate.md" || { echo "FAILED: no summary line"; fail=1; }
-"$bin" validate-papers "$src/scenarios/papers/figures.yaml" -q -o "$tmp/b" >/dev/null
-cmp -s "$tmp/a/validate.csv" "$tmp/b/validate.csv" || { echo "FAILED: a rerun differs"; fail=1; }
 echo "$rows figures, $numbers predicted"
 exit $fail

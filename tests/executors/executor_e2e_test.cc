@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "host_skip.h"
 #include "executors/onednn_executor.h"
@@ -126,6 +127,67 @@ TEST(ExecutorEndToEnd, DpCacheKeepsTheStepsBeforeItsWindowAndChangesTheActionsAf
   EXPECT_TRUE(std::isfinite(moved));
   ::testing::Test::RecordProperty("dp_cache_action_rel_diff", std::to_string(moved));
   EXPECT_LT(rel_err(ec.get_output(c, last_c), rc.get_output(b, last_c)), 1e-4);
+}
+
+// V-AEFusion changes the result too: its stale steps read the previous frame's VLM features.
+// Emulated on the float64 reference executor with segments: the VLM on frame A (another
+// camera image) and on frame B; the stale steps (0..k-1) fed frame A's features, the fresh
+// ones frame B's and the stale steps' output. Fed frame B everywhere, the stitched segments
+// give the whole graph's actions exactly; fed A for the stale steps, the actions move by a
+// finite, reported amount.
+TEST(ExecutorEndToEnd, VAeFusionStaleStepsMoveTheActionsByAReportedAmount) {
+  const ModelCard card = load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_tiny.yaml");
+  RunShape shape;
+  shape.dtype = DType::F32;
+  const OpGraph g = build_graph(card, shape);
+  const int k = 5;
+  std::vector<int> vlm, stale, fresh;
+  for (int id : all_ops(g)) {
+    const Op& o = g.op(id);
+    (o.stage != Stage::Action ? vlm : o.step < k ? stale : fresh).push_back(id);
+  }
+  ASSERT_FALSE(vlm.empty() || stale.empty() || fresh.empty());
+  ExecOptions opt;
+  opt.dtype = DType::F32;
+  opt.seed = 5;
+  ReferenceExecutor ex(opt);
+  const int whole = ex.prepare(g, all_ops(g));
+  ex.run(whole);
+  const int last = op_named(g, ".s" + std::to_string(g.steps - 1) + ".euler");
+  const std::vector<float> actions = ex.get_output(whole, last);
+  // The VLM on frame B (the graph's own synthetic image) and on frame A (another one).
+  const int vlm_b = ex.prepare(g, vlm), vlm_a = ex.prepare(g, vlm);
+  int images = 0;
+  for (const TensorInfo& t : ex.inputs(vlm_a))
+    if (t.key.role >= 0 && g.op(t.key.op).stage == Stage::Vision && !t.is_int) {
+      std::vector<float> other(static_cast<size_t>(t.elems()));
+      fill_input(t, opt.seed + 1000, other.data());
+      ex.set_input(vlm_a, t.key, other);
+      ++images;
+    }
+  ASSERT_GT(images, 0);
+  ex.run(vlm_b);
+  ex.run(vlm_a);
+  std::set<int> in_vlm(vlm.begin(), vlm.end()), in_stale(stale.begin(), stale.end());
+  // Runs the stale steps on `features`' VLM outputs and the fresh ones on frame B's.
+  auto stitched = [&](int features) {
+    const int s1 = ex.prepare(g, stale), s2 = ex.prepare(g, fresh);
+    for (const TensorInfo& t : ex.inputs(s1))
+      if (t.key.role < 0 && in_vlm.count(t.key.op)) ex.set_input(s1, t.key, ex.get_output(features, t.key.op));
+    ex.run(s1);
+    for (const TensorInfo& t : ex.inputs(s2)) {
+      if (t.key.role >= 0) continue;
+      if (in_vlm.count(t.key.op)) ex.set_input(s2, t.key, ex.get_output(vlm_b, t.key.op));
+      else if (in_stale.count(t.key.op)) ex.set_input(s2, t.key, ex.get_output(s1, t.key.op));
+    }
+    ex.run(s2);
+    return ex.get_output(s2, last);
+  };
+  EXPECT_LT(rel_err(stitched(vlm_b), actions), 1e-6);  // the stitching computes the whole graph
+  const double moved = rel_err(stitched(vlm_a), actions);
+  EXPECT_GT(moved, 0) << "stale features changed nothing: did the stale steps read the VLM?";
+  EXPECT_TRUE(std::isfinite(moved));
+  ::testing::Test::RecordProperty("v_aefusion_action_rel_diff", std::to_string(moved));
 }
 
 TEST(ExecutorEndToEnd, TinyPi0Fp32) { end_to_end(DType::F32, 1e-4); }
