@@ -121,6 +121,24 @@ __global__ void rope_kernel(float* out, int64_t R, int64_t C, int64_t span, int6
   }
 }
 
+// The block's max / sum of every thread's `v` (blockDim.x a power of two; `red` holds
+// blockDim.x floats of shared memory). Every thread gets the result; `red` may be reused after.
+template <bool kMax>
+__device__ float block_reduce(float v, float* red) {
+  red[threadIdx.x] = v;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+    if (threadIdx.x < k)
+      red[threadIdx.x] = kMax ? fmaxf(red[threadIdx.x], red[threadIdx.x + k]) : red[threadIdx.x] + red[threadIdx.x + k];
+    __syncthreads();
+  }
+  const float out = red[0];
+  __syncthreads();
+  return out;
+}
+__device__ float block_max(float v, float* red) { return block_reduce<true>(v, red); }
+__device__ float block_sum(float v, float* red) { return block_reduce<false>(v, red); }
+
 // One block per (batch, head, query): scores in shared memory, softmax, weighted sum of V.
 struct AttnArgs {
   DView q, k, v, ck, cv;
@@ -153,27 +171,14 @@ __global__ void attention_kernel(AttnArgs a) {
     sc[j] = s;
     mx = fmaxf(mx, s);
   }
-  red[threadIdx.x] = mx;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]);
-    __syncthreads();
-  }
-  mx = red[0];
-  __syncthreads();
+  mx = block_max(mx, red);
   float sum = 0.f;
   for (int64_t j = threadIdx.x; j < a.kv_len; j += blockDim.x) {
     const float e = isinf(sc[j]) ? 0.f : expf(sc[j] - mx);
     sc[j] = e;
     sum += e;
   }
-  red[threadIdx.x] = sum;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s];
-    __syncthreads();
-  }
-  sum = red[0];
+  sum = block_sum(sum, red);
   for (int64_t c = threadIdx.x; c < a.hd; c += blockDim.x) {
     float acc = 0.f;
     for (int64_t j = 0; j < a.kv_len; ++j) {
@@ -196,24 +201,11 @@ __global__ void norm_kernel(float* out, DView x, int64_t C, const float* scale, 
   if (shift) {
     float s = 0.f;
     for (int64_t c = threadIdx.x; c < C; c += blockDim.x) s += row[c];
-    red[threadIdx.x] = s;
-    __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k >>= 1) {
-      if (threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k];
-      __syncthreads();
-    }
-    mean = red[0] / float(C);
-    __syncthreads();
+    mean = block_sum(s, red) / float(C);
   }
   float v = 0.f;
   for (int64_t c = threadIdx.x; c < C; c += blockDim.x) v += (row[c] - mean) * (row[c] - mean);
-  red[threadIdx.x] = v;
-  __syncthreads();
-  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
-    if (threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k];
-    __syncthreads();
-  }
-  const float inv = rsqrtf(red[0] / float(C) + 1e-6f);
+  const float inv = rsqrtf(block_sum(v, red) / float(C) + 1e-6f);
   for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
     out[r * C + c] = (row[c] - mean) * inv * scale[c] + (shift ? shift[c] : 0.f);
 }
@@ -245,23 +237,10 @@ __global__ void softmax_kernel(float* out, DView a, int64_t C) {
   const float* row = a.base + r * a.ld;
   float mx = -INFINITY;
   for (int64_t c = threadIdx.x; c < C; c += blockDim.x) mx = fmaxf(mx, row[c]);
-  red[threadIdx.x] = mx;
-  __syncthreads();
-  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
-    if (threadIdx.x < k) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + k]);
-    __syncthreads();
-  }
-  mx = red[0];
-  __syncthreads();
+  mx = block_max(mx, red);
   float s = 0.f;
   for (int64_t c = threadIdx.x; c < C; c += blockDim.x) s += expf(row[c] - mx);
-  red[threadIdx.x] = s;
-  __syncthreads();
-  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
-    if (threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k];
-    __syncthreads();
-  }
-  s = red[0];
+  s = block_sum(s, red);
   for (int64_t c = threadIdx.x; c < C; c += blockDim.x) out[r * C + c] = expf(row[c] - mx) / s;
 }
 
