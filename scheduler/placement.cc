@@ -18,6 +18,21 @@ namespace vlasim {
 
 namespace {
 
+// Instances and the most loaded GPU of an assignment.
+Placement finish(const PlacementProblem& p, std::vector<std::vector<int>> robots) {
+  Placement out;
+  out.robots = std::move(robots);
+  std::vector<double> load(p.gpus.size(), 0.0);
+  for (size_t m = 0; m < p.models.size(); ++m)
+    for (size_t g = 0; g < p.gpus.size(); ++g)
+      if (out.robots[m][g] > 0) {
+        ++out.instances;
+        load[g] += static_cast<double>(out.robots[m][g]) / p.capacity[m][g];
+      }
+  out.load_max = load.empty() ? 0 : *std::max_element(load.begin(), load.end());
+  return out;
+}
+
 [[noreturn]] void refuse(const PlacementProblem& p, const std::string& why) {
   if (p.where.defined()) p.where.fail(why);
   throw std::invalid_argument("placement: " + why);
@@ -134,7 +149,6 @@ Placement solve_placement(const PlacementProblem& p) {
   // Last, at that load (the third level of the order), whole-number costs CBC cannot round
   // away: an instance not placed before costs more than every instance's GPU number together
   // (instances x G + 1), a GPU's number 0 .. G - 1 breaks the remaining ties.
-  rhi2.back() = instances + 1e-9;
   hi2[L] = second[L] + 1e-9;
   std::vector<double> cost3(n + 1, 0.0);
   for (size_t m = 0; m < M; ++m)
@@ -143,39 +157,13 @@ Placement solve_placement(const PlacementProblem& p) {
       cost3[y(m, g)] = (kept ? 0.0 : instances * static_cast<double>(G) + 1) + static_cast<double>(g);
     }
   const std::vector<double> best = solve(rows2, lo2, hi2, cost3, rlo2, rhi2);
-  const double* s = best.data();
-  Placement out;
-  out.robots.assign(M, std::vector<int>(G, 0));
-  std::vector<double> load(G, 0.0);
+  std::vector<std::vector<int>> robots(M, std::vector<int>(G, 0));
   for (size_t m = 0; m < M; ++m)
-    for (size_t g = 0; g < G; ++g) {
-      const int r = static_cast<int>(std::lround(s[x(m, g)]));
-      out.robots[m][g] = r;
-      if (r > 0) {
-        ++out.instances;
-        load[g] += static_cast<double>(r) / p.capacity[m][g];
-      }
-    }
-  out.load_max = G ? *std::max_element(load.begin(), load.end()) : 0;
-  return out;
+    for (size_t g = 0; g < G; ++g) robots[m][g] = static_cast<int>(std::lround(best[x(m, g)]));
+  return finish(p, std::move(robots));
 }
 
 namespace {
-
-// Instances and the most loaded GPU of an assignment.
-Placement finish(const PlacementProblem& p, std::vector<std::vector<int>> robots) {
-  Placement out;
-  out.robots = std::move(robots);
-  std::vector<double> load(p.gpus.size(), 0.0);
-  for (size_t m = 0; m < p.models.size(); ++m)
-    for (size_t g = 0; g < p.gpus.size(); ++g)
-      if (out.robots[m][g] > 0) {
-        ++out.instances;
-        load[g] += static_cast<double>(out.robots[m][g]) / p.capacity[m][g];
-      }
-  out.load_max = load.empty() ? 0 : *std::max_element(load.begin(), load.end());
-  return out;
-}
 
 // `r` robots split as evenly as whole robots go over `gpus` (the first ones take the rest).
 void split_evenly(int r, const std::vector<size_t>& gpus, std::vector<int>& row) {
