@@ -131,17 +131,35 @@ std::string cuda_module_path() {
   return "";
 }
 
-std::unique_ptr<Executor> load_cuda_executor(const CudaOptions& o, const Params& p) {
+// The CUDA module, loaded once and kept for the process. Throws std::runtime_error naming why
+// it cannot be loaded.
+void* cuda_module() {
   const std::string path = cuda_module_path();
   if (path.empty())
-    p.node().fail("the cuda executor is not built here: vlasim was built without nvcc (VLASIM_WITH_CUDA off), "
-                  "or libvlasim_cuda_executor.so is not beside it (VLASIM_CUDA_MODULE names it)");
+    throw std::runtime_error("the cuda executor is not built here: vlasim was built without nvcc (VLASIM_WITH_CUDA "
+                             "off), or libvlasim_cuda_executor.so is not beside it (VLASIM_CUDA_MODULE names it)");
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) p.node().fail("cannot load the cuda executor (" + path + "): " + dlerror());
+  if (!h) throw std::runtime_error("cannot load the cuda executor (" + path + "): " + dlerror());
+  return h;
+}
+
+// Symbol `name` of the CUDA module, as F. Throws std::runtime_error when it is missing.
+template <class F>
+F cuda_symbol(const char* name) {
+  auto f = reinterpret_cast<F>(dlsym(cuda_module(), name));
+  if (!f) throw std::runtime_error(cuda_module_path() + " is not the cuda executor module (no " + name + ")");
+  return f;
+}
+
+std::unique_ptr<Executor> load_cuda_executor(const CudaOptions& o, const Params& p) {
   using Make = Executor* (*)(const CudaOptions*);
-  auto make = reinterpret_cast<Make>(dlsym(h, "vlasim_make_cuda_executor"));
-  if (!make) p.node().fail(path + " is not the cuda executor module (no vlasim_make_cuda_executor)");
-  return std::unique_ptr<Executor>(make(&o));  // the module stays loaded for the process
+  Make make = nullptr;
+  try {
+    make = cuda_symbol<Make>("vlasim_make_cuda_executor");
+  } catch (const std::runtime_error& e) {
+    p.node().fail(e.what());
+  }
+  return std::unique_ptr<Executor>(make(&o));
 }
 
 }  // namespace
@@ -187,6 +205,9 @@ void register_executors(ExecutorRegistry& r) {
           {"device", "CUDA device index", "0"},
           {"seed", "seed of the synthetic weights and inputs", "1"},
           {"graph", "replay each segment as a captured CUDA Graph (per-op times then scaled from the first run)",
+           "false"},
+          {"sms", "run on a green context of at least this many SMs (0 = the whole GPU)", "0"},
+          {"sms_from_end", "take limited SMs from the end of the GPU (the other stream of a split takes the front)",
            "false"}},
          [](const Params& p) -> std::unique_ptr<Executor> {
            CudaOptions o;
@@ -198,8 +219,24 @@ void register_executors(ExecutorRegistry& r) {
            o.device = static_cast<int>(p.get_int("device", 0));
            if (o.device < 0) p.node().required("device").fail("a CUDA device index is 0 or more");
            o.seed = static_cast<uint64_t>(p.get_int("seed", 1));
+           o.sms = static_cast<int>(p.get_int("sms", 0));
+           if (o.sms < 0) p.node().required("sms").fail("an SM limit is 0 (the whole GPU) or more");
+           o.sms_from_end = p.get_bool("sms_from_end", false);
            return load_cuda_executor(o, p);
          }});
+}
+
+int Executor::set_sm_limit(int sms) {
+  if (sms != 0)
+    throw std::invalid_argument("executor " + name() + " on " + device() + " has no SMs to limit (asked for " +
+                                std::to_string(sms) + ")");
+  return 0;
+}
+
+std::unique_ptr<LinkCopier> make_cuda_link_copier(int device, bool h2d, bool pinned, int64_t max_bytes) {
+  using Make = LinkCopier* (*)(int, int, int, int64_t);
+  return std::unique_ptr<LinkCopier>(
+      cuda_symbol<Make>("vlasim_make_cuda_link_copier")(device, h2d ? 1 : 0, pinned ? 1 : 0, max_bytes));
 }
 
 const ExecutorRegistry& executor_registry() {

@@ -55,7 +55,30 @@ class Executor {
 
   virtual std::string name() const = 0;
   virtual std::string device() const = 0;  // e.g. "cpu 0,1 (AMD EPYC), onednn 2.6.3, bf16"
+
+  // Limits the SMs the following runs use to at least `sms` (0: the executor's own limit, as
+  // made) and returns the SMs granted (a GPU rounds up to its partition granularity). An
+  // executor without SMs (CPU) returns 0 for sms == 0 and throws std::invalid_argument for
+  // any other value.
+  virtual int set_sm_limit(int sms);
 };
+
+// A real copy between this host's memory and one GPU over its link: from pinned host memory
+// (page-locked, moved by DMA) or pageable memory (staged through the driver's pinned buffer),
+// as a scenario's link declares. Made by make_cuda_link_copier.
+class LinkCopier {
+ public:
+  virtual ~LinkCopier() = default;
+  // Copies `bytes` (0 <= bytes <= the size it was made for) in its direction, blocking, and
+  // returns the seconds the copy took on the GPU's clock (CUDA events around it).
+  virtual double copy(int64_t bytes) = 0;
+  virtual std::string device() const = 0;  // e.g. "cuda 0 (NVIDIA H200), h2d from pinned memory"
+};
+
+// The copier for CUDA device `device` (host to device when `h2d`, else device to host) with
+// buffers of max_bytes, from the CUDA executor's module. Throws std::runtime_error naming why
+// it cannot be made (the module is not built or not found, no GPU, memory short).
+std::unique_ptr<LinkCopier> make_cuda_link_copier(int device, bool h2d, bool pinned, int64_t max_bytes);
 
 // Sums a timing per op kind ("gemm", "attention", ...) and in total ("total" = sum of ops).
 std::map<std::string, double> time_by_kind(const OpGraph& g, const SegmentTiming& t);

@@ -24,13 +24,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // What one unit runs: a prepared segment handle per (plan, segment, batch size), on the
-// executor of the model's dtype; transfers are memcpy between two buffers of the unit.
+// executor of the model's dtype; transfers are CUDA copies on a link between this host and a
+// GPU (pinned or pageable memory, as the link says), else memcpy between two buffers of the unit.
 struct UnitRunner {
   std::map<DType, std::unique_ptr<Executor>> executors;
   std::map<std::tuple<int, int, int>, std::pair<Executor*, int>> handles;
   std::vector<char> src, dst;                                          // transfer buffers
+  std::unique_ptr<LinkCopier> copier;                                  // a CPU <-> GPU link
   std::vector<int> cpus;
   int cuda_device = -1;  // a GPU stream: the CUDA device its executor runs on (else -1)
+  int sms = 0;           // a GPU stream: its SM limit (sms: / sm_fraction:); 0: the whole GPU
+  bool sms_from_end = false;  // its limited SMs come from the GPU's end (a split's second stream)
   // The one item the flow has started on this unit, if any.
   bool has_item = false;
   WorkItem item;
@@ -89,19 +93,51 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         }
       }
     }
+  // The scenario's GPUs are the process's CUDA devices in order.
+  auto cuda_index = [&](int device) {
+    int index = 0;
+    for (int d = 0; d < device; ++d) index += s.devices[static_cast<size_t>(d)].spec.type == DeviceType::Gpu;
+    return index;
+  };
   for (size_t u = 0; u < p.units.size(); ++u) {
-    if (!units[u] || p.units[u].type == DeviceType::Link) continue;
+    if (!units[u]) continue;
     const UnitInfo& ui = p.units[u];
+    if (ui.type == DeviceType::Link) {
+      // A link between this host and a GPU copies for real, direction 0 towards the GPU
+      // (sim/plan.cc); other links (GPU to GPU) stay host memcpy.
+      const LinkInstance& link = s.links[static_cast<size_t>(ui.link)];
+      const int a = s.device_index(link.a), b = s.device_index(link.b);
+      const bool a_gpu = s.devices[static_cast<size_t>(a)].spec.type == DeviceType::Gpu;
+      const bool b_gpu = s.devices[static_cast<size_t>(b)].spec.type == DeviceType::Gpu;
+      if (a_gpu == b_gpu) continue;
+      const int gpu = a_gpu ? a : b;
+      try {
+        units[u]->copier = make_cuda_link_copier(cuda_index(gpu), ui.unit == 0, link.pinned,
+                                                 static_cast<int64_t>(units[u]->src.size()));
+      } catch (const std::exception& e) {
+        throw ConfigError(s.file, link.line, 0, "hardware.links",
+                          "link '" + link.name + "' (" + ui.name + ") copies to and from GPU '" +
+                              s.devices[static_cast<size_t>(gpu)].name + "' for real, which this host cannot do: " +
+                              e.what());
+      }
+      units[u]->src.clear();
+      units[u]->dst.clear();
+      out.devices.push_back(ui.name + ": " + units[u]->copier->device());
+      continue;
+    }
     const DeviceInstance& dev = s.devices[ui.device];
     auto fail = [&](const std::string& msg) {
       throw ConfigError(s.file, dev.line, 0, "hardware.devices", "device '" + dev.name + "': " + msg);
     };
     if (dev.spec.type == DeviceType::Gpu) {
-      // A GPU stream runs on the cuda executor, a CUDA stream of its own; the scenario's GPUs
-      // are the process's CUDA devices in order. (SM limits are not enforced yet.)
-      int index = 0;
-      for (int d = 0; d < ui.device; ++d) index += s.devices[static_cast<size_t>(d)].spec.type == DeviceType::Gpu;
-      units[u]->cuda_device = index;
+      // A GPU stream runs on the cuda executor, a CUDA stream of its own, limited to its share
+      // of the SMs by a green context.
+      units[u]->cuda_device = cuda_index(ui.device);
+      const double f = dev.units[static_cast<size_t>(ui.unit)].sm_fraction;
+      if (f < 1) units[u]->sms = std::max(1, static_cast<int>(std::lround(f * dev.spec.sms)));
+      // The first stream's SMs come from the front of the GPU, the others' from its end, so
+      // the two streams of a split (or a lockstep) share none; a third may share.
+      units[u]->sms_from_end = dev.lockstep.on() ? ui.unit == dev.lockstep.second : ui.unit > 0;
       continue;
     }
     const UnitDecl& ud = dev.units[ui.unit];
@@ -131,7 +167,9 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         const DeviceInstance& dev = s.devices[static_cast<size_t>(p.units[seg.unit].device)];
         const std::string yaml = "{dtype: " + std::string(to_string(dtype)) + ", device: " +
                                  std::to_string(ur.cuda_device) + ", seed: " + std::to_string(s.seed) +
-                                 ", graph: " + (dev.graph_capture ? "true" : "false") + "}";
+                                 ", graph: " + (dev.graph_capture ? "true" : "false") +
+                                 ", sms: " + std::to_string(ur.sms) +
+                                 ", sms_from_end: " + (ur.sms_from_end ? "true" : "false") + "}";
         ConfigNode n = ConfigNode::load_string(yaml, "<execute>");
         try {
           ex = executor_registry().make("cuda", Params(n), n);
@@ -196,9 +234,11 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         std::string error;
         try {
           if (seg.transfer) {
-            std::memcpy(ur.dst.data(), ur.src.data(), static_cast<size_t>(seg.bytes));
+            if (ur.copier) ur.copier->copy(static_cast<int64_t>(seg.bytes));
+            else std::memcpy(ur.dst.data(), ur.src.data(), static_cast<size_t>(seg.bytes));
           } else {
             auto [ex, handle] = ur.handles.at({w.plan, w.segment, w.batch});
+            if (ur.cuda_device >= 0) ex->set_sm_limit(w.sms);  // a lockstep's split, else the stream's own
             timing = &ex->run(handle);
           }
         } catch (const std::exception& e) {

@@ -228,6 +228,7 @@ void parse_hardware(const ConfigNode& hw, const Catalog& catalog, Scenario& s) {
     if (mem != "pinned" && mem != "pageable")
       l.required("memory").fail("unknown memory kind '" + mem + "'; valid names are: pinned, pageable");
     li.pinned = mem == "pinned";
+    li.line = l.line();
     s.links.push_back(li);
   }
 }

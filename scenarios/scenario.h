@@ -61,6 +61,7 @@ struct LinkInstance {
   DeviceSpec spec;
   std::string a, b;  // the two devices it joins; a -> b is "h2d" when a is a CPU
   bool pinned = true;
+  int line = 0;
 };
 
 // Which device unit runs a stage, or a range of its blocks.

@@ -1,4 +1,5 @@
 #include "executors/cuda/cuda_executor.h"
+#include "executors/cuda/green_context.h"
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -277,28 +278,35 @@ class CudaExecutor : public Executor {
     check(cudaGetDeviceProperties(&prop, opt_.device), "cudaGetDeviceProperties");
     device_ = std::string("cuda ") + std::to_string(opt_.device) + " (" + prop.name + ", " +
               std::to_string(prop.multiProcessorCount) + " SMs), cuBLASLt, " + to_string(opt_.dtype);
-    // A blocking stream: it waits for work on the legacy default stream as well.
-    check(cudaStreamCreate(&stream_), "cudaStreamCreate");
-    try {
-      check(cublasLtCreate(&lt_), "cublasLtCreate");
-      workspace_ = DeviceBuffer<char>(kWorkspace);
-    } catch (...) {
-      if (lt_) cublasLtDestroy(lt_);
-      cudaStreamDestroy(stream_);
-      throw;
-    }
+    if (opt_.sms < 0 || opt_.sms > prop.multiProcessorCount)
+      throw std::invalid_argument("cuda executor: an SM limit of " + std::to_string(opt_.sms) + " on a GPU of " +
+                                  std::to_string(prop.multiProcessorCount) + " SMs");
+    device_sms_ = prop.multiProcessorCount;
+    lane_ = own_ = &lane(opt_.sms);
+    if (own_->sms() > 0) device_ += ", green context of " + std::to_string(own_->sms()) + " SMs";
+    check(cublasLtCreate(&lt_), "cublasLtCreate");
+    workspace_ = DeviceBuffer<char>(kWorkspace);
   }
   ~CudaExecutor() override {
-    for (auto& s : segments_) {
-      for (auto& e : s.events) cudaEventDestroy(e);
-      if (s.graph) cudaGraphExecDestroy(s.graph);
-    }
+    for (auto& s : segments_)
+      for (auto& [l, ls] : s.lanes) {
+        l->bind();
+        for (auto& e : ls.events) cudaEventDestroy(e);
+        if (ls.graph) cudaGraphExecDestroy(ls.graph);
+      }
     if (lt_) cublasLtDestroy(lt_);
-    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  int set_sm_limit(int sms) override {
+    if (sms < 0 || sms > device_sms_)
+      throw std::invalid_argument("cuda executor: an SM limit of " + std::to_string(sms) + " on a GPU of " +
+                                  std::to_string(device_sms_) + " SMs");
+    lane_ = sms == 0 ? own_ : &lane(sms);
+    return lane_->sms() > 0 ? lane_->sms() : device_sms_;
   }
 
   int prepare(const OpGraph& g, const std::vector<int>& ops) override {
-    check(cudaSetDevice(opt_.device), "cudaSetDevice");
+    lane_->bind();
     Segment s;
     s.g = &g;
     s.plan = plan_segment(g, ops);
@@ -320,11 +328,6 @@ class CudaExecutor : public Executor {
     for (const OpPlan& p : s.plan) {
       s.tensors.emplace(p.out.key, DeviceBuffer<float>(p.out.elems()));
       s.timing.ops.push_back(p.op);
-      for (int k = 0; k < 2; ++k) {
-        cudaEvent_t e;
-        check(cudaEventCreate(&e), "cudaEventCreate");
-        s.events.push_back(e);
-      }
       const Op& o = g.op(p.op);  // parameters now, so that run() allocates nothing
       if (o.kind == OpKind::Gemm) {
         gemm_weight(o);
@@ -344,45 +347,47 @@ class CudaExecutor : public Executor {
     }
     s.timing.seconds.assign(s.plan.size(), 0.0);
     segments_.push_back(std::move(s));
+    state(segments_.back());  // the events of the lane it runs on now
     return static_cast<int>(segments_.size()) - 1;
   }
 
   const SegmentTiming& run(int segment) override {
     Segment& s = seg(segment);
-    check(cudaSetDevice(opt_.device), "cudaSetDevice");
-    if (!opt_.graph) return run_eager(s);
-    if (!s.graph) {
-      // The first run goes kernel by kernel (its per-op times are kept), then the segment is
-      // captured once: its buffers, weights and scratch exist since prepare(), so the
-      // captured kernels allocate and copy nothing.
-      run_eager(s);
-      s.eager_seconds = s.timing.seconds;
-      s.eager_total = s.timing.total;
+    lane_->bind();
+    LaneState& ls = state(s);
+    if (!opt_.graph) return run_eager(s, ls);
+    if (!ls.graph) {
+      // The first run on a lane goes kernel by kernel (its per-op times are kept), then the
+      // segment is captured once for the lane: its buffers, weights and scratch exist since
+      // prepare(), so the captured kernels allocate and copy nothing.
+      run_eager(s, ls);
+      ls.eager_seconds = s.timing.seconds;
+      ls.eager_total = s.timing.total;
       cudaGraph_t g = nullptr;
-      check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+      check(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
       try {
         for (const OpPlan& p : s.plan) run_op(s, p);
       } catch (...) {
-        cudaStreamEndCapture(stream_, &g);
+        cudaStreamEndCapture(stream(), &g);
         if (g) cudaGraphDestroy(g);
         throw;
       }
-      check(cudaStreamEndCapture(stream_, &g), "cudaStreamEndCapture");
-      const cudaError_t e = cudaGraphInstantiate(&s.graph, g, 0);
+      check(cudaStreamEndCapture(stream(), &g), "cudaStreamEndCapture");
+      const cudaError_t e = cudaGraphInstantiate(&ls.graph, g, 0);
       cudaGraphDestroy(g);
       check(e, "cudaGraphInstantiate");
     }
-    check(cudaEventRecord(s.events.front(), stream_), "cudaEventRecord");
-    check(cudaGraphLaunch(s.graph, stream_), "cudaGraphLaunch");
-    check(cudaEventRecord(s.events.back(), stream_), "cudaEventRecord");
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    check(cudaEventRecord(ls.events.front(), stream()), "cudaEventRecord");
+    check(cudaGraphLaunch(ls.graph, stream()), "cudaGraphLaunch");
+    check(cudaEventRecord(ls.events.back(), stream()), "cudaEventRecord");
+    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
     float ms = 0;
-    check(cudaEventElapsedTime(&ms, s.events.front(), s.events.back()), "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&ms, ls.events.front(), ls.events.back()), "cudaEventElapsedTime");
     s.timing.total = ms * 1e-3;
     // A replayed graph has no per-op times: each op gets its share of the kernel-by-kernel
-    // run, scaled to the replay's total.
-    const double scale = s.eager_total > 0 ? s.timing.total / s.eager_total : 0;
-    for (size_t i = 0; i < s.plan.size(); ++i) s.timing.seconds[i] = s.eager_seconds[i] * scale;
+    // run on the lane, scaled to the replay's total.
+    const double scale = ls.eager_total > 0 ? s.timing.total / ls.eager_total : 0;
+    for (size_t i = 0; i < s.plan.size(); ++i) s.timing.seconds[i] = ls.eager_seconds[i] * scale;
     return s.timing;
   }
 
@@ -411,8 +416,8 @@ class CudaExecutor : public Executor {
       throw std::invalid_argument("get_output: op " + std::to_string(op) + " is not in segment " +
                                   std::to_string(segment));
     std::vector<float> out(static_cast<size_t>(it->second.n));
-    check(cudaMemcpyAsync(out.data(), it->second.p, 4 * out.size(), cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    check(cudaMemcpyAsync(out.data(), it->second.p, 4 * out.size(), cudaMemcpyDeviceToHost, stream()), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
     return out;
   }
 
@@ -423,35 +428,64 @@ class CudaExecutor : public Executor {
   static constexpr int64_t kWorkspace = 32 << 20;
   static constexpr int64_t kMaxKeys = 8192;  // scores of one query in shared memory (32 KB)
 
-  struct Segment {
-    const OpGraph* g = nullptr;
-    std::vector<OpPlan> plan;
-    std::map<TensorKey, DeviceBuffer<float>> tensors;
+  // What a segment keeps per lane it has run on (events and graphs belong to a context).
+  struct LaneState {
     std::vector<cudaEvent_t> events;  // before and after each op
-    SegmentTiming timing;
-    cudaGraphExec_t graph = nullptr;  // with opt_.graph: the captured segment, after its first run
+    cudaGraphExec_t graph = nullptr;  // with opt_.graph: the segment captured after its first run here
     std::vector<double> eager_seconds;  // that first run's per-op times
     double eager_total = 0;
   };
 
+  struct Segment {
+    const OpGraph* g = nullptr;
+    std::vector<OpPlan> plan;
+    std::map<TensorKey, DeviceBuffer<float>> tensors;
+    SegmentTiming timing;
+    std::map<const Lane*, LaneState> lanes;
+  };
+
+  // The lane (the whole device for 0 SMs, else a green context) for an SM limit, made on first
+  // use and kept: a lockstep's splits come back to the same few limits.
+  Lane& lane(int sms) {
+    std::unique_ptr<Lane>& l = lanes_[sms];
+    if (!l)
+      l = sms == 0 || sms == device_sms_ ? std::make_unique<Lane>(opt_.device)
+                                         : std::make_unique<Lane>(opt_.device, sms, opt_.sms_from_end);
+    return *l;
+  }
+
+  // s's state on the current lane; its events are created the first time (a segment's first
+  // run under a new SM limit creates them; prepare() creates those of the lane it runs on).
+  LaneState& state(Segment& s) {
+    LaneState& ls = s.lanes[lane_];
+    while (ls.events.size() < 2 * s.plan.size() || ls.events.size() < 2) {
+      cudaEvent_t e;
+      check(cudaEventCreate(&e), "cudaEventCreate");
+      ls.events.push_back(e);
+    }
+    return ls;
+  }
+
+  cudaStream_t stream() const { return lane_->stream(); }
+
   // One run kernel by kernel, each op between two events.
-  const SegmentTiming& run_eager(Segment& s) {
+  const SegmentTiming& run_eager(Segment& s, LaneState& ls) {
     for (size_t i = 0; i < s.plan.size(); ++i) {
-      check(cudaEventRecord(s.events[2 * i], stream_), "cudaEventRecord");
+      check(cudaEventRecord(ls.events[2 * i], stream()), "cudaEventRecord");
       run_op(s, s.plan[i]);
       check(cudaGetLastError(), "kernel launch");
-      check(cudaEventRecord(s.events[2 * i + 1], stream_), "cudaEventRecord");
+      check(cudaEventRecord(ls.events[2 * i + 1], stream()), "cudaEventRecord");
     }
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
     for (size_t i = 0; i < s.plan.size(); ++i) {
       float ms = 0;
-      check(cudaEventElapsedTime(&ms, s.events[2 * i], s.events[2 * i + 1]), "cudaEventElapsedTime");
+      check(cudaEventElapsedTime(&ms, ls.events[2 * i], ls.events[2 * i + 1]), "cudaEventElapsedTime");
       s.timing.seconds[i] = ms * 1e-3;
     }
     s.timing.total = 0;
     if (!s.plan.empty()) {
       float ms = 0;
-      check(cudaEventElapsedTime(&ms, s.events.front(), s.events.back()), "cudaEventElapsedTime");
+      check(cudaEventElapsedTime(&ms, ls.events.front(), ls.events.back()), "cudaEventElapsedTime");
       s.timing.total = ms * 1e-3;
     }
     return s.timing;
@@ -466,8 +500,8 @@ class CudaExecutor : public Executor {
 
   // Host to device on the executor's stream, complete when it returns.
   void copy_in(float* dst, const std::vector<float>& f) {
-    check(cudaMemcpyAsync(dst, f.data(), 4 * f.size(), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    check(cudaMemcpyAsync(dst, f.data(), 4 * f.size(), cudaMemcpyHostToDevice, stream()), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
   }
 
   DeviceBuffer<float> upload(const std::vector<float>& f) {
@@ -495,8 +529,8 @@ class CudaExecutor : public Executor {
     auto it = weights16_.find(key);
     if (it != weights16_.end() && it->second.n == o.k * o.n) return it->second.p;
     DeviceBuffer<__nv_bfloat16> d(o.k * o.n);
-    to_bf16<<<blocks_for(o.k * o.n), kThreads, 0, stream_>>>(d.p, DView{w, o.n}, o.k, o.n);
-    check(cudaStreamSynchronize(stream_), "weight to bf16");
+    to_bf16<<<blocks_for(o.k * o.n), kThreads, 0, stream()>>>(d.p, DView{w, o.n}, o.k, o.n);
+    check(cudaStreamSynchronize(stream()), "weight to bf16");
     return (weights16_[key] = std::move(d)).p;
   }
 
@@ -524,7 +558,7 @@ class CudaExecutor : public Executor {
     check(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, N, R, N), "layout out");
     const float one = 1.f, zero = 0.f;
     const cublasStatus_t st = cublasLtMatmul(lt_, op, &one, w, la, x, lb, &zero, acc, ld, acc, ld, nullptr,
-                                             workspace_.p, kWorkspace, stream_);
+                                             workspace_.p, kWorkspace, stream());
     cublasLtMatrixLayoutDestroy(ld);
     cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(la);
@@ -544,11 +578,11 @@ class CudaExecutor : public Executor {
         const void* xa = x.base;
         int64_t ldx = x.ld;
         if (opt_.dtype == DType::BF16) {
-          to_bf16<<<blocks_for(R * K), kThreads, 0, stream_>>>(x16_.p, x, R, K);
+          to_bf16<<<blocks_for(R * K), kThreads, 0, stream()>>>(x16_.p, x, R, K);
           xa = x16_.p;
           ldx = K;
         } else if (reinterpret_cast<uintptr_t>(x.base) % 16 != 0) {  // cuBLASLt wants aligned operands
-          gather_view<<<blocks_for(R * K), kThreads, 0, stream_>>>(x32_.p, x, R, K);
+          gather_view<<<blocks_for(R * K), kThreads, 0, stream()>>>(x32_.p, x, R, K);
           xa = x32_.p;
           ldx = K;
         }
@@ -556,10 +590,10 @@ class CudaExecutor : public Executor {
         const float* bias = o.epi.bias ? weight(o, "b", N) : nullptr;
         const DView gate = o.epi.gate ? view(s, p, kGate) : DView{};
         const DView res = o.epi.residual ? view(s, p, kResidual) : DView{};
-        gemm_epilogue<<<grid, kThreads, 0, stream_>>>(out, acc_.p, R, C, N, bias, act_code(o.epi.act), o.epi.gate_up,
+        gemm_epilogue<<<grid, kThreads, 0, stream()>>>(out, acc_.p, R, C, N, bias, act_code(o.epi.act), o.epi.gate_up,
                                                       gate.base, gate.ld, res.base, res.ld);
         if (o.epi.rope())
-          rope_kernel<<<blocks_for(R * o.epi.rope_cols / 2), kThreads, 0, stream_>>>(
+          rope_kernel<<<blocks_for(R * o.epi.rope_cols / 2), kThreads, 0, stream()>>>(
               out, R, C, o.epi.rope_cols, o.epi.rope_head_dim, R / o.epi.rope_batch);
         break;
       }
@@ -575,13 +609,13 @@ class CudaExecutor : public Executor {
         a.kv_len = o.kv_len, a.kv_cached = o.kv_cached, a.window = o.window, a.out_ld = C, a.causal = o.causal;
         const size_t shared = sizeof(float) * (o.kv_len + kThreads);
         if (o.batch * o.heads * o.q_len > 0)
-          attention_kernel<<<static_cast<unsigned>(o.batch * o.heads * o.q_len), kThreads, shared, stream_>>>(a);
+          attention_kernel<<<static_cast<unsigned>(o.batch * o.heads * o.q_len), kThreads, shared, stream()>>>(a);
         break;
       }
       case OpKind::Norm: {
         const float* sc = weight(o, "scale", C);
         const float* sh = o.fn == OpFn::LayerNorm ? weight(o, "shift", C) : nullptr;
-        if (R > 0) norm_kernel<<<static_cast<unsigned>(R), kThreads, 0, stream_>>>(out, view(s, p, kA), C, sc, sh);
+        if (R > 0) norm_kernel<<<static_cast<unsigned>(R), kThreads, 0, stream()>>>(out, view(s, p, kA), C, sc, sh);
         break;
       }
       case OpKind::Elementwise: {
@@ -589,7 +623,7 @@ class CudaExecutor : public Executor {
           for (const ConcatBlock& b : concat_blocks(p)) {
             const Slot& sl = p.parts[static_cast<size_t>(b.part)];
             const DView v{s.tensors.at(sl.t.key).p + sl.offset(), sl.t.cols};
-            block_copy<<<blocks_for(b.rows * sl.width), kThreads, 0, stream_>>>(out, C, b.dst_row, b.dst_col, v,
+            block_copy<<<blocks_for(b.rows * sl.width), kThreads, 0, stream()>>>(out, C, b.dst_row, b.dst_col, v,
                                                                                  b.src_row, b.rows, sl.width);
           }
           break;
@@ -597,28 +631,28 @@ class CudaExecutor : public Executor {
         const DView a = view(s, p, kA);
         const DView b = p.in[kB].used ? view(s, p, kB) : DView{};
         switch (o.fn) {
-          case OpFn::Add: eltwise_kernel<<<grid, kThreads, 0, stream_>>>(out, a, b, nullptr, R, C, 0, 0, 0.f); break;
-          case OpFn::Mul: eltwise_kernel<<<grid, kThreads, 0, stream_>>>(out, a, b, nullptr, R, C, 1, 0, 0.f); break;
-          case OpFn::Sub: eltwise_kernel<<<grid, kThreads, 0, stream_>>>(out, a, b, nullptr, R, C, 2, 0, 0.f); break;
+          case OpFn::Add: eltwise_kernel<<<grid, kThreads, 0, stream()>>>(out, a, b, nullptr, R, C, 0, 0, 0.f); break;
+          case OpFn::Mul: eltwise_kernel<<<grid, kThreads, 0, stream()>>>(out, a, b, nullptr, R, C, 1, 0, 0.f); break;
+          case OpFn::Sub: eltwise_kernel<<<grid, kThreads, 0, stream()>>>(out, a, b, nullptr, R, C, 2, 0, 0.f); break;
           case OpFn::EulerUpdate:
-            eltwise_kernel<<<grid, kThreads, 0, stream_>>>(out, a, b, nullptr, R, C, 3, 0, float(p.dt));
+            eltwise_kernel<<<grid, kThreads, 0, stream()>>>(out, a, b, nullptr, R, C, 3, 0, float(p.dt));
             break;
           case OpFn::BiasAdd:
-            eltwise_kernel<<<grid, kThreads, 0, stream_>>>(out, a, b, weight(o, "b", C), R, C, 4, 0, 0.f);
+            eltwise_kernel<<<grid, kThreads, 0, stream()>>>(out, a, b, weight(o, "b", C), R, C, 4, 0, 0.f);
             break;
           case OpFn::Gelu: case OpFn::Silu: case OpFn::Copy:
-            eltwise_kernel<<<grid, kThreads, 0, stream_>>>(
+            eltwise_kernel<<<grid, kThreads, 0, stream()>>>(
                 out, a, b, nullptr, R, C, 5,
                 o.fn == OpFn::Gelu ? 1 : o.fn == OpFn::Silu ? 3 : 0, 0.f);
             break;
           case OpFn::Softmax:
-            if (R > 0) softmax_kernel<<<static_cast<unsigned>(R), kThreads, 0, stream_>>>(out, a, C);
+            if (R > 0) softmax_kernel<<<static_cast<unsigned>(R), kThreads, 0, stream()>>>(out, a, C);
             break;
           case OpFn::RoPE: {
             const int64_t hd = o.head_dim > 0 ? o.head_dim : C;
-            eltwise_kernel<<<grid, kThreads, 0, stream_>>>(out, a, b, nullptr, R, C, 5, 0, 0.f);
+            eltwise_kernel<<<grid, kThreads, 0, stream()>>>(out, a, b, nullptr, R, C, 5, 0, 0.f);
             const int64_t span = o.heads > 0 ? (o.heads + o.kv_heads) * hd : C;
-            rope_kernel<<<blocks_for(R * span / 2), kThreads, 0, stream_>>>(out, R, C, span, hd, R / o.batch);
+            rope_kernel<<<blocks_for(R * span / 2), kThreads, 0, stream()>>>(out, R, C, span, hd, R / o.batch);
             break;
           }
           default:
@@ -627,11 +661,11 @@ class CudaExecutor : public Executor {
         break;
       }
       case OpKind::Embedding:
-        embedding_kernel<<<grid, kThreads, 0, stream_>>>(out, view(s, p, kIndices), weight(o, "table", o.vocab * C), R, C);
+        embedding_kernel<<<grid, kThreads, 0, stream()>>>(out, view(s, p, kIndices), weight(o, "table", o.vocab * C), R, C);
         break;
       case OpKind::Transfer:
         if (n > 0)
-          check(cudaMemcpyAsync(out, s.tensors.at(p.in[kA].t.key).p, 4 * n, cudaMemcpyDeviceToDevice, stream_),
+          check(cudaMemcpyAsync(out, s.tensors.at(p.in[kA].t.key).p, 4 * n, cudaMemcpyDeviceToDevice, stream()),
                 "transfer copy");
         break;
     }
@@ -639,7 +673,11 @@ class CudaExecutor : public Executor {
 
   CudaOptions opt_;
   std::string device_;
-  cudaStream_t stream_ = nullptr;
+  int device_sms_ = 0;
+  // Declared before every device buffer, so that lanes (streams, green contexts) outlive them.
+  std::map<int, std::unique_ptr<Lane>> lanes_;  // by SM limit (0: the whole device)
+  Lane* own_ = nullptr;   // the lane of opt_.sms
+  Lane* lane_ = nullptr;  // the lane kernels run on now (set_sm_limit)
   cublasLtHandle_t lt_ = nullptr;
   DeviceBuffer<char> workspace_;
   DeviceBuffer<float> acc_, x32_;

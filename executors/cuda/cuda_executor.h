@@ -5,7 +5,8 @@
 // and every other op kind as small CUDA kernels of this file's .cu. Tensors are kept as fp32
 // on the device, their values rounded to the executor's dtype where the CPU executors round
 // them (weights and synthetic inputs); each op is timed with CUDA events on one stream (with
-// `graph`, each segment replays a captured CUDA Graph, timed as a whole).
+// `graph`, each segment replays a captured CUDA Graph, timed as a whole). SM limits run the
+// kernels in green contexts (executors/cuda/green_context.h).
 // Built only with VLASIM_WITH_CUDA, as the module libvlasim_cuda_executor.so that the
 // registry's "cuda" entry (executors/executor.h) loads when asked for it; kept out of
 // libvlasim.so and the vlasim program, which start without CUDA's libraries.
@@ -24,6 +25,12 @@ struct CudaOptions {
   // Replay each segment as a CUDA Graph captured after its first (kernel-by-kernel) run; a
   // replay's per-op times are that run's, scaled to the replay's total.
   bool graph = false;
+  // Run on a green context of at least this many SMs (the driver rounds up to its partition
+  // granularity); 0: the whole GPU. set_sm_limit() changes it between runs.
+  int sms = 0;
+  // Limits take their SMs from the end of the GPU rather than the front, so that this stream
+  // and one taking them from the front share none (executors/cuda/green_context.h).
+  bool sms_from_end = false;
 };
 
 // The executor on device opt.device. Throws std::runtime_error naming the CUDA error when

@@ -86,6 +86,21 @@ TEST(ExecutorRegistry, MakesOnednnAndReference) {
   EXPECT_EQ(ref->name(), "reference");
 }
 
+// A CPU executor has no SMs: no limit is a no-op, any other is refused naming the executor.
+TEST(ExecutorRegistry, CpuExecutorsRefuseAnSmLimit) {
+  for (const char* name : {"onednn", "reference"}) {
+    ConfigNode n = ConfigNode::load_string(std::string("{dtype: fp32") + (name[0] == 'o' ? ", cpus: [0]}" : "}"), "test");
+    std::unique_ptr<Executor> e = executor_registry().make(name, Params(n), n);
+    EXPECT_EQ(e->set_sm_limit(0), 0);
+    try {
+      e->set_sm_limit(16);
+      FAIL() << name << " took an SM limit";
+    } catch (const std::invalid_argument& err) {
+      EXPECT_NE(std::string(err.what()).find(name), std::string::npos) << err.what();
+    }
+  }
+}
+
 TEST(ExecutorTiming, PerOpSecondsAndKinds) {
   OpGraph g = testing::pi0_graph(testing::Pi0Dims{});
   OneDnnExecutor ex(ExecOptions{});

@@ -307,6 +307,39 @@ workload: [{model: g, rate_hz: 20, duration_s: 0.2}]
   }
 }
 
+// A link between this host and a GPU copies for real, from pageable memory when the link says
+// so: where no GPU can start the run is refused at the link (file, line, key); where one can,
+// the requests run and the copies are named as the link declares them.
+TEST(Runtime, AHostToGpuLinkCopiesForRealOrIsRefusedNamingTheLink) {
+  Scenario s = scenario(R"(
+name: gpu-link
+hardware:
+  devices:
+    - {name: cpu0, catalog: epyc-2vcpu, core_groups: [{name: a, cores: 1}]}
+    - {name: gpu0, catalog: rtx4090}
+  links:
+    - {name: pcie, catalog: pcie4-x16, between: [cpu0, gpu0], memory: pageable}
+models:
+  - name: g
+    card: pi0_tiny
+    dtype: fp32
+    placement: [{stages: [vision], device: cpu0}, {stages: [prefix, action], device: gpu0}]
+workload: [{model: g, rate_hz: 20, duration_s: 0.2}]
+)");
+  try {
+    const ExecResult r = execute(s, plan_of(s), ExecuteOptions{});
+    EXPECT_EQ(r.failed, 0u) << r.first_error;
+    bool named = false;
+    for (const std::string& d : r.devices) named |= d.find("h2d from pageable memory") != std::string::npos;
+    EXPECT_TRUE(named);
+  } catch (const ConfigError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("link 'pcie'"), std::string::npos) << w;
+    EXPECT_NE(w.find("hardware.links"), std::string::npos) << w;
+    EXPECT_NE(w.find(":8:"), std::string::npos) << w;  // the link's line
+  }
+}
+
 // Fault injection: a real executor wrapped so that chosen runs throw or take longer.
 class FaultyExecutor : public Executor {
  public:

@@ -1,0 +1,143 @@
+#include "executors/cuda/green_context.h"
+
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vlasim {
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("cuda executor: ") + what + ": " + cudaGetErrorString(e));
+}
+
+// The driver's entry points green contexts need, looked up once.
+struct Driver {
+  PFN_cuGetErrorString_v6000 error_string = nullptr;
+  PFN_cuDeviceGet_v2000 device_get = nullptr;
+  PFN_cuCtxSetCurrent_v4000 set_current = nullptr;
+  PFN_cuDeviceGetDevResource_v12040 get_resource = nullptr;
+  PFN_cuDevSmResourceSplitByCount_v12040 split = nullptr;
+  PFN_cuDevResourceGenerateDesc_v12040 describe = nullptr;
+  PFN_cuGreenCtxCreate_v12040 create = nullptr;
+  PFN_cuGreenCtxDestroy_v12040 destroy = nullptr;
+  PFN_cuCtxFromGreenCtx_v12040 as_context = nullptr;
+  PFN_cuGreenCtxStreamCreate_v12050 stream_create = nullptr;
+  std::string missing;  // the first entry point the driver lacks, if any
+
+  Driver() {
+    lookup("cuGetErrorString", 6000, &error_string);
+    lookup("cuDeviceGet", 2000, &device_get);
+    lookup("cuCtxSetCurrent", 4000, &set_current);
+    lookup("cuDeviceGetDevResource", 12040, &get_resource);
+    lookup("cuDevSmResourceSplitByCount", 12040, &split);
+    lookup("cuDevResourceGenerateDesc", 12040, &describe);
+    lookup("cuGreenCtxCreate", 12040, &create);
+    lookup("cuGreenCtxDestroy", 12040, &destroy);
+    lookup("cuCtxFromGreenCtx", 12040, &as_context);
+    lookup("cuGreenCtxStreamCreate", 12050, &stream_create);
+  }
+  template <class F>
+  void lookup(const char* name, unsigned version, F* f) {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !p) {
+      cudaGetLastError();
+      if (missing.empty()) missing = name;
+      return;
+    }
+    *f = reinterpret_cast<F>(p);
+  }
+  void check(CUresult r, const char* what) const {
+    if (r == CUDA_SUCCESS) return;
+    const char* s = nullptr;
+    if (error_string) error_string(r, &s);
+    throw std::runtime_error(std::string("cuda executor: ") + what + ": " + (s ? s : "CUDA driver error") + " (" +
+                             std::to_string(int(r)) + ")");
+  }
+};
+
+const Driver& driver() {
+  static const Driver d;
+  return d;
+}
+
+}  // namespace
+
+Lane::Lane(int device) : device_(device) {
+  check(cudaSetDevice(device), "cudaSetDevice");
+  // A blocking stream: it waits for work on the legacy default stream as well.
+  check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+}
+
+Lane::Lane(int device, int min_sms, bool from_end) : device_(device) {
+  const Driver& d = driver();
+  if (!d.missing.empty())
+    throw std::runtime_error("cuda executor: SM limits need green contexts (a CUDA 12.5 driver or later); this "
+                             "driver lacks " + d.missing);
+  check(cudaSetDevice(device), "cudaSetDevice");
+  check(cudaFree(nullptr), "initialising the primary context");  // the green context retains it
+  CUdevice dev = 0;
+  d.check(d.device_get(&dev, device), "cuDeviceGet");
+  CUdevResource all{};
+  d.check(d.get_resource(dev, &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource");
+  if (min_sms < 1 || static_cast<unsigned>(min_sms) > all.sm.smCount)
+    throw std::runtime_error("cuda executor: an SM limit of " + std::to_string(min_sms) + " on a GPU of " +
+                             std::to_string(all.sm.smCount) + " SMs");
+  // The finest split the driver makes; the lane is a run of its groups (plus what is left
+  // over, when it needs every group).
+  const unsigned grain = std::max(1u, all.sm.minSmPartitionSize);
+  unsigned count = 0;
+  d.check(d.split(nullptr, &count, &all, nullptr, 0, grain), "cuDevSmResourceSplitByCount (query)");
+  std::vector<CUdevResource> groups(std::max(1u, count));
+  CUdevResource rest{};
+  d.check(d.split(groups.data(), &count, &all, &rest, 0, grain), "cuDevSmResourceSplitByCount");
+  groups.resize(count);
+  std::vector<CUdevResource> take;
+  unsigned have = 0;
+  for (unsigned i = 0; i < count && have < static_cast<unsigned>(min_sms); ++i) {
+    take.push_back(groups[from_end ? count - 1 - i : i]);
+    have += take.back().sm.smCount;
+  }
+  if (have < static_cast<unsigned>(min_sms) && rest.sm.smCount > 0) {
+    take.push_back(rest);
+    have += rest.sm.smCount;
+  }
+  if (have < static_cast<unsigned>(min_sms))
+    throw std::runtime_error("cuda executor: the driver's split of " + std::to_string(all.sm.smCount) +
+                             " SMs cannot hold " + std::to_string(min_sms));
+  CUdevResourceDesc desc{};
+  d.check(d.describe(&desc, take.data(), static_cast<unsigned>(take.size())), "cuDevResourceGenerateDesc");
+  d.check(d.create(&green_, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate");
+  try {
+    d.check(d.as_context(&ctx_, green_), "cuCtxFromGreenCtx");
+    CUstream s = nullptr;
+    d.check(d.stream_create(&s, green_, CU_STREAM_NON_BLOCKING, 0), "cuGreenCtxStreamCreate");
+    stream_ = reinterpret_cast<cudaStream_t>(s);
+  } catch (...) {
+    d.destroy(green_);
+    throw;
+  }
+  sms_ = static_cast<int>(have);
+}
+
+Lane::~Lane() {
+  if (green_) driver().set_current(ctx_);
+  if (stream_) cudaStreamDestroy(stream_);
+  if (green_) driver().destroy(green_);
+}
+
+void Lane::bind() const {
+  if (green_) {
+    driver().check(driver().set_current(ctx_), "cuCtxSetCurrent");
+  } else {
+    check(cudaSetDevice(device_), "cudaSetDevice");
+  }
+}
+
+}  // namespace vlasim
