@@ -213,11 +213,16 @@ Scenario load_for(const Common& c, const std::string& path, bool on_this_host, b
   if (!quiet) tell_auto_dtypes(s);
   if (!c.profile.empty()) use_profiled_cost_model(s, c.profile);
   if (on_this_host)
-    if (ProfileRef ref = scenario_profile(s); !ref.path.empty())
-      if (std::string why = profile_isa_problem(load_profile(ref.path), ref.path, host_info().isa); !why.empty()) {
+    if (ProfileRef ref = scenario_profile(s); !ref.path.empty()) {
+      // A CPU profile predicts this host only if it was made on its ISA; a GPU's records none.
+      const DeviceProfile prof = load_profile(ref.path);
+      bool cpu = false;
+      for (const DeviceInstance& d : s.devices) cpu |= d.spec.name == prof.catalog_device && d.spec.type == DeviceType::Cpu;
+      if (std::string why = cpu ? profile_isa_problem(prof, ref.path, host_info().isa) : ""; !why.empty()) {
         if (!c.profile.empty()) throw ConfigError("<command line>", 0, 0, "--profile", why);
         ref.where.fail(why);
       }
+    }
   return s;
 }
 
@@ -687,26 +692,45 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
   return measured.failed ? kExitExecutorFailed : 0;
 }
 
+// What a GPU calibration takes beyond a CPU's.
+struct GpuCalibration {
+  std::vector<int> sms;  // SM limits (--sms)
+  bool graph = false;    // --graph
+};
+
 int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, const std::string& out_path,
                   const std::string& device, const std::vector<int>& threads,
                   const std::vector<std::string>& dtypes, const std::string& grid, int reps,
                   const std::string& executor, bool in_context, InContextOptions io,
-                  const std::string& base, bool quiet) {
+                  const std::string& base, const GpuCalibration& gc, bool quiet) {
   check_output_file("--out", out_path);
   if (!base.empty()) check_option_file("--base", base);
   CalibrateOptions o;
   o.catalog_dir = c.catalog;
   o.executor = executor;
   o.catalog_device = device;
+  const Catalog catalog = Catalog::load_dir(c.catalog);
+  const DeviceSpec* spec = catalog.find(device);
+  const bool gpu = spec && spec->type == DeviceType::Gpu;
+  if (spec && !gpu && (!gc.sms.empty() || gc.graph))
+    throw ConfigError("<command line>", 0, 0, gc.graph ? "--graph" : "--sms",
+                      "SM limits and graph replay calibrate a GPU; --device " + device + " is not one");
+  if (gpu && in_context)
+    throw ConfigError("<command line>", 0, 0, "--in-context",
+                      "in-context calibration runs CPU core groups; a GPU is calibrated op by op (--graph for "
+                      "CUDA Graph replays)");
   if (!threads.empty()) o.threads = threads;
+  o.sms = gc.sms;
+  o.graph = gc.graph;
+  if (gpu) o.dtypes = {DType::BF16};
   if (!dtypes.empty()) {
     o.dtypes.clear();
     for (const auto& d : dtypes) {
       DType t;
-      if (d == "auto") t = native_cpu_dtype();
+      if (d == "auto") t = gpu ? DType::BF16 : native_cpu_dtype();
       else if (!parse_dtype(d, &t))
         throw ConfigError("<command line>", 0, 0, "--dtypes", "unknown dtype '" + d + "'; valid names are: auto, fp32, bf16");
-      if (std::string why = cpu_dtype_problem(t); !why.empty())
+      if (std::string why = gpu ? "" : cpu_dtype_problem(t); !why.empty())
         throw ConfigError("<command line>", 0, 0, "--dtypes", std::string("dtype ") + to_string(t) + ": " + why);
       o.dtypes.push_back(t);
     }
@@ -1159,7 +1183,14 @@ int main(int argc, char** argv) {
   cal->add_option("--device", cal_device, "catalog entry the profile describes")->capture_default_str();
   cal->add_option("--threads", cal_threads, "core-group sizes to profile (default 1, plus the scenarios')")
       ->delimiter(',')->check(whole_number(1, 4096));
-  cal->add_option("--dtypes", cal_dtypes, "dtypes to profile: auto, fp32, bf16 (default auto: this CPU's native dtype, see `vlasim list host`; plus the scenarios')")->delimiter(',');
+  GpuCalibration cal_gpu;
+  cal->add_option("--sms", cal_gpu.sms,
+                  "GPU --device: SM limits to profile, each on a green context (default the whole GPU, plus the "
+                  "scenarios' streams)")
+      ->delimiter(',')->check(whole_number(1, 4096));
+  cal->add_flag("--graph", cal_gpu.graph,
+                "GPU --device: time each op as a CUDA Graph replay (for devices with graph_capture)");
+  cal->add_option("--dtypes", cal_dtypes, "dtypes to profile: auto, fp32, bf16 (default auto: this CPU's native dtype, see `vlasim list host`, or bf16 on a GPU; plus the scenarios')")->delimiter(',');
   cal->add_option("--grid", cal_grid, "shape grid: none, quick or full")->capture_default_str();
   cal->add_option("--reps", cal_reps, "timed runs per operator (median)")->capture_default_str()->check(whole_number(1, 100000));
   cal->add_option("--executor", executor, "executor name")->capture_default_str();
@@ -1356,7 +1387,7 @@ int main(int argc, char** argv) {
     if (*exec) return run_execute(c, scenario, seed, out, executor, warmup);
     if (*cal)
       return run_calibrate(c, cal_scenarios, cal_out, cal_device, cal_threads, cal_dtypes, cal_grid,
-                           cal_reps, executor, cal_in_context, cal_io, cal_base, out.quiet);
+                           cal_reps, executor, cal_in_context, cal_io, cal_base, cal_gpu, out.quiet);
     if (*cmp) return run_compare(c, scenario, seed, out, executor, warmup, margin);
     if (*sweep) return run_sweep_cmd(c, scenario, sets, goal, slo, cap_gb, mem_device, sweep_dir, out);
     if (*lboard) return run_leaderboard(c, mc, lb_opt, lb_dir, out.quiet);

@@ -8,8 +8,9 @@
 #   scripts/gpu_check.sh            # on the GPU machine, from the repository root
 # Also `vlasim compare` of pi0 (2 views) on the GPU present: GPU streams run on the cuda
 # executor, a CUDA stream each (a captured CUDA Graph per segment where the device has
-# graph_capture). Not yet in it (issue 12, still to build): green-context SM limits, calibrate
-# and the profiled cost model on GPU units.
+# graph_capture), predicted by the shaped model; then `vlasim calibrate` of the GPU (quick grid
+# and every op of pi0, on the whole GPU and on the SMs of a two-stream split, each limit a
+# green context) and `vlasim compare` of pi0 whole and split, predicted from that profile.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build-gpu}
@@ -41,10 +42,23 @@ SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 timeout 240 "$build/vlasim" compare "$out/pi
   > "$out/compare.txt" 2>&1
 compare_rc=$?
 cp "$out/compare/compare.md" "$out/compare.md" 2>/dev/null || true
+# The two-stream SM split: the VLM on 96 SMs from the GPU's front, the action expert on 32 from
+# its end (green contexts; no SM shared).
+sed -e "s/streams: \[{name: vlm}, {name: ae}\]/streams: [{name: vlm, sms: 96}, {name: ae, sms: 32}]/" \
+    "$out/pi0_gpu.yaml" > "$out/pi0_split.yaml"
+SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 timeout 240 "$build/vlasim" calibrate "$out/pi0_gpu.yaml" "$out/pi0_split.yaml" \
+  --device "$entry" --executor cuda --grid quick --reps 5 -q -o "$out/gpu_profile.json" > "$out/calibrate.txt" 2>&1
+calibrate_rc=$?
+for sc in pi0_gpu pi0_split; do
+  SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 timeout 150 "$build/vlasim" compare "$out/$sc.yaml" --profile "$out/gpu_profile.json" \
+    -q -o "$out/compare_profiled_$sc" > "$out/compare_profiled_$sc.txt" 2>&1
+  echo $? > "$out/compare_profiled_$sc.rc"
+  cp "$out/compare_profiled_$sc/compare.md" "$out/compare_profiled_$sc.md" 2>/dev/null || true
+done
 set -e
-python3 - "$out" "$here/reports/gpu_executor.md" "$tests_rc" "$bench_rc" "$((built - start))" "$((SECONDS - built))" "$compare_rc" <<'PY'
+python3 - "$out" "$here/reports/gpu_executor.md" "$tests_rc" "$bench_rc" "$((built - start))" "$((SECONDS - built))" "$compare_rc" "$calibrate_rc" <<'PY'
 import json, sys, datetime, os
-out, report, trc, brc, build_s, run_s, crc = sys.argv[1:8]
+out, report, trc, brc, build_s, run_s, crc, calrc = sys.argv[1:9]
 dev = open(os.path.join(out, "device.csv")).read().strip()
 lines = [f"## {datetime.datetime.utcnow():%Y-%m-%dT%H:%MZ}", "", "```", dev, "```", "",
          f"Build {build_s} s, tests and benchmark {run_s} s; tests exit {trc}, benchmark exit {brc}.", ""]
@@ -53,7 +67,7 @@ try:
     lines += ["| test | result | errors per stage |", "|---|---|---|"]
     for suite in t.get("testsuites", []):
         for c in suite.get("testsuite", []):
-            props = ", ".join(f"{k} {v}" for k, v in c.items() if k.endswith("_rel_err"))
+            props = ", ".join(f"{k} {v}" for k, v in c.items() if k.endswith(("_rel_err", "_ms", "_gbs")))
             res = "failed" if c.get("failures") else c.get("result", "")
             lines.append(f"| {suite['name']}.{c['name']} | {res} | {props} |")
 except Exception as e:
@@ -74,6 +88,13 @@ except Exception as e:
 lines += ["", f"`vlasim compare` of pi0 2 views on this GPU (exit {crc}):", ""]
 cmp = os.path.join(out, "compare.md")
 lines += open(cmp).read().splitlines() if os.path.exists(cmp) else [open(os.path.join(out, "compare.txt")).read()[-2000:]]
+lines += ["", f"`vlasim calibrate` of this GPU (exit {calrc}): " + open(os.path.join(out, "calibrate.txt")).read()[-600:]]
+for sc, what in (("pi0_gpu", "whole GPU, both streams"), ("pi0_split", "VLM on 96 SMs, action expert on 32")):
+    rc = open(os.path.join(out, f"compare_profiled_{sc}.rc")).read().strip()
+    lines += ["", f"`vlasim compare` from the GPU profile, {what} (exit {rc}):", ""]
+    md = os.path.join(out, f"compare_profiled_{sc}.md")
+    lines += open(md).read().splitlines() if os.path.exists(md) else [open(os.path.join(out, f"compare_profiled_{sc}.txt")).read()[-2000:]]
+lines += ["", "Target (issue 12): after calibration, per-stage error median <= 5%, e2e p50 within 5%."]
 head = "# CUDA executor on a GPU (scripts/gpu_check.sh)\n\n"
 old = open(report).read() if os.path.exists(report) else head
 if not old.startswith(head): old = head + old

@@ -397,6 +397,10 @@ class At {
     if (!j_.is_string()) fail("expected a string");
     return j_.get<std::string>();
   }
+  bool boolean() const {
+    if (!j_.is_boolean()) fail("expected true or false");
+    return j_.get<bool>();
+  }
   double num() const {
     if (!j_.is_number()) fail("expected a number");
     double v = j_.get<double>();
@@ -484,6 +488,7 @@ std::string profile_to_json(const DeviceProfile& p) {
                         {"date", p.date},               {"grid", p.grid},
                         {"repetitions", p.repetitions}, {"warmup", p.warmup}};
   if (!p.isa.empty()) j["made_with"]["isa"] = p.isa;
+  if (p.graph) j["made_with"]["graph"] = true;
   j["threads"] = p.threads;
   json dts = json::array();
   for (DType d : p.dtypes) dts.push_back(to_string(d));
@@ -557,9 +562,11 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
   p.catalog_device = root.key("catalog_device").str();
   if (p.catalog_device.empty()) root.key("catalog_device").fail("must not be empty");
   At mw = root.key("made_with");
-  mw.check_keys({"machine", "isa", "logical_cpus", "load_average", "executor", "libraries", "date", "grid", "repetitions", "warmup"});
+  mw.check_keys({"machine", "isa", "graph", "logical_cpus", "load_average", "executor", "libraries", "date", "grid",
+                 "repetitions", "warmup"});
   p.machine = mw.key("machine").str();
   if (mw.has("isa")) p.isa = mw.key("isa").str();
+  if (mw.has("graph")) p.graph = mw.key("graph").boolean();
   p.logical_cpus = mw.key("logical_cpus").integer(0, 1 << 20);
   p.load_average = mw.key("load_average").nonneg();
   p.executor = mw.key("executor").str();

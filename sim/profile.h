@@ -95,6 +95,7 @@ struct FitModel {
 FitModel fit_times(const std::vector<const Measurement*>& points);
 
 struct ProfileSection {
+  // CPU: the core group's cores; GPU: the stream's SMs (profile_width()).
   int threads = 1;
   DType dtype = DType::BF16;
   std::string executor_device;                 // Executor::device() of the runs
@@ -154,6 +155,9 @@ struct DeviceProfile {
   std::map<std::string, std::string> libraries;  // e.g. {"onednn": "2.6.3"}
   std::string date;             // UTC, ISO 8601
   std::string grid;             // "none", "quick" or "full"
+  // GPU: ops were timed as CUDA Graph replays (a device with graph_capture); written to JSON
+  // only when true.
+  bool graph = false;
   int repetitions = 0;          // timed runs asked for per op (fewer for slow ops, >= 3)
   int warmup = 0;
   std::vector<int> threads;     // thread counts profiled, in calibration order
@@ -177,6 +181,10 @@ DeviceProfile load_profile(const std::string& path);
 // As load_profile, from text; `name` stands in for the file name in errors.
 DeviceProfile parse_profile(const std::string& text, const std::string& name);
 
+// The width a unit's profile section is keyed by: a CPU core group's cores, a GPU stream's
+// SMs (its sm_fraction of the GPU's, rounded, at least 1), 1 for other devices.
+int profile_width(const DeviceInstance& dev, const UnitDecl& unit);
+
 // The profile file scenario `s`'s cost model reads when it is "profiled" (found as the model
 // finds it), and the node to blame for it; path "" when the cost model is another.
 struct ProfileRef {
@@ -195,6 +203,9 @@ std::string profile_isa_problem(const DeviceProfile& p, const std::string& path,
 // directory. The model refuses (ConfigError at the params) a profile made for another
 // catalog device, or without a section for the unit's thread count (CPU: cores; other
 // devices: 1) and the op's dtype, or (fallback "fit") without a fit for an unseen op's kind.
+// For a GPU the section is the stream's SM count (profile_width), and a profile timed with
+// CUDA Graph replays predicts only devices with graph_capture (and one timed kernel by kernel
+// only devices without).
 // Times are the table's median for a profiled signature, else the fit (or the roofline with
 // fallback "roofline"); they are split into compute/memory/overhead in the roofline's
 // proportions for the same op and unit. The section's op_overhead_s is added to every op (as

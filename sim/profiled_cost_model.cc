@@ -11,10 +11,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string describe_sections(const DeviceProfile& p) {
+// "1 thread fp32, 2 threads fp32" (CPU) or "64 SMs bf16, 132 SMs bf16" (GPU).
+std::string describe_sections(const DeviceProfile& p, bool gpu) {
   std::vector<std::string> out;
   for (const ProfileSection& s : p.sections)
-    out.push_back(std::to_string(s.threads) + (s.threads == 1 ? " thread " : " threads ") + to_string(s.dtype));
+    out.push_back(std::to_string(s.threads) +
+                  (gpu ? (s.threads == 1 ? " SM " : " SMs ") : (s.threads == 1 ? " thread " : " threads ")) +
+                  to_string(s.dtype));
   return join_names(out);
 }
 
@@ -33,12 +36,15 @@ class Profiled : public CostModel {
     if (dev.spec.name != prof_.catalog_device)
       where_.fail("profile " + path_ + " was measured for catalog device '" + prof_.catalog_device +
                   "' but device '" + dev.name + "' is catalog device '" + dev.spec.name + "'");
+    if (dev.spec.type == DeviceType::Gpu && dev.graph_capture != prof_.graph)
+      where_.fail("profile " + path_ + " was timed " + (prof_.graph ? "as CUDA Graph replays" : "kernel by kernel") +
+                  " but device '" + dev.name + "' has graph_capture " + (dev.graph_capture ? "true" : "false") +
+                  "; calibrate the GPU " + (dev.graph_capture ? "with" : "without") + " --graph");
     const ProfileSection* s = section(dev, unit, op.dtype);
     if (!s)
-      where_.fail("profile " + path_ + " has no data for " + std::to_string(threads(dev, unit)) +
-                  (threads(dev, unit) == 1 ? " thread" : " threads") + " at dtype " + to_string(op.dtype) +
+      where_.fail("profile " + path_ + " has no data for " + width(dev, unit) + " at dtype " + to_string(op.dtype) +
                   " (unit '" + dev.name + "." + unit.name + "', op " + op.name +
-                  "); it holds: " + describe_sections(prof_) + "; calibrate with those settings");
+                  "); it holds: " + describe_sections(prof_, dev.spec.type == DeviceType::Gpu) + "; calibrate with those settings");
     const OpCost r = roofline_->op_cost(op, dev, unit);
     double t = 0;
     if (const Measurement* m = s->exact(op)) {
@@ -49,7 +55,7 @@ class Profiled : public CostModel {
       t = f->predict(op_work(op));
     } else {
       where_.fail("profile " + path_ + " has no measurement or fit for " + to_string(op.kind) +
-                  " ops (" + std::to_string(threads(dev, unit)) + " threads, " + to_string(op.dtype) +
+                  " ops (" + width(dev, unit) + ", " + to_string(op.dtype) +
                   ", op " + op.name + "); calibrate with a grid, or use fallback: roofline");
     }
     OpCost c;
@@ -83,11 +89,13 @@ class Profiled : public CostModel {
   }
 
  private:
-  static int threads(const DeviceInstance& dev, const UnitDecl& unit) {
-    return dev.spec.type == DeviceType::Cpu ? unit.cores : 1;
+  static std::string width(const DeviceInstance& dev, const UnitDecl& unit) {
+    const int w = profile_width(dev, unit);
+    return std::to_string(w) + (dev.spec.type == DeviceType::Gpu ? (w == 1 ? " SM" : " SMs")
+                                                                 : (w == 1 ? " thread" : " threads"));
   }
   const ProfileSection* section(const DeviceInstance& dev, const UnitDecl& unit, DType dtype) const {
-    return prof_.section(threads(dev, unit), dtype);
+    return prof_.section(profile_width(dev, unit), dtype);
   }
 
   DeviceProfile prof_;
@@ -111,6 +119,14 @@ std::string resolve_profile(const ConfigNode& node) {
 }
 
 }  // namespace
+
+int profile_width(const DeviceInstance& dev, const UnitDecl& unit) {
+  if (dev.spec.type == DeviceType::Cpu) return unit.cores;
+  if (dev.spec.type == DeviceType::Gpu)
+    return unit.sm_fraction < 1 ? std::max(1, static_cast<int>(std::lround(unit.sm_fraction * dev.spec.sms)))
+                                : dev.spec.sms;
+  return 1;
+}
 
 ProfileRef scenario_profile(const Scenario& s) {
   if (s.cost_model.name != "profiled" || !s.cost_model.params.node().defined() ||

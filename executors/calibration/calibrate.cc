@@ -191,9 +191,10 @@ void add_scenario(CalibrateOptions& o, const Scenario& s) {
   for (const DeviceInstance& d : s.devices) {
     if (d.spec.name != o.catalog_device) continue;
     found = true;
+    std::vector<int>& widths = d.spec.type == DeviceType::Gpu ? o.sms : o.threads;
     for (const UnitDecl& u : d.units)
-      if (std::find(o.threads.begin(), o.threads.end(), u.cores) == o.threads.end())
-        o.threads.push_back(u.cores);
+      if (const int w = profile_width(d, u); std::find(widths.begin(), widths.end(), w) == widths.end())
+        widths.push_back(w);
   }
   if (!found) {
     std::vector<std::string> names;
@@ -219,15 +220,20 @@ void add_scenario(CalibrateOptions& o, const Scenario& s) {
   }
 }
 
-std::unique_ptr<Executor> make_calibration_executor(const std::string& name, int threads, DType dtype) {
+std::unique_ptr<Executor> make_calibration_executor(const std::string& name, int threads, DType dtype,
+                                                    bool graph) {
   const auto* e = executor_registry().find(name);
   if (!e)
     option_error("executor", "unknown executor '" + name + "'; valid names are: " +
                                  join_names(executor_registry().names()));
-  bool has_threads = false;
-  for (const ParamSpec& p : e->params) has_threads |= p.name == "threads";
+  bool has_threads = false, has_sms = false;
+  for (const ParamSpec& p : e->params) {
+    has_threads |= p.name == "threads";
+    has_sms |= p.name == "sms";
+  }
   std::string yaml = std::string("{dtype: ") + to_string(dtype);
-  if (has_threads) yaml += ", threads: " + std::to_string(threads);
+  if (has_sms) yaml += ", sms: " + std::to_string(threads) + ", graph: " + (graph ? "true" : "false");
+  else if (has_threads) yaml += ", threads: " + std::to_string(threads);
   else if (threads != 1) option_error("threads", "executor '" + name + "' runs on one thread only");
   yaml += "}";
   ConfigNode node = ConfigNode::load_string(yaml, "<calibrate options>");
@@ -289,17 +295,32 @@ DeviceProfile calibrate(const CalibrateOptions& o) {
   if (!spec)
     option_error("catalog_device", "unknown catalog device '" + o.catalog_device +
                                        "'; valid names are: " + join_names(cat.names()));
-  if (spec->type != DeviceType::Cpu)
+  const bool gpu = spec->type == DeviceType::Gpu;
+  if (spec->type != DeviceType::Cpu && !gpu)
     option_error("catalog_device", "catalog device '" + o.catalog_device +
-                                       "' is not a CPU; calibration runs on this machine's CPUs");
-  if (!executor_registry().find(o.executor))
+                                       "' is neither a CPU nor a GPU; calibration runs ops on one of those");
+  const auto* entry = executor_registry().find(o.executor);
+  if (!entry)
     option_error("executor", "unknown executor '" + o.executor + "'; valid names are: " +
                                  join_names(executor_registry().names()));
-  if (o.threads.empty()) option_error("threads", "no thread counts to profile");
+  bool has_sms = false;
+  for (const ParamSpec& ps : entry->params) has_sms |= ps.name == "sms";
+  if (gpu && !has_sms)
+    option_error("executor", "catalog device '" + o.catalog_device + "' is a GPU; executor '" + o.executor +
+                                 "' does not run on one (use --executor cuda)");
+  if (!gpu && has_sms)
+    option_error("executor", "executor '" + o.executor + "' runs on a GPU, but catalog device '" +
+                                 o.catalog_device + "' is not one");
+  // The widths profiled: core-group sizes on a CPU, SM limits on a GPU.
+  const std::vector<int> widths = !gpu ? o.threads : o.sms.empty() ? std::vector<int>{spec->sms} : o.sms;
+  if (widths.empty()) option_error("threads", "no thread counts to profile");
   if (o.dtypes.empty()) option_error("dtypes", "no dtypes to profile");
   const int allowed = static_cast<int>(allowed_cpus().size());
-  for (int t : o.threads)
-    if (t < 1 || t > allowed)
+  for (int t : widths)
+    if (gpu && (t < 1 || t > spec->sms))
+      option_error("sms", "SM count " + std::to_string(t) + " outside [1, " + std::to_string(spec->sms) + "] (" +
+                              o.catalog_device + ")");
+    else if (!gpu && (t < 1 || t > allowed))
       option_error("threads", "thread count " + std::to_string(t) + " outside [1, " +
                                   std::to_string(allowed) + "] (CPUs this process may use)");
   if (o.repetitions < 1 || o.min_repetitions < 1 || o.warmup < 0)
@@ -307,20 +328,23 @@ DeviceProfile calibrate(const CalibrateOptions& o) {
 
   DeviceProfile p;
   p.catalog_device = o.catalog_device;
-  for (DType d : o.dtypes)
-    if (std::string why = cpu_dtype_problem(d); !why.empty())
-      throw std::invalid_argument(std::string("calibrate: dtype ") + to_string(d) + ": " + why);
-  p.machine = host_info().cpu_model;
-  p.isa = host_info().isa;
+  if (!gpu)
+    for (DType d : o.dtypes)
+      if (std::string why = cpu_dtype_problem(d); !why.empty())
+        throw std::invalid_argument(std::string("calibrate: dtype ") + to_string(d) + ": " + why);
+  p.machine = gpu ? make_calibration_executor(o.executor, widths.front(), o.dtypes.front(), o.graph)->device()
+                  : host_info().cpu_model;
+  if (!gpu) p.isa = host_info().isa;
+  p.graph = gpu && o.graph;
   p.logical_cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   p.load_average = load_average();
   p.executor = o.executor;
-  p.libraries["onednn"] = onednn_version();
+  if (!gpu) p.libraries["onednn"] = onednn_version();
   p.date = utc_now();
   p.grid = to_string(o.grid);
   p.repetitions = o.repetitions;
   p.warmup = o.warmup;
-  p.threads = o.threads;
+  p.threads = widths;
   p.dtypes = o.dtypes;
 
   // The work of a section at each dtype, in order: grid ops, then the graphs' ops by first
@@ -344,29 +368,29 @@ DeviceProfile calibrate(const CalibrateOptions& o) {
     plans.push_back(std::move(list));
   }
   const std::vector<double> memcpy_sizes =
-      o.memcpy_link.empty() ? std::vector<double>{}
+      o.memcpy_link.empty() || gpu ? std::vector<double>{}
       : o.grid == GridLevel::Full ? std::vector<double>{4096, 65536, 1 << 20, 1 << 24, 1 << 26}
                                   : std::vector<double>{4096, 65536, 1 << 20, 1 << 23};
   int total = static_cast<int>(memcpy_sizes.size()), done = 0;
-  for (const auto& l : plans) total += static_cast<int>(o.threads.size() * l.size());
+  for (const auto& l : plans) total += static_cast<int>(widths.size() * l.size());
   auto report = [&](const std::string& label) {
     ++done;
     if (o.progress) o.progress(done, total, label);
   };
 
-  for (int t : o.threads)
+  for (int t : widths)
     for (size_t di = 0; di < o.dtypes.size(); ++di) {
       const DType d = o.dtypes[di];
       ProfileSection s;
       s.threads = t;
       s.dtype = d;
-      s.executor_device = make_calibration_executor(o.executor, t, d)->device();
+      s.executor_device = make_calibration_executor(o.executor, t, d, o.graph)->device();
       for (const Work& w : plans[di]) {
         const std::string label = std::to_string(t) + "t " + to_string(d) + " " + w.sig;
         try {
           int id = 0;
           OpGraph g = single_op_graph(w.op, &id);
-          auto ex = make_calibration_executor(o.executor, t, d);
+          auto ex = make_calibration_executor(o.executor, t, d, o.graph);
           OpTiming tm = time_op(*ex, g, id, o.warmup, o.repetitions, o.min_repetitions,
                                 o.max_seconds_per_op);
           Measurement m;

@@ -29,9 +29,13 @@ bool parse_grid_level(const std::string& s, GridLevel* out);
 
 struct CalibrateOptions {
   std::string executor = "onednn";           // executor registry name
-  std::string catalog_device = "epyc-2vcpu";  // catalog CPU entry the profile stands for
+  // Catalog entry the profile stands for: a CPU (an executor on this machine's cores), or a
+  // GPU (the cuda executor on CUDA device 0).
+  std::string catalog_device = "epyc-2vcpu";
   std::string catalog_dir = default_catalog_dir();
-  std::vector<int> threads = {1};             // core groups {cpu0}, {cpu0, cpu1}, ...
+  std::vector<int> threads = {1};             // CPU: core groups {cpu0}, {cpu0, cpu1}, ...
+  std::vector<int> sms;                       // GPU: SM limits (green contexts); empty: the whole GPU
+  bool graph = false;                         // GPU: time each op as a CUDA Graph replay
   std::vector<DType> dtypes = {native_cpu_dtype()};  // executors/host.h
   GridLevel grid = GridLevel::Quick;
   // Every distinct op (by op_signature, at each profiled dtype) of these graphs is measured.
@@ -50,16 +54,20 @@ struct CalibrateOptions {
 // capped so that each op stays under about 8.6 GFLOP and 64 MiB of weights.
 std::vector<Op> calibration_grid(GridLevel level, DType dtype);
 
-// Adds the scenario's model graphs to `o.graphs`, and its settings for the CPU devices whose
-// catalog entry is o.catalog_device: their core-group sizes to `o.threads` and the models'
-// dtypes to `o.dtypes` (each once, keeping existing entries first). Throws ConfigError at the
+// Adds the scenario's model graphs to `o.graphs`, and its settings for the devices whose
+// catalog entry is o.catalog_device: CPU core-group sizes to `o.threads`, GPU streams' SMs to
+// `o.sms` (sim/profile.h profile_width), and the models' dtypes to `o.dtypes` (each once,
+// keeping existing entries first). Throws ConfigError at the
 // scenario's devices when no device uses o.catalog_device, and at a model's dtype when it is an
 // unresolved auto or a dtype this CPU cannot run (naming the host's ISA).
 void add_scenario(CalibrateOptions& o, const Scenario& s);
 
 // The executor `name` from executor_registry() with dtype `dtype` on the first `threads`
-// allowed CPUs. Throws ConfigError when the executor is unknown or threads is out of range.
-std::unique_ptr<Executor> make_calibration_executor(const std::string& name, int threads, DType dtype);
+// allowed CPUs, or, for an executor with an SM limit (cuda), on `threads` SMs of GPU 0 with
+// CUDA Graph replay when `graph`. Throws ConfigError when the executor is unknown or threads
+// is out of range, and what the executor throws when it cannot start.
+std::unique_ptr<Executor> make_calibration_executor(const std::string& name, int threads, DType dtype,
+                                                    bool graph = false);
 
 // A graph that runs `op` alone: the op (renamed, weight_id unique), preceded by a stand-in
 // K|V source when it reads a cache from kv_source. Sets *id to the op's id in the graph.
@@ -77,12 +85,15 @@ struct OpTiming {
 OpTiming time_op(Executor& ex, const OpGraph& g, int id, int warmup, int reps, int min_reps,
                  double max_seconds);
 
-// Measures the grid and the graphs' ops for every (threads, dtype), fits the predictors and
-// the memcpy figure, and returns the profile. Ops the executor refuses (unsupported, memory
+// Measures the grid and the graphs' ops for every (threads, dtype) — for a GPU catalog
+// device every (SMs, dtype), with the cuda executor — fits the predictors and (CPU) the
+// memcpy figure, and returns the profile. Ops the executor refuses (unsupported, memory
 // short) are recorded under `skipped` with the reason. Deterministic order of work; the
 // figures are the machine's. Throws ConfigError for an unknown executor or catalog device,
-// a catalog device that is not a CPU, or a thread count outside the allowed CPUs, and
-// std::invalid_argument for a dtype this CPU cannot run. The profile records the host's ISA.
+// a catalog device that is neither a CPU nor a GPU, a GPU with an executor that has no SM
+// limit, a thread count outside the allowed CPUs or an SM count outside the GPU's, and
+// std::invalid_argument for a dtype this CPU cannot run. A CPU profile records the host's
+// ISA; a GPU profile the executor's device and whether ops were graph replays.
 DeviceProfile calibrate(const CalibrateOptions& o);
 
 // In-context calibration. The grid and graph measurements above time every op alone, in a

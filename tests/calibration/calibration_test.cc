@@ -256,6 +256,53 @@ TEST(ProfiledCostModel, RefusesMismatchedDeviceThreadsAndDtype) {
   }
 }
 
+// A GPU stream is costed from the section of its SM count (a stream limited to half the SMs
+// from the half-SM section), and a profile timed as graph replays predicts only a device that
+// replays graphs; a stream whose SMs were not profiled is refused naming its SM count.
+TEST(ProfiledCostModel, AGpuStreamIsCostedFromTheSectionOfItsSmsAndItsGraphMode) {
+  fs::path dir = scratch_dir("gpu");
+  DeviceProfile p = synthetic_profile("h100-sxm", 132, DType::BF16);
+  p.executor = "cuda";
+  p.graph = true;
+  ProfileSection half = p.sections[0];
+  half.threads = 64;
+  for (auto& [sig, m] : half.table) m.median_s *= 2;
+  half.refit();
+  p.sections.push_back(half);
+  p.threads = {132, 64};
+  save_profile(p, (dir / "profile.json").string());
+  EXPECT_EQ(load_profile((dir / "profile.json").string()), p);
+  auto scenario_with = [&](const std::string& stream, bool graph) {
+    write_text(dir / "scenario.yaml",
+               "name: gpu\nhardware:\n  devices:\n    - {name: gpu0, catalog: h100-sxm, graph_capture: " +
+                   std::string(graph ? "true" : "false") + ", streams: [" + stream +
+                   "]}\nmodels:\n  - {name: m, card: pi0_tiny, steps: 2, dtype: bf16, placement: [{stages: "
+                   "[vision, prefix, action], device: gpu0}]}\nworkload:\n  - {model: m, rate_hz: 1, "
+                   "duration_s: 1}\npolicies:\n  cost_model: {name: profiled, params: {profile: profile.json}}\n");
+    return load_scenario((dir / "scenario.yaml").string(), default_catalog_dir(), default_cards_dir());
+  };
+  auto total = [&](const std::string& stream) {
+    Scenario s = scenario_with(stream, true);
+    double t = 0;
+    for (const Segment& seg : make_plan(s, *make_cost(s), {1}).models[0].segments) t += seg.seconds;
+    return t;
+  };
+  const double whole = total("{name: s0}"), part = total("{name: s0, sms: 64}");
+  EXPECT_GT(whole, 0);
+  EXPECT_NEAR(part / whole, 2.0, 0.02);
+  for (auto [stream, graph, word] : {std::tuple{"{name: s0}", false, "graph_capture false"},
+                                     std::tuple{"{name: s0, sms: 32}", true, "32 SMs"}}) {
+    Scenario s = scenario_with(stream, graph);
+    try {
+      make_plan(s, *make_cost(s), {1});
+      ADD_FAILURE() << stream << " accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_GT(e.line(), 0) << e.what();
+      EXPECT_NE(e.message().find(word), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(ProfiledCostModel, MissingProfileAndBadFallbackAreConfigErrors) {
   fs::path dir = scratch_dir("missing");
   Scenario s = tiny_scenario(dir, 1, "fp32");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "executors/calibration/calibrate.h"
 #include "executors/cuda/cuda_probe.h"
 #include "executors/reference.h"
 #include "models/builder.h"
@@ -34,13 +35,91 @@ TEST(CudaExecutor, IsRegisteredWithItsParametersAndRefusesOtherDtypes) {
   ASSERT_NE(e, nullptr);
   std::vector<std::string> names;
   for (const ParamSpec& p : e->params) names.push_back(p.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"dtype", "device", "seed", "graph"}));
-  try {
-    make_cuda("dtype: int8");
-    FAIL() << "int8 accepted";
-  } catch (const ConfigError& err) {
-    EXPECT_NE(std::string(err.what()).find("dtype"), std::string::npos) << err.what();
+  EXPECT_EQ(names, (std::vector<std::string>{"dtype", "device", "seed", "graph", "sms", "sms_from_end"}));
+  for (const char* bad : {"dtype: int8", "sms: -4"})
+    try {
+      make_cuda(bad);
+      FAIL() << bad << " accepted";
+    } catch (const ConfigError& err) {
+      EXPECT_NE(std::string(err.what()).find(std::string(bad).substr(0, std::string(bad).find(':'))),
+                std::string::npos)
+          << err.what();
+    }
+}
+
+// Without a GPU the link copier is refused saying why; with one, a copy from pinned memory
+// beats the same copy from pageable memory (HARDWARE.md: ~23 vs ~13-18 GB/s host to device).
+TEST(CudaLink, PinnedCopiesBeatPageableOnesOrTheCopierSaysWhyNot) {
+  if (cuda_device_count() == 0) {
+    try {
+      make_cuda_link_copier(0, true, true, 1 << 20);
+      FAIL() << "made a link copier without a GPU";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("cuda"), std::string::npos) << e.what();
+    }
+    GTEST_SKIP() << "no CUDA device on this machine: the refusal was checked";
   }
+  const int64_t bytes = 64 << 20;
+  for (bool h2d : {true, false}) {
+    auto pinned = make_cuda_link_copier(0, h2d, true, bytes);
+    auto pageable = make_cuda_link_copier(0, h2d, false, bytes);
+    EXPECT_NE(pinned->device().find("pinned"), std::string::npos) << pinned->device();
+    EXPECT_THROW(pinned->copy(bytes + 1), std::invalid_argument);
+    double tp = 1e9, tq = 1e9;
+    for (int i = 0; i < 5; ++i) {
+      tp = std::min(tp, pinned->copy(bytes));
+      tq = std::min(tq, pageable->copy(bytes));
+    }
+    RecordProperty(h2d ? "h2d_pinned_gbs" : "d2h_pinned_gbs", std::to_string(bytes / tp / 1e9));
+    RecordProperty(h2d ? "h2d_pageable_gbs" : "d2h_pageable_gbs", std::to_string(bytes / tq / 1e9));
+    EXPECT_LT(tp, tq) << (h2d ? "h2d" : "d2h") << ": pinned " << tp << " s, pageable " << tq << " s";
+  }
+}
+
+// A GEMM big enough to fill the GPU, alone on the executor.
+OpGraph big_gemm() {
+  OpGraph g;
+  Op o;
+  o.name = "gemm";
+  o.weight_id = "gemm";
+  o.dtype = DType::BF16;
+  o.kind = OpKind::Gemm;
+  o.fn = OpFn::Linear;
+  o.m = 4096;
+  o.n = 4096;
+  o.k = 4096;
+  g.add(o);
+  return g;
+}
+
+// An SM limit runs the kernels on a green context of at least that many SMs: the same
+// outputs, a GPU-filling GEMM several times slower on an eighth of the SMs, and
+// set_sm_limit switching between limits (0: back to the executor's own).
+TEST(CudaExecutor, AnSmLimitRunsOnFewerSmsWithTheSameOutputs) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  const OpGraph g = big_gemm();
+  auto whole = make_cuda("seed: 2");
+  const int sms = whole->set_sm_limit(0);
+  ASSERT_GT(sms, 8);
+  auto part = make_cuda("seed: 2\nsms: " + std::to_string(sms / 8));
+  EXPECT_NE(part->device().find("green context of"), std::string::npos) << part->device();
+  const int a = whole->prepare(g, {0}), b = part->prepare(g, {0});
+  auto best = [](Executor& ex, int seg) {
+    double t = 1e9;
+    for (int i = 0; i < 5; ++i) t = std::min(t, ex.run(seg).total);
+    return t;
+  };
+  const double t_whole = best(*whole, a), t_part = best(*part, b);
+  RecordProperty("whole_ms", std::to_string(t_whole * 1e3));
+  RecordProperty("eighth_ms", std::to_string(t_part * 1e3));
+  EXPECT_GT(t_part, 3 * t_whole) << "an eighth of the SMs: " << t_part << " s vs " << t_whole << " s";
+  EXPECT_EQ(whole->get_output(a, 0), part->get_output(b, 0));
+  const int granted = part->set_sm_limit(sms / 2);
+  EXPECT_GE(granted, sms / 2);
+  const double t_half = best(*part, b);
+  EXPECT_LT(t_half, t_part);
+  EXPECT_EQ(part->set_sm_limit(0), part->set_sm_limit(sms / 8));  // back to its own lane
+  EXPECT_THROW(part->set_sm_limit(sms + 1), std::invalid_argument);
 }
 
 TEST(CudaExecutor, WithoutAGpuMakingOneSaysWhy) {
@@ -96,6 +175,42 @@ TEST(CudaExecutor, AGraphReplayGivesTheKernelByKernelOutputs) {
     EXPECT_GT(t.total, 0);
   }
   EXPECT_EQ(eager->get_output(a, ops.back()), graph->get_output(b, ops.back()));
+}
+
+// `vlasim calibrate` on a GPU: one section per SM limit (a green context each), the GEMM that
+// fills the GPU slower on fewer SMs, graph replays recorded as such; a CPU executor is refused
+// for a GPU catalog device everywhere, and without a GPU the cuda executor says why.
+TEST(GpuCalibration, ProfilesEverySmLimitOrSaysWhyItCannot) {
+  CalibrateOptions o;
+  o.catalog_device = "h200-sxm";
+  o.executor = "onednn";
+  EXPECT_THROW(calibrate(o), ConfigError);
+  o.executor = "cuda";
+  o.grid = GridLevel::None;
+  o.dtypes = {DType::BF16};
+  o.sms = {16, 128};
+  o.graph = true;
+  o.repetitions = 3;
+  o.graphs.push_back(big_gemm());
+  if (cuda_device_count() == 0) {
+    try {
+      calibrate(o);
+      FAIL() << "calibrated a GPU without one";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("cuda"), std::string::npos) << e.what();
+    }
+    GTEST_SKIP() << "no CUDA device on this machine: the refusal was checked";
+  }
+  const DeviceProfile p = calibrate(o);
+  EXPECT_TRUE(p.graph);
+  ASSERT_EQ(p.sections.size(), 2u);
+  const Op gemm = big_gemm().op(0);
+  const Measurement* few = p.sections[0].exact(gemm);
+  const Measurement* many = p.sections[1].exact(gemm);
+  ASSERT_TRUE(few && many);
+  RecordProperty("gemm_16sms_ms", std::to_string(few->median_s * 1e3));
+  RecordProperty("gemm_128sms_ms", std::to_string(many->median_s * 1e3));
+  EXPECT_GT(few->median_s, 3 * many->median_s);
 }
 
 TEST(CudaExecutor, TinyPi0WithEveryPassMatchesTheReference) {
