@@ -246,7 +246,17 @@ DpCacheProblem dp_cache_problem(const ModelCard& card, const DpCache& dc, int st
   if (dc.keep < 0) return {"keep", "keep must not be negative"};
   int experts = 0;
   for (const ConfigNode& c : card.node.required("components").items()) {
-    if (c.get_string("type", "") != "expert") continue;
+    const std::string type = c.get_string("type", "");
+    if (type == "unet1d") {
+      ++experts;
+      const long long levels = c.has("down_dims") ? static_cast<long long>(c.required("down_dims").as_ints().size()) : 0;
+      if (dc.keep < 1 || dc.keep >= levels)
+        return {"keep", "keep " + std::to_string(dc.keep) + " levels of the " + std::to_string(levels) + " of U-Net '" +
+                            c.get_string("name", "unet") + "': keep from 1 to " + std::to_string(levels - 1) +
+                            " so that some deeper level is reused"};
+      continue;
+    }
+    if (type != "expert" && type != "dit") continue;
     ++experts;
     const long long depth = c.get_int("depth", 0);
     if (2LL * dc.keep >= depth)
@@ -254,8 +264,8 @@ DpCacheProblem dp_cache_problem(const ModelCard& card, const DpCache& dc, int st
                           std::to_string(depth) + " blocks of '" + c.get_string("name", "expert") + "' to reuse"};
   }
   if (experts == 0)
-    return {"", "dp_cache applies to a flow-matching action expert (component type expert); card '" + card.name +
-                    "' has none"};
+    return {"", "dp_cache applies to a diffusion or flow action head (component type expert, dit or unet1d); card '" +
+                    card.name + "' has none"};
   bool any = false;
   for (int t = dc.start; t < dc.end && !any; ++t) any = dc.cached(t);
   if (!any)
@@ -489,8 +499,8 @@ OpGraph build(const ModelCard& card, const RunShape& shape, std::map<std::string
     }
   }
   if (c.shape.dp_cache.on() && !c.dp_cache_used)
-    card.node.required("components").fail("dp_cache applies to a flow-matching action expert (component type "
-                                          "expert); card '" + card.name + "' has none");
+    card.node.required("components").fail("dp_cache applies to a diffusion or flow action head (component type "
+                                          "expert, dit or unet1d); card '" + card.name + "' has none");
   g.prefix_tokens = c.prefix_tokens;
   g.suffix_tokens = c.suffix_tokens;
   *sites = c.sites;

@@ -87,9 +87,23 @@ void build_unet1d(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
     n.required("down_dims").fail("horizon (chunk) " + std::to_string(L) +
                                  " must be divisible by 2^" + std::to_string(levels - 1));
   c.suffix_tokens = L;
+  // DP-Cache on a U-Net (the DeepCache way): a cached step runs the top `keep` levels' down
+  // blocks and everything above them on the way up, and replaces the rest (the deeper levels,
+  // the middle, and the up path back to level keep - 1) by the change it made at the last full
+  // step, kept as `delta` ([B L, down[keep - 1]] at that level's length).
+  const DpCache& dc = c.shape.dp_cache;
+  if (dc.on() && (dc.keep < 1 || dc.keep >= levels))
+    n.required("down_dims").fail("dp_cache keep " + std::to_string(dc.keep) + " levels of the " +
+                                 std::to_string(levels) + " of '" + name + "': keep from 1 to " +
+                                 std::to_string(levels - 1) + " so that some deeper level is reused");
+  if (dc.on()) c.dp_cache_used = true;
+  int delta = -1;
   int prev = -1;
   for (int step = 0; step < c.shape.steps; ++step) {
     Site s{stage, step, -1, name};
+    const bool cached = dc.cached(step);
+    const bool keeps = dc.on() && !cached && dc.cached(step + 1);
+    int deep_in = -1;
     // Diffusion-step encoder: sinusoidal -> Linear(4x) -> Mish -> Linear.
     int se = c.gemm(s, "step_mlp1", OpFn::Linear, B, 4 * dse, dse,
                     Epilogue{.bias = true, .act = Activation::Silu}, {});
@@ -124,6 +138,12 @@ void build_unet1d(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
       x = res(x, -1, down[size_t(i)], down[size_t(i)]);
       skips.push_back(x);
       cin = down[size_t(i)];
+      if (i == dc.keep - 1 && (cached || keeps)) deep_in = x;
+      if (cached && i == dc.keep - 1) {
+        s.block = -1;
+        x = c.eltwise(s, "dp_cache_add", OpFn::Add, B * L, cin, 1, 2, {delta, x});
+        break;
+      }
       if (i + 1 < levels) {
         s.block = -1;
         L /= 2;
@@ -131,9 +151,12 @@ void build_unet1d(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
                    Epilogue{.bias = true}, {x});
       }
     }
-    x = res(x, -1, cin, cin);
-    x = res(x, -1, cin, cin);
-    for (int64_t i = levels - 1; i >= 1; --i) {
+    if (!cached) {
+      x = res(x, -1, cin, cin);
+      x = res(x, -1, cin, cin);
+    }
+    for (int64_t i = cached ? dc.keep - 1 : levels - 1; i >= 1; --i) {
+      b = int(2 * levels + 2 + 2 * (levels - 1 - i));  // the same block numbers in cached steps
       const int64_t out = down[size_t(i - 1)];
       x = res(x, skips[size_t(i)], 2 * cin, out);
       x = res(x, -1, out, out);
@@ -143,6 +166,8 @@ void build_unet1d(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
       L *= 2;
       x = c.gemm(s, "up" + std::to_string(levels - 1 - i), OpFn::Conv, B * L, cin, 2 * cin,
                  Epilogue{.bias = true}, {x}, double(cin) * cin * 4);
+      if (keeps && i == dc.keep)
+        delta = c.eltwise(s, "dp_cache_delta", OpFn::Sub, B * L, cin, 1, 2, {deep_in, x});
     }
     s.block = -1;
     x = c.gemm(s, "final_conv", OpFn::Conv, B * L, cin, cin * K, Epilogue{.bias = true}, {x});

@@ -432,11 +432,23 @@ void build_dit(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage
   const int se2 = c.gemm(s0, "state_enc2", OpFn::Linear, B, w, state_hidden,
                          Epilogue{.bias = true}, {se1});
   const int fut = future > 0 ? c.lookup(s0, "future_tokens", B * future, w, future, {}) : -1;
+  // DP-Cache, as in build_expert: blocks [keep, depth - keep) of a cached step are replaced by
+  // the change they made at the last full step.
+  const DpCache& dc = c.shape.dp_cache;
+  const int64_t deep_first = dc.keep, deep_end = depth - dc.keep;
+  if (dc.on() && deep_first >= deep_end)
+    n.required("depth").fail("dp_cache keep " + std::to_string(dc.keep) + " at each end leaves none of the " +
+                             std::to_string(depth) + " blocks of '" + name + "' to reuse");
+  if (dc.on()) c.dp_cache_used = true;
+  int delta = -1;
   int prev = -1;
   const size_t before_steps = c.g.size();
   for (int step = 0; step < c.shape.steps; ++step) {
     if (step == 1) c.g.check_room(size_t(c.shape.steps - 1) * (c.g.size() - before_steps));
     Site s{stage, step, -1, name};
+    const bool cached = dc.cached(step);
+    const bool keeps = dc.on() && !cached && dc.cached(step + 1);
+    int deep_in = -1;
     const int t1 = c.gemm(s, "time_mlp_in", OpFn::Linear, B, w, time_dim,
                           Epilogue{.bias = true, .act = Activation::Silu}, {});
     const int temb = c.gemm(s, "time_mlp_out", OpFn::Linear, B, w, w, Epilogue{.bias = true},
@@ -454,6 +466,11 @@ void build_dit(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage
     int x = c.concat(s, "tokens", B * T, w, {se2, fut, a3});
     for (int64_t l = 0; l < depth; ++l) {
       s.block = int(l);
+      if (l == deep_first && (cached || keeps)) deep_in = x;
+      if (cached && l >= deep_first && l < deep_end) {
+        if (l == deep_first) x = c.eltwise(s, "dp_cache_add", OpFn::Add, B * T, w, 1, 2, {delta, x});
+        continue;
+      }
       AttnSpec a;
       a.rows = B * T;
       a.width = w;
@@ -481,6 +498,7 @@ void build_dit(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage
       FfnSpec f{.rows = B * T, .width = w, .mlp = mlp, .gated = false, .act = act,
                 .norm = OpFn::LayerNorm, .norm_affine = false, .bias = true};
       x = ffn_part(c, s, f, x);
+      if (keeps && l == deep_end - 1) delta = c.eltwise(s, "dp_cache_delta", OpFn::Sub, B * T, w, 1, 2, {deep_in, x});
     }
     s.block = -1;
     const int mod = c.gemm(s, "out_mod", OpFn::Linear, B, 2 * w, w, Epilogue{.bias = true},

@@ -627,15 +627,60 @@ TEST(DpCache, CachedStepsRunOnlyTheKeptBlocksAndAddBackTheChange) {
   EXPECT_EQ(b.param_bytes(), a.param_bytes()) << "the skipped blocks' weights are still needed";
 }
 
+// DP-Cache on the other action heads: GR00T's DiT (blocks between the kept ends reused, as
+// pi0's expert) and Diffusion Policy's U-Net (the levels below the kept top one reused, the
+// DeepCache way): cached steps run a fraction of a full step's work, with one add each, and
+// each full step before a cached one keeps the change with one subtraction.
+TEST(DpCache, DitAndUnetHeadsReuseTheirDeepBlocksInCachedSteps) {
+  for (const char* name : {"gr00t_n15", "diffusion_policy"}) {
+    RunShape plain;
+    plain.steps = 10;
+    RunShape dp = plain;
+    dp.dp_cache = DpCache{.start = 2, .end = 8, .interval = 2, .keep = 1};
+    const OpGraph a = build_graph(card(name), plain), b = build_graph(card(name), dp);
+    std::map<int, double> flops_a, flops_b;
+    int adds = 0, subs = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (const Op& o = a.op(int(i)); o.stage == Stage::Action) flops_a[o.step] += o.flops;
+    for (size_t i = 0; i < b.size(); ++i) {
+      const Op& o = b.op(int(i));
+      if (o.stage != Stage::Action) continue;
+      flops_b[o.step] += o.flops;
+      if (o.name.ends_with("dp_cache_add")) {
+        ++adds;
+        EXPECT_TRUE(o.step == 3 || o.step == 5 || o.step == 7) << name << " " << o.name;
+      } else if (o.name.ends_with("dp_cache_delta")) {
+        ++subs;
+        EXPECT_TRUE(o.step == 2 || o.step == 4 || o.step == 6) << name << " " << o.name;
+      }
+    }
+    EXPECT_EQ(adds, 3) << name;
+    EXPECT_EQ(subs, 3) << name;
+    for (int step = 0; step < 10; ++step)
+      if (step == 3 || step == 5 || step == 7)
+        EXPECT_LT(flops_b[step], flops_a[step] / 2) << name << " step " << step;
+      else
+        EXPECT_NEAR(flops_b[step], flops_a[step], 1e-6 * flops_a[step] + 1e6) << name << " step " << step;
+    EXPECT_EQ(b.param_bytes(), a.param_bytes()) << name;
+  }
+}
+
 TEST(DpCache, IsRefusedWhereItCannotApply) {
   RunShape s;
-  s.dp_cache = DpCache{.start = 2, .end = 8};
+  s.dp_cache = DpCache{.start = 1, .end = 5};  // inside OpenVLA's 7 decoding steps
+  try {
+    build_graph(card("openvla"), s);
+    ADD_FAILURE() << "a card without a diffusion or flow head took dp_cache";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("dp_cache applies to a diffusion or flow action head"), std::string::npos)
+        << e.what();
+  }
+  s.dp_cache = DpCache{.start = 2, .end = 8, .keep = 3};  // a 3-level U-Net: keeping all reuses none
   try {
     build_graph(card("diffusion_policy"), s);
-    ADD_FAILURE() << "a card without a flow-matching expert took dp_cache";
+    ADD_FAILURE() << "keep 3 of a 3-level U-Net accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("dp_cache applies to a flow-matching action expert"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("keep 3 levels"), std::string::npos) << e.what();
   }
   s.dp_cache.keep = 9;  // pi0's expert has 18 blocks: nothing left between the kept ends
   EXPECT_THROW(build_graph(card("pi0"), s), ConfigError);
