@@ -8,8 +8,8 @@
 #   scripts/gpu_check.sh            # on the GPU machine, from the repository root
 # Also `vlasim compare` of pi0 (2 views) on the GPU present: GPU streams run on the cuda
 # executor, a CUDA stream each (a captured CUDA Graph per segment where the device has
-# graph_capture), predicted by the shaped model; then `vlasim calibrate` of the GPU (quick grid
-# and every op of pi0, on the whole GPU and on the SMs of a two-stream split, each limit a
+# graph_capture), predicted by the shaped model; then `vlasim calibrate` of the GPU (every op of
+# pi0, no grid: its shapes are all the compares need; on the whole GPU and on the SMs of a two-stream split, each limit a
 # green context) and `vlasim compare` of pi0 whole and split, predicted from that profile.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,10 +47,10 @@ cp "$out/compare/compare.md" "$out/compare.md" 2>/dev/null || true
 sed -e "s/streams: \[{name: vlm}, {name: ae}\]/streams: [{name: vlm, sms: 96}, {name: ae, sms: 32}]/" \
     "$out/pi0_gpu.yaml" > "$out/pi0_split.yaml"
 SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 timeout 240 "$build/vlasim" calibrate "$out/pi0_gpu.yaml" "$out/pi0_split.yaml" \
-  --device "$entry" --executor cuda --grid quick --reps 5 -q -o "$out/gpu_profile.json" > "$out/calibrate.txt" 2>&1
+  --device "$entry" --executor cuda --grid none --reps 5 -q -o "$out/gpu_profile.json" > "$out/calibrate.txt" 2>&1
 calibrate_rc=$?
 for sc in pi0_gpu pi0_split; do
-  SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 timeout 150 "$build/vlasim" compare "$out/$sc.yaml" --profile "$out/gpu_profile.json" \
+  SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 timeout 150 "$build/vlasim" --profile "$out/gpu_profile.json" compare "$out/$sc.yaml" \
     -q -o "$out/compare_profiled_$sc" > "$out/compare_profiled_$sc.txt" 2>&1
   echo $? > "$out/compare_profiled_$sc.rc"
   cp "$out/compare_profiled_$sc/compare.md" "$out/compare_profiled_$sc.md" 2>/dev/null || true
