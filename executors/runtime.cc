@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -193,10 +194,47 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         ur.handles[{static_cast<int>(m), static_cast<int>(k), b}] = {ex.get(), ex->prepare(mp.graph_at(b), seg.ops)};
     }
   }
-  for (auto& u : units)
-    if (u)
-      for (auto& [key, h] : u->handles)
+  // The SM limits each GPU stream may run with: its own, and on a lockstep GPU every split
+  // the table may choose (the first stream's, the rest for the second) and the whole GPU for
+  // a lone batch. Each is made and warmed before the clock starts, so no request pays for a
+  // green context's creation or a graph's capture.
+  std::vector<std::set<int>> limits(units.size());
+  for (size_t u = 0; u < units.size(); ++u)
+    if (units[u] && units[u]->cuda_device >= 0) limits[u].insert(0);
+  for (const LockstepPlan& lp : p.locksteps)
+    for (int k = 0; k < 2; ++k) {
+      const size_t u = static_cast<size_t>(lp.units[k]);
+      if (u >= units.size() || !units[u] || units[u]->cuda_device < 0) continue;
+      limits[u].insert(lp.sms);
+      auto side = [&](int first) { return k == 0 ? first : lp.sms - first; };
+      if (lp.static_first > 0) limits[u].insert(side(lp.static_first));
+      for (const auto& [pair, first] : lp.lut) limits[u].insert(side(first));
+    }
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (!units[u]) continue;
+    UnitRunner& ur = *units[u];
+    if (ur.cuda_device >= 0) {
+      // The catalog's SM count must be the GPU's: lockstep splits and lone batches ask for it.
+      const DeviceInstance& dev = s.devices[static_cast<size_t>(p.units[u].device)];
+      for (auto& [dtype, ex] : ur.executors) try {
+          ex->set_sm_limit(dev.spec.sms);
+        } catch (const std::invalid_argument& e) {
+          throw ConfigError(s.file, dev.line, 0, "hardware.devices",
+                            "device '" + dev.name + "' is catalog entry " + dev.spec.name + " (" +
+                                std::to_string(dev.spec.sms) + " SMs), which CUDA device " +
+                                std::to_string(ur.cuda_device) + " is not: " + e.what() +
+                                "; use the catalog entry of the GPU present");
+        }
+    }
+    for (int limit : ur.cuda_device >= 0 ? limits[u] : std::set<int>{0}) {
+      for (auto& [dtype, ex] : ur.executors)
+        if (ur.cuda_device >= 0) ex->set_sm_limit(limit);
+      for (auto& [key, h] : ur.handles)
         for (int w = 0; w < o.warmup; ++w) h.first->run(h.second);
+    }
+    for (auto& [dtype, ex] : ur.executors)
+      if (ur.cuda_device >= 0) ex->set_sm_limit(0);
+  }
 
   // Per-op samples, per scenario model (its variants share the graph and its op ids).
   std::vector<std::vector<std::vector<double>>> samples(s.models.size());

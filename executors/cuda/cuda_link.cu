@@ -73,6 +73,7 @@ class CudaLinkCopier : public LinkCopier {
 
  private:
   void release() {
+    cudaSetDevice(device_);
     if (dev_) cudaFree(dev_);
     if (pinned_host_) cudaFreeHost(pinned_host_);
     if (start_) cudaEventDestroy(start_);

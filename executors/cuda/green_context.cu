@@ -3,6 +3,8 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -67,12 +69,43 @@ const Driver& driver() {
   return d;
 }
 
+// A device's SMs split once into groups of the driver's smallest partition size, plus what is
+// left over: every lane's descriptor is built from this one split, so groups taken from its
+// front and from its end are disjoint (the driver promises that within one split only).
+struct SmSplit {
+  CUdevice dev = 0;
+  unsigned total = 0, grain = 1;
+  std::vector<CUdevResource> groups;
+  CUdevResource rest{};
+};
+
+const SmSplit& sm_split(int device) {
+  static std::mutex mu;
+  static std::map<int, SmSplit> splits;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = splits.find(device);
+  if (it != splits.end()) return it->second;
+  const Driver& d = driver();
+  SmSplit sp;
+  d.check(d.device_get(&sp.dev, device), "cuDeviceGet");
+  CUdevResource all{};
+  d.check(d.get_resource(sp.dev, &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource");
+  sp.total = all.sm.smCount;
+  sp.grain = std::max(1u, all.sm.minSmPartitionSize);
+  unsigned count = 0;
+  d.check(d.split(nullptr, &count, &all, nullptr, 0, sp.grain), "cuDevSmResourceSplitByCount (query)");
+  sp.groups.resize(std::max(1u, count));
+  d.check(d.split(sp.groups.data(), &count, &all, &sp.rest, 0, sp.grain), "cuDevSmResourceSplitByCount");
+  sp.groups.resize(count);
+  return splits.emplace(device, std::move(sp)).first->second;
+}
+
 }  // namespace
 
 Lane::Lane(int device) : device_(device) {
   check(cudaSetDevice(device), "cudaSetDevice");
-  // A blocking stream: it waits for work on the legacy default stream as well.
-  check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+  // Non-blocking: nothing on the legacy default stream can join (and break) a capture on it.
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
 }
 
 Lane::Lane(int device, int min_sms, bool from_end) : device_(device) {
@@ -82,35 +115,32 @@ Lane::Lane(int device, int min_sms, bool from_end) : device_(device) {
                              "driver lacks " + d.missing);
   check(cudaSetDevice(device), "cudaSetDevice");
   check(cudaFree(nullptr), "initialising the primary context");  // the green context retains it
-  CUdevice dev = 0;
-  d.check(d.device_get(&dev, device), "cuDeviceGet");
-  CUdevResource all{};
-  d.check(d.get_resource(dev, &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource");
-  if (min_sms < 1 || static_cast<unsigned>(min_sms) > all.sm.smCount)
+  const SmSplit& sp = sm_split(device);
+  if (min_sms < 1 || static_cast<unsigned>(min_sms) > sp.total)
     throw std::runtime_error("cuda executor: an SM limit of " + std::to_string(min_sms) + " on a GPU of " +
-                             std::to_string(all.sm.smCount) + " SMs");
-  // The finest split the driver makes; the lane is a run of its groups (plus what is left
-  // over, when it needs every group).
-  const unsigned grain = std::max(1u, all.sm.minSmPartitionSize);
-  unsigned count = 0;
-  d.check(d.split(nullptr, &count, &all, nullptr, 0, grain), "cuDevSmResourceSplitByCount (query)");
-  std::vector<CUdevResource> groups(std::max(1u, count));
-  CUdevResource rest{};
-  d.check(d.split(groups.data(), &count, &all, &rest, 0, grain), "cuDevSmResourceSplitByCount");
-  groups.resize(count);
+                             std::to_string(sp.total) + " SMs");
+  // From the front: whole groups, rounded up. From the end: what is left over first, then
+  // groups rounded up, so that a front lane of k SMs (a multiple of the group size) and an
+  // end lane of total - k SMs tile the GPU exactly.
   std::vector<CUdevResource> take;
   unsigned have = 0;
+  if (from_end && sp.rest.sm.smCount > 0) {
+    take.push_back(sp.rest);
+    have = sp.rest.sm.smCount;
+  }
+  const unsigned count = static_cast<unsigned>(sp.groups.size());
   for (unsigned i = 0; i < count && have < static_cast<unsigned>(min_sms); ++i) {
-    take.push_back(groups[from_end ? count - 1 - i : i]);
+    take.push_back(sp.groups[from_end ? count - 1 - i : i]);
     have += take.back().sm.smCount;
   }
-  if (have < static_cast<unsigned>(min_sms) && rest.sm.smCount > 0) {
-    take.push_back(rest);
-    have += rest.sm.smCount;
+  if (have < static_cast<unsigned>(min_sms) && !from_end && sp.rest.sm.smCount > 0) {
+    take.push_back(sp.rest);
+    have += sp.rest.sm.smCount;
   }
   if (have < static_cast<unsigned>(min_sms))
-    throw std::runtime_error("cuda executor: the driver's split of " + std::to_string(all.sm.smCount) +
+    throw std::runtime_error("cuda executor: the driver's split of " + std::to_string(sp.total) +
                              " SMs cannot hold " + std::to_string(min_sms));
+  const CUdevice dev = sp.dev;
   CUdevResourceDesc desc{};
   d.check(d.describe(&desc, take.data(), static_cast<unsigned>(take.size())), "cuDevResourceGenerateDesc");
   d.check(d.create(&green_, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate");
@@ -129,7 +159,11 @@ Lane::Lane(int device, int min_sms, bool from_end) : device_(device) {
 Lane::~Lane() {
   if (green_) driver().set_current(ctx_);
   if (stream_) cudaStreamDestroy(stream_);
-  if (green_) driver().destroy(green_);
+  if (green_) {
+    driver().destroy(green_);
+    driver().set_current(nullptr);  // no destroyed context stays current on this thread
+  }
+  cudaSetDevice(device_);
 }
 
 void Lane::bind() const {
@@ -138,6 +172,12 @@ void Lane::bind() const {
   } else {
     check(cudaSetDevice(device_), "cudaSetDevice");
   }
+}
+
+void Lane::unbind() const {
+  if (!green_) return;
+  driver().set_current(nullptr);  // a green context may be current on one thread at a time
+  cudaSetDevice(device_);
 }
 
 }  // namespace vlasim

@@ -18,12 +18,14 @@ class Lane {
  public:
   // The whole of device `device`. Throws std::runtime_error naming CUDA's error.
   explicit Lane(int device);
-  // A green context on `device` with at least `min_sms` SMs (1 <= min_sms <= the device's SMs):
-  // the device's SMs are split into groups of the driver's smallest partition size, and the
-  // lane takes as many groups as min_sms needs (so sms() may exceed min_sms) from the front of
-  // the split, or from its end when `from_end`: two lanes, one from each end, share no SMs
-  // while their sum fits the GPU. Throws std::runtime_error naming the driver's error (a
-  // driver older than 12.5 among them).
+  // A green context on `device` with at least `min_sms` SMs (1 <= min_sms <= the device's SMs).
+  // The device's SMs are split once (per process) into groups of the driver's smallest
+  // partition size (8 on Hopper) and a leftover; a lane takes whole groups from the front of
+  // that split, or, `from_end`, the leftover and then groups from its end, as many as min_sms
+  // needs (so sms() may exceed min_sms). A front lane of k SMs (k a multiple of the group
+  // size) and an end lane of the rest tile the GPU, sharing none, as do any two whose
+  // rounded sizes fit it. Throws std::runtime_error naming the driver's error (a driver older
+  // than 12.5 among them).
   Lane(int device, int min_sms, bool from_end);
   ~Lane();
   Lane(const Lane&) = delete;
@@ -32,6 +34,9 @@ class Lane {
   // Makes this lane's context current on the calling thread (the device's primary context,
   // or the green context): allocations, events and launches that follow belong to it.
   void bind() const;
+  // Leaves the calling thread on the device's primary context again (a green context may be
+  // current on one thread at a time).
+  void unbind() const;
   cudaStream_t stream() const { return stream_; }
   int sms() const { return sms_; }  // 0: the whole device
 
