@@ -104,14 +104,16 @@ void check_memory(uint64_t bytes, const std::string& what) {
   }
 }
 
-// The dtype param: "auto" (this CPU's native dtype), bf16 or fp32. With `check_host`, a
-// dtype this CPU cannot run is refused at the param, naming the host's ISA.
+// The dtype param: "auto" (this CPU's native dtype), bf16 or fp32, and fp16 where not
+// `check_host` (the reference executor; oneDNN's CPU matmuls here run no fp16). With
+// `check_host`, a dtype this CPU cannot run is refused at the param, naming the host's ISA.
 static DType dtype_param(const Params& p, bool check_host) {
   std::string s = p.get_string("dtype", "auto");
   if (s == "auto") return native_cpu_dtype();
   DType d;
-  if (!parse_dtype(s, &d) || (d != DType::BF16 && d != DType::F32))
-    p.node().fail("dtype '" + s + "' is not supported by the executors; valid: auto, bf16, fp32");
+  if (!parse_dtype(s, &d) || (d != DType::BF16 && d != DType::F32 && (check_host || d != DType::F16)))
+    p.node().fail("dtype '" + s + "' is not supported by this executor; valid: auto, bf16, fp32" +
+                  (check_host ? "" : ", fp16"));
   if (check_host)
     if (std::string why = cpu_dtype_problem(d); !why.empty()) p.node().required("dtype").fail(why);
   return d;
@@ -190,7 +192,7 @@ void register_executors(ExecutorRegistry& r) {
            return std::make_unique<OneDnnExecutor>(o);
          }});
   r.add({"reference", "float64 reference loops on the calling thread (slow; for tests)",
-         {{"dtype", "value rounding of weights and inputs: auto (as onednn's), bf16 or fp32", "auto"},
+         {{"dtype", "value rounding of weights and inputs: auto (as onednn's), bf16, fp16 or fp32", "auto"},
           {"seed", "seed of the synthetic weights and inputs", "1"}},
          [](const Params& p) -> std::unique_ptr<Executor> {
            ExecOptions o;
@@ -201,27 +203,31 @@ void register_executors(ExecutorRegistry& r) {
   r.add({"cuda",
          "CUDA on one NVIDIA GPU (cuBLASLt GEMMs with fp32 accumulation, small kernels for the rest; "
          "built when nvcc is found)",
-         {{"dtype", "GEMM operands: bf16 or fp32", "bf16"},
+         {{"dtype", "GEMM operands: bf16, fp16 or fp32", "bf16"},
           {"device", "CUDA device index", "0"},
           {"seed", "seed of the synthetic weights and inputs", "1"},
           {"graph", "replay each segment as a captured CUDA Graph (per-op times then scaled from the first run)",
            "false"},
           {"sms", "run on a green context of at least this many SMs (0 = the whole GPU)", "0"},
           {"sms_from_end", "take limited SMs from the end of the GPU (the other stream of a split takes the front)",
-           "false"}},
+           "false"},
+          {"fuse_epilogue", "bias, GELU-tanh / ReLU and residual in cuBLASLt's GEMM epilogue (false: a kernel after)",
+           "true"}},
          [](const Params& p) -> std::unique_ptr<Executor> {
            CudaOptions o;
            o.graph = p.get_bool("graph", false);
            const std::string d = p.get_string("dtype", "bf16");
            if (d == "bf16") o.dtype = DType::BF16;
+           else if (d == "fp16") o.dtype = DType::F16;
            else if (d == "fp32") o.dtype = DType::F32;
-           else p.node().required("dtype").fail("dtype '" + d + "' is not supported by the cuda executor; valid: bf16, fp32");
+           else p.node().required("dtype").fail("dtype '" + d + "' is not supported by the cuda executor; valid: bf16, fp16, fp32");
            o.device = static_cast<int>(p.get_int("device", 0));
            if (o.device < 0) p.node().required("device").fail("a CUDA device index is 0 or more");
            o.seed = static_cast<uint64_t>(p.get_int("seed", 1));
            o.sms = static_cast<int>(p.get_int("sms", 0));
            if (o.sms < 0) p.node().required("sms").fail("an SM limit is 0 (the whole GPU) or more");
            o.sms_from_end = p.get_bool("sms_from_end", false);
+           o.fuse_epilogue = p.get_bool("fuse_epilogue", true);
            return load_cuda_executor(o, p);
          }});
 }

@@ -554,6 +554,10 @@ float round_bf16(float x) {
   return x;
 }
 
-float round_to(DType dtype, float x) { return dtype == DType::BF16 ? round_bf16(x) : x; }
+float round_to(DType dtype, float x) {
+  if (dtype == DType::BF16) return round_bf16(x);
+  if (dtype == DType::F16) return static_cast<float>(static_cast<_Float16>(x));  // round to nearest even
+  return x;
+}
 
 }  // namespace vlasim

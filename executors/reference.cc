@@ -20,9 +20,9 @@ double ref_activation(Activation a, double x) {
 }
 
 ReferenceExecutor::ReferenceExecutor(ExecOptions opt) : opt_(std::move(opt)) {
-  if (opt_.dtype != DType::F32 && opt_.dtype != DType::BF16)
+  if (opt_.dtype != DType::F32 && opt_.dtype != DType::BF16 && opt_.dtype != DType::F16)
     throw std::invalid_argument(std::string("reference executor: dtype ") +
-                                to_string(opt_.dtype) + " is not supported (fp32, bf16)");
+                                to_string(opt_.dtype) + " is not supported (fp32, bf16, fp16)");
 }
 
 std::string ReferenceExecutor::device() const {

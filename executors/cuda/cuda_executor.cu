@@ -3,6 +3,7 @@
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -77,11 +78,13 @@ int act_code(Activation a) {
   }
 }
 
-// dst[r, c] = src view (r, c) as bf16, contiguous [rows, cols].
-__global__ void to_bf16(__nv_bfloat16* dst, DView src, int64_t rows, int64_t cols) {
+// dst[r, c] = src view (r, c) as a 16-bit float (fp16 when `half`, else bf16), contiguous
+// [rows, cols], stored as its bits.
+__global__ void to_16bit(uint16_t* dst, DView src, int64_t rows, int64_t cols, bool half) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * cols; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / cols, c = i % cols;
-    dst[i] = __float2bfloat16(src.base[r * src.ld + c]);
+    const float v = src.base[r * src.ld + c];
+    dst[i] = half ? __half_as_ushort(__float2half_rn(v)) : __bfloat16_as_ushort(__float2bfloat16(v));
   }
 }
 
@@ -262,12 +265,23 @@ __global__ void block_copy(float* out, int64_t out_ld, int64_t dst_row, int64_t 
   }
 }
 
+// What cuBLASLt adds to a product in its epilogue: a bias per output column, an activation
+// it has (act_code 1 GELU-tanh, 4 ReLU; 0 none) applied after the bias, and `c` (an fp32
+// [R, N] view with row stride ldc, added with beta 1 before the activation: a residual when
+// there is none).
+struct LtEpilogue {
+  const float* bias = nullptr;
+  int act = 0;
+  const float* c = nullptr;
+  int64_t ldc = 0;
+};
+
 class CudaExecutor : public Executor {
  public:
   explicit CudaExecutor(CudaOptions opt) : opt_(opt) {
-    if (opt_.dtype != DType::BF16 && opt_.dtype != DType::F32)
+    if (opt_.dtype != DType::BF16 && opt_.dtype != DType::F16 && opt_.dtype != DType::F32)
       throw std::invalid_argument(std::string("cuda executor: dtype ") + to_string(opt_.dtype) +
-                                  " is not supported (bf16, fp32)");
+                                  " is not supported (bf16, fp16, fp32)");
     int n = 0;
     check(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
     if (opt_.device < 0 || opt_.device >= n)
@@ -290,7 +304,7 @@ class CudaExecutor : public Executor {
   ~CudaExecutor() override {
     for (auto& s : segments_)
       for (auto& [l, ls] : s.lanes) {
-        l->bind();
+        const Bound bound(l);
         for (auto& e : ls.events) cudaEventDestroy(e);
         if (ls.graph) cudaGraphExecDestroy(ls.graph);
       }
@@ -306,7 +320,7 @@ class CudaExecutor : public Executor {
   }
 
   int prepare(const OpGraph& g, const std::vector<int>& ops) override {
-    lane_->bind();
+    const Bound bound(lane_);
     Segment s;
     s.g = &g;
     s.plan = plan_segment(g, ops);
@@ -353,7 +367,7 @@ class CudaExecutor : public Executor {
 
   const SegmentTiming& run(int segment) override {
     Segment& s = seg(segment);
-    lane_->bind();
+    const Bound bound(lane_);
     LaneState& ls = state(s);
     if (!opt_.graph) return run_eager(s, ls);
     if (!ls.graph) {
@@ -394,6 +408,7 @@ class CudaExecutor : public Executor {
   std::vector<TensorInfo> inputs(int segment) const override { return segment_inputs(seg(segment).plan); }
 
   void set_input(int segment, TensorKey key, const std::vector<float>& data) override {
+    const Bound bound(lane_);
     Segment& s = seg(segment);
     for (const TensorInfo& t : segment_inputs(s.plan))
       if (t.key == key) {
@@ -410,6 +425,7 @@ class CudaExecutor : public Executor {
   }
 
   std::vector<float> get_output(int segment, int op) const override {
+    const Bound bound(lane_);
     const Segment& s = seg(segment);
     auto it = s.tensors.find(TensorKey{op, -1});
     if (it == s.tensors.end())
@@ -468,6 +484,14 @@ class CudaExecutor : public Executor {
 
   cudaStream_t stream() const { return lane_->stream(); }
 
+  // The lane's context current on this thread for a call's duration.
+  struct Bound {
+    const Lane* lane;
+    explicit Bound(const Lane* l) : lane(l) { lane->bind(); }
+    ~Bound() { lane->unbind(); }
+  };
+  bool half() const { return opt_.dtype == DType::F16; }
+
   // One run kernel by kernel, each op between two events.
   const SegmentTiming& run_eager(Segment& s, LaneState& ls) {
     for (size_t i = 0; i < s.plan.size(); ++i) {
@@ -518,27 +542,41 @@ class CudaExecutor : public Executor {
     std::vector<float> f(static_cast<size_t>(n));
     fill_weight(o, part, opt_.seed, f.data(), n);
     for (float& x : f) x = round_to(opt_.dtype, x);
+    if (it != weights_.end()) drop_graphs();  // captured graphs read the buffer it replaces
     return (weights_[key] = upload(f)).p;
   }
 
-  // The GEMM's W [k, n] as the cuBLASLt operand: bf16 or fp32.
+  // The GEMM's W [k, n] as the cuBLASLt operand: bf16, fp16 or fp32.
   const void* gemm_weight(const Op& o) {
     const float* w = weight(o, "w", o.k * o.n);
     if (opt_.dtype == DType::F32) return w;
     const std::string key = param_key(o, "w");
     auto it = weights16_.find(key);
     if (it != weights16_.end() && it->second.n == o.k * o.n) return it->second.p;
-    DeviceBuffer<__nv_bfloat16> d(o.k * o.n);
-    to_bf16<<<blocks_for(o.k * o.n), kThreads, 0, stream()>>>(d.p, DView{w, o.n}, o.k, o.n);
-    check(cudaStreamSynchronize(stream()), "weight to bf16");
+    if (it != weights16_.end()) drop_graphs();
+    DeviceBuffer<uint16_t> d(o.k * o.n);
+    to_16bit<<<blocks_for(o.k * o.n), kThreads, 0, stream()>>>(d.p, DView{w, o.n}, o.k, o.n, half());
+    check(cudaStreamSynchronize(stream()), "weight to 16 bits");
     return (weights16_[key] = std::move(d)).p;
   }
 
-  // GEMM accumulator [rows, n] and bf16 X [rows, k] scratch, grown to the largest.
+  // GEMM accumulator [rows, n] and 16-bit X [rows, k] scratch, grown to the largest.
   void scratch(int64_t acc, int64_t x) {
+    if (acc_.n < acc || x16_.n < x || x32_.n < x) drop_graphs();  // captured graphs read the old ones
     if (acc_.n < acc) acc_ = DeviceBuffer<float>(acc);
-    if (x16_.n < x) x16_ = DeviceBuffer<__nv_bfloat16>(x);
+    if (x16_.n < x) x16_ = DeviceBuffer<uint16_t>(x);
     if (x32_.n < x) x32_ = DeviceBuffer<float>(x);
+  }
+
+  // Forgets every captured graph (each segment is captured again at its next run on a lane):
+  // a graph holds the addresses of the buffers it read when captured.
+  void drop_graphs() {
+    for (Segment& s : segments_)
+      for (auto& [l, ls] : s.lanes)
+        if (ls.graph) {
+          cudaGraphExecDestroy(ls.graph);
+          ls.graph = nullptr;
+        }
   }
 
   DView view(Segment& s, const OpPlan& p, int role) {
@@ -546,24 +584,46 @@ class CudaExecutor : public Executor {
     return DView{s.tensors.at(sl.t.key).p + sl.offset(), sl.t.cols};
   }
 
-  // acc[R, N] = X[R, K] W[K, N] (row-major), fp32 accumulate: in cuBLASLt's column-major
-  // terms acc^T [N, R] = W^T [N, K] X^T [K, R] with no transposes.
-  void matmul(float* acc, const void* w, const void* x, int64_t ldx, int64_t R, int64_t N, int64_t K) {
-    const cudaDataType_t ab = opt_.dtype == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  // d[R, N] (row stride ldd) = epilogue(X[R, K] W[K, N]) (row-major), fp32 accumulate: in
+  // cuBLASLt's column-major terms d^T [N, R] = W^T [N, K] X^T [K, R] with no transposes.
+  // Returns cuBLASLt's status (NOT_SUPPORTED when it has no kernel for the epilogue); nothing
+  // is enqueued unless it is SUCCESS.
+  cublasStatus_t try_matmul(float* d, int64_t ldd, const void* w, const void* x, int64_t ldx, int64_t R, int64_t N,
+                            int64_t K, const LtEpilogue& e = {}) {
+    const cudaDataType_t ab = opt_.dtype == DType::BF16 ? CUDA_R_16BF : opt_.dtype == DType::F16 ? CUDA_R_16F : CUDA_R_32F;
     cublasLtMatmulDesc_t op = nullptr;
-    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
-    check(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");
-    check(cublasLtMatrixLayoutCreate(&la, ab, N, K, N), "layout W");
-    check(cublasLtMatrixLayoutCreate(&lb, ab, K, R, ldx), "layout X");
-    check(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, N, R, N), "layout out");
-    const float one = 1.f, zero = 0.f;
-    const cublasStatus_t st = cublasLtMatmul(lt_, op, &one, w, la, x, lb, &zero, acc, ld, acc, ld, nullptr,
-                                             workspace_.p, kWorkspace, stream());
-    cublasLtMatrixLayoutDestroy(ld);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatmulDescDestroy(op);
-    check(st, "cublasLtMatmul");
+    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr, ld = nullptr;
+    auto destroy = [&] {
+      if (ld) cublasLtMatrixLayoutDestroy(ld);
+      if (lc) cublasLtMatrixLayoutDestroy(lc);
+      if (lb) cublasLtMatrixLayoutDestroy(lb);
+      if (la) cublasLtMatrixLayoutDestroy(la);
+      if (op) cublasLtMatmulDescDestroy(op);
+    };
+    cublasStatus_t st = cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+      const cublasLtEpilogue_t epi = e.act == 1 ? (e.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+                                     : e.act == 4 ? (e.bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU)
+                                                  : (e.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+      st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
+      // On a green context, kernels sized for the SMs it has.
+      const int32_t sms = lane_->sms();
+      if (st == CUBLAS_STATUS_SUCCESS && sms > 0)
+        st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sms, sizeof(sms));
+      if (st == CUBLAS_STATUS_SUCCESS && e.bias)
+        st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &e.bias, sizeof(e.bias));
+    }
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&la, ab, N, K, N);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&lb, ab, K, R, ldx);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, N, R, ldd);
+    if (st == CUBLAS_STATUS_SUCCESS && e.c) st = cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, N, R, e.ldc);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+      const float one = 1.f, zero = 0.f;
+      st = cublasLtMatmul(lt_, op, &one, w, la, x, lb, e.c ? &one : &zero, e.c ? e.c : d, e.c ? lc : ld, d, ld,
+                          nullptr, workspace_.p, kWorkspace, stream());
+    }
+    destroy();
+    return st;
   }
 
   void run_op(Segment& s, const OpPlan& p) {
@@ -577,8 +637,8 @@ class CudaExecutor : public Executor {
         const DView x = view(s, p, kX);
         const void* xa = x.base;
         int64_t ldx = x.ld;
-        if (opt_.dtype == DType::BF16) {
-          to_bf16<<<blocks_for(R * K), kThreads, 0, stream()>>>(x16_.p, x, R, K);
+        if (opt_.dtype != DType::F32) {
+          to_16bit<<<blocks_for(R * K), kThreads, 0, stream()>>>(x16_.p, x, R, K, half());
           xa = x16_.p;
           ldx = K;
         } else if (reinterpret_cast<uintptr_t>(x.base) % 16 != 0) {  // cuBLASLt wants aligned operands
@@ -586,12 +646,21 @@ class CudaExecutor : public Executor {
           xa = x32_.p;
           ldx = K;
         }
-        matmul(acc_.p, gemm_weight(o), xa, ldx, R, N, K);
         const float* bias = o.epi.bias ? weight(o, "b", N) : nullptr;
         const DView gate = o.epi.gate ? view(s, p, kGate) : DView{};
         const DView res = o.epi.residual ? view(s, p, kResidual) : DView{};
-        gemm_epilogue<<<grid, kThreads, 0, stream()>>>(out, acc_.p, R, C, N, bias, act_code(o.epi.act), o.epi.gate_up,
-                                                      gate.base, gate.ld, res.base, res.ld);
+        const int act = act_code(o.epi.act);
+        // cuBLASLt's epilogue takes the bias, GELU-tanh or ReLU, and a residual without an
+        // activation (its C is added before the activation); an aligned residual only.
+        const bool fuse = opt_.fuse_epilogue && !o.epi.gate_up && !o.epi.gate && C == N &&
+                          (act == 0 || act == 1 || act == 4) && (!o.epi.residual || act == 0) &&
+                          (!res.base || (reinterpret_cast<uintptr_t>(res.base) % 16 == 0 && res.ld % 4 == 0));
+        if (!fuse || try_matmul(out, C, gemm_weight(o), xa, ldx, R, N, K, LtEpilogue{bias, act, res.base, res.ld}) !=
+                         CUBLAS_STATUS_SUCCESS) {
+          check(try_matmul(acc_.p, N, gemm_weight(o), xa, ldx, R, N, K), "cublasLtMatmul");
+          gemm_epilogue<<<grid, kThreads, 0, stream()>>>(out, acc_.p, R, C, N, bias, act, o.epi.gate_up, gate.base,
+                                                        gate.ld, res.base, res.ld);
+        }
         if (o.epi.rope())
           rope_kernel<<<blocks_for(R * o.epi.rope_cols / 2), kThreads, 0, stream()>>>(
               out, R, C, o.epi.rope_cols, o.epi.rope_head_dim, R / o.epi.rope_batch);
@@ -681,9 +750,9 @@ class CudaExecutor : public Executor {
   cublasLtHandle_t lt_ = nullptr;
   DeviceBuffer<char> workspace_;
   DeviceBuffer<float> acc_, x32_;
-  DeviceBuffer<__nv_bfloat16> x16_;
+  DeviceBuffer<uint16_t> x16_;
   std::map<std::string, DeviceBuffer<float>> weights_;
-  std::map<std::string, DeviceBuffer<__nv_bfloat16>> weights16_;
+  std::map<std::string, DeviceBuffer<uint16_t>> weights16_;
   std::vector<Segment> segments_;
 };
 

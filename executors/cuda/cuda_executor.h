@@ -1,8 +1,9 @@
 // The CUDA executor (issue 12): runs the operator graphs the CPU executors run on one NVIDIA
 // GPU, with the same synthetic weights and inputs (executors/plan.h), so that its outputs
-// compare with the float64 reference executor's. GEMMs run through cuBLASLt (bf16 or fp32
-// operands, fp32 accumulation), the epilogue (bias, activation, gate/up, gate, residual, RoPE)
-// and every other op kind as small CUDA kernels of this file's .cu. Tensors are kept as fp32
+// compare with the float64 reference executor's. GEMMs run through cuBLASLt (bf16, fp16 or fp32
+// operands, fp32 accumulation, bias / GELU / ReLU / residual in cuBLASLt's epilogue), the rest
+// of the epilogue (gate/up, gate, other activations, RoPE) and every other op kind as small
+// CUDA kernels of this file's .cu. Tensors are kept as fp32
 // on the device, their values rounded to the executor's dtype where the CPU executors round
 // them (weights and synthetic inputs); each op is timed with CUDA events on one stream (with
 // `graph`, each segment replays a captured CUDA Graph, timed as a whole). SM limits run the
@@ -19,7 +20,7 @@
 namespace vlasim {
 
 struct CudaOptions {
-  DType dtype = DType::BF16;  // GEMM operands: bf16 or fp32
+  DType dtype = DType::BF16;  // GEMM operands: bf16, fp16 or fp32
   int device = 0;             // CUDA device index
   uint64_t seed = 1;          // synthetic weights and inputs
   // Replay each segment as a CUDA Graph captured after its first (kernel-by-kernel) run; a
@@ -31,6 +32,9 @@ struct CudaOptions {
   // Limits take their SMs from the end of the GPU rather than the front, so that this stream
   // and one taking them from the front share none (executors/cuda/green_context.h).
   bool sms_from_end = false;
+  // Bias, GELU-tanh / ReLU and a residual without activation in cuBLASLt's epilogue (else a
+  // kernel of this executor after the product, as gate/up, gates and other activations are).
+  bool fuse_epilogue = true;
 };
 
 // The executor on device opt.device. Throws std::runtime_error naming the CUDA error when

@@ -35,7 +35,8 @@ TEST(CudaExecutor, IsRegisteredWithItsParametersAndRefusesOtherDtypes) {
   ASSERT_NE(e, nullptr);
   std::vector<std::string> names;
   for (const ParamSpec& p : e->params) names.push_back(p.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"dtype", "device", "seed", "graph", "sms", "sms_from_end"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"dtype", "device", "seed", "graph", "sms", "sms_from_end",
+                                             "fuse_epilogue"}));
   for (const char* bad : {"dtype: int8", "sms: -4"})
     try {
       make_cuda(bad);
@@ -139,7 +140,7 @@ void against_reference(DType dtype, double tol, const std::vector<std::string>& 
   shape.dtype = dtype;
   if (!passes.empty()) shape.passes = passes;  // else the card's default passes
   OpGraph g = build_graph(load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_tiny.yaml"), shape);
-  auto cuda = make_cuda(std::string("dtype: ") + (dtype == DType::BF16 ? "bf16" : "fp32") + "\nseed: 5");
+  auto cuda = make_cuda(std::string("dtype: ") + to_string(dtype) + "\nseed: 5");
   ExecOptions ro;
   ro.dtype = dtype;
   ro.seed = 5;
@@ -160,6 +161,23 @@ void against_reference(DType dtype, double tol, const std::vector<std::string>& 
 
 TEST(CudaExecutor, TinyPi0Fp32MatchesTheReference) { against_reference(DType::F32, 1e-4, {}); }
 TEST(CudaExecutor, TinyPi0Bf16MatchesTheReference) { against_reference(DType::BF16, 3e-2, {}); }
+TEST(CudaExecutor, TinyPi0Fp16MatchesTheReference) { against_reference(DType::F16, 1e-2, {}); }
+
+// Bias, GELU-tanh / ReLU and residuals in cuBLASLt's epilogue compute what the executor's own
+// epilogue kernel does (fp32: to rounding).
+TEST(CudaExecutor, CublasLtEpiloguesGiveTheKernelEpiloguesOutputs) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  OpGraph g = build_graph(load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_tiny.yaml"), RunShape{});
+  auto fused = make_cuda("dtype: fp32\nseed: 4");
+  auto apart = make_cuda("dtype: fp32\nseed: 4\nfuse_epilogue: false");
+  const std::vector<int> ops = all_ops(g);
+  const int a = fused->prepare(g, ops), b = apart->prepare(g, ops);
+  fused->run(a);
+  apart->run(b);
+  const double e = rel_err(fused->get_output(a, ops.back()), apart->get_output(b, ops.back()));
+  RecordProperty("fused_vs_apart_rel_err", std::to_string(e));
+  EXPECT_LT(e, 1e-5);
+}
 // A replayed CUDA Graph computes what the kernel-by-kernel run did (bit for bit: the same
 // kernels on the same buffers), and its total is its own.
 TEST(CudaExecutor, AGraphReplayGivesTheKernelByKernelOutputs) {

@@ -86,6 +86,23 @@ TEST(ExecutorRegistry, MakesOnednnAndReference) {
   EXPECT_EQ(ref->name(), "reference");
 }
 
+// fp16 rounds to the nearest half (ties to even) in the reference executor, which takes it;
+// oneDNN's CPU executor refuses it naming what it runs.
+TEST(ExecutorRegistry, TheReferenceExecutorRoundsToFp16AndOnednnRefusesIt) {
+  EXPECT_EQ(round_to(DType::F16, 1.0f + 0x1p-11f), 1.0f);             // a tie: to even
+  EXPECT_EQ(round_to(DType::F16, 1.0f + 3 * 0x1p-11f), 1.0f + 0x1p-9f);  // a tie: to even, up
+  EXPECT_EQ(round_to(DType::F16, 1.0f + 0x1p-10f), 1.0f + 0x1p-10f);    // representable
+  ConfigNode n = ConfigNode::load_string("{dtype: fp16}", "test");
+  std::unique_ptr<Executor> ref = executor_registry().make("reference", Params(n), n);
+  EXPECT_NE(ref->device().find("fp16"), std::string::npos) << ref->device();
+  try {
+    executor_registry().make("onednn", Params(n), n);
+    FAIL() << "onednn took fp16";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("valid: auto, bf16, fp32"), std::string::npos) << e.what();
+  }
+}
+
 // A CPU executor has no SMs: no limit is a no-op, any other is refused naming the executor.
 TEST(ExecutorRegistry, CpuExecutorsRefuseAnSmLimit) {
   for (const char* name : {"onednn", "reference"}) {
