@@ -245,6 +245,17 @@ std::unique_ptr<LinkCopier> make_cuda_link_copier(int device, bool h2d, bool pin
       cuda_symbol<Make>("vlasim_make_cuda_link_copier")(device, h2d ? 1 : 0, pinned ? 1 : 0, max_bytes));
 }
 
+std::vector<int> cuda_lane_sm_ids(int device, int sms, bool from_end) {
+  using Ids = int (*)(int, int, int, int*, int, char*, int);
+  std::vector<int> ids(4096);
+  char error[512] = "";
+  const int n = cuda_symbol<Ids>("vlasim_cuda_lane_sm_ids")(device, sms, from_end ? 1 : 0, ids.data(),
+                                                           static_cast<int>(ids.size()), error, sizeof error);
+  if (n < 0) throw std::runtime_error(error);
+  ids.resize(static_cast<size_t>(std::min<int>(n, static_cast<int>(ids.size()))));
+  return ids;
+}
+
 const ExecutorRegistry& executor_registry() {
   static const ExecutorRegistry r = [] {
     ExecutorRegistry reg("executor");

@@ -80,6 +80,12 @@ class LinkCopier {
 // it cannot be made (the module is not built or not found, no GPU, memory short).
 std::unique_ptr<LinkCopier> make_cuda_link_copier(int device, bool h2d, bool pinned, int64_t max_bytes);
 
+// The SMs of CUDA device `device` that a green context of at least `sms` SMs (0: the whole
+// device; taken from the GPU's end when from_end) runs blocks on, sorted, as the CUDA
+// executor makes them (executors/cuda/green_context.h): the check that a split's two streams
+// share no SM. Throws std::runtime_error naming why it cannot run (no module, no GPU).
+std::vector<int> cuda_lane_sm_ids(int device, int sms, bool from_end);
+
 // Sums a timing per op kind ("gemm", "attention", ...) and in total ("total" = sum of ops).
 std::map<std::string, double> time_by_kind(const OpGraph& g, const SegmentTiming& t);
 // Sums a timing per stage ("vision", "prefix", "action", ...).

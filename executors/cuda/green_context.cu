@@ -3,7 +3,10 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
+#include <memory>
+#include <set>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -180,4 +183,59 @@ void Lane::unbind() const {
   cudaSetDevice(device_);
 }
 
+namespace {
+
+// Each block records the SM it ran on; blocks spin a little so that they spread.
+__global__ void record_smid(int* out) {
+  if (threadIdx.x == 0) {
+    unsigned id = 0;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    out[blockIdx.x] = static_cast<int>(id);
+  }
+  const long long t0 = clock64();
+  while (clock64() - t0 < 20000) {
+  }
+}
+
+// The distinct SMs blocks launched on `lane` ran on, sorted.
+std::vector<int> sm_ids(const Lane& lane) {
+  constexpr int kBlocks = 4096;
+  lane.bind();
+  int* d = nullptr;
+  cudaError_t e = cudaMalloc(&d, kBlocks * sizeof(int));
+  std::vector<int> h(kBlocks, -1);
+  if (e == cudaSuccess) {
+    record_smid<<<kBlocks, 32, 0, lane.stream()>>>(d);
+    e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaMemcpyAsync(h.data(), d, kBlocks * sizeof(int), cudaMemcpyDeviceToHost, lane.stream());
+    if (e == cudaSuccess) e = cudaStreamSynchronize(lane.stream());
+    cudaFree(d);
+  }
+  lane.unbind();
+  check(e, "recording SM ids");
+  std::set<int> ids(h.begin(), h.end());
+  return {ids.begin(), ids.end()};
+}
+
+}  // namespace
+
 }  // namespace vlasim
+
+// Which SMs a lane of at least `sms` SMs (0: the whole device; from the GPU's end when
+// from_end) runs its blocks on: the distinct %smid values of 4096 blocks launched on it,
+// sorted, the first `max` written to `out`; returns how many there are, or -1 with the reason
+// in `error` (error_len bytes). For the device check that two lanes share no SM.
+extern "C" int vlasim_cuda_lane_sm_ids(int device, int sms, int from_end, int* out, int max, char* error,
+                                       int error_len) {
+  try {
+    const auto lane = sms == 0 ? std::make_unique<vlasim::Lane>(device)
+                               : std::make_unique<vlasim::Lane>(device, sms, from_end != 0);
+    const std::vector<int> ids = vlasim::sm_ids(*lane);
+    for (size_t i = 0; i < ids.size() && static_cast<int>(i) < max; ++i) out[i] = ids[i];
+    return static_cast<int>(ids.size());
+  } catch (const std::exception& e) {
+    std::snprintf(error, static_cast<size_t>(error_len), "%s", e.what());
+    return -1;
+  }
+}
+

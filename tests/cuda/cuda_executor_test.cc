@@ -3,7 +3,9 @@
 // reason where there is none).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 
 #include "executors/calibration/calibrate.h"
@@ -193,6 +195,26 @@ TEST(CudaExecutor, AGraphReplayGivesTheKernelByKernelOutputs) {
     EXPECT_GT(t.total, 0);
   }
   EXPECT_EQ(eager->get_output(a, ops.back()), graph->get_output(b, ops.back()));
+}
+
+// The two streams of a lockstep split (96 SMs from the GPU's front, the rest from its end)
+// run on disjoint SMs, each on at least what it asked for; a whole-device lane reaches more.
+TEST(GreenContexts, ASplitsTwoStreamsShareNoSm) {
+  if (cuda_device_count() == 0) {
+    EXPECT_THROW(cuda_lane_sm_ids(0, 96, false), std::runtime_error);
+    GTEST_SKIP() << "no CUDA device on this machine: the refusal was checked";
+  }
+  const std::vector<int> all = cuda_lane_sm_ids(0, 0, false);
+  const int total = static_cast<int>(all.size());
+  ASSERT_GT(total, 96);
+  const std::vector<int> front = cuda_lane_sm_ids(0, 96, false), end = cuda_lane_sm_ids(0, total - 96, true);
+  RecordProperty("front_sms_used", std::to_string(front.size()));
+  RecordProperty("end_sms_used", std::to_string(end.size()));
+  EXPECT_LE(front.size(), 96u + 8u);
+  EXPECT_GT(front.size(), 48u);  // the blocks spread over the lane
+  std::vector<int> both;
+  std::set_intersection(front.begin(), front.end(), end.begin(), end.end(), std::back_inserter(both));
+  EXPECT_TRUE(both.empty()) << both.size() << " SMs in both lanes";
 }
 
 // `vlasim calibrate` on a GPU: one section per SM limit (a green context each), the GEMM that
