@@ -171,10 +171,12 @@ check "roofline of a scenario exits 0 and has a table per device" test "$rc" -eq
 # DP-Cache from the command line: checked as in a scenario, errors name --dp-cache.
 expect_error "--dp-cache caching no step" 2 "key '--dp-cache'.*caches no step" graph pi0_tiny --dp-cache 3:4
 expect_error "--dp-cache trailing colon" 2 "START:END" graph pi0_tiny --dp-cache 2:8:
-expect_error "--dp-cache without a flow expert" 2 "key '--dp-cache'.*applies to a flow-matching" leaderboard diffusion_policy --dp-cache 2:8
+expect_error "--dp-cache without a diffusion or flow head" 2 "key '--dp-cache'.*applies to a diffusion or flow action head" leaderboard openvla --dp-cache 1:5
 expect_error "--dp-cache with a scenario's own plan" 2 "key '--dp-cache'" roofline "$src/scenarios/default.yaml" --dp-cache 2:8
 plain=$("$bin" graph pi0_tiny | head -1 | cut -d' ' -f2); cached=$("$bin" graph pi0_tiny --dp-cache 2:8 | head -1 | cut -d' ' -f2)
 check "graph --dp-cache 2:8 has fewer ops ($cached < $plain)" test "$cached" -lt "$plain"
+plain=$("$bin" graph diffusion_policy | head -1 | cut -d' ' -f2); cached=$("$bin" graph diffusion_policy --dp-cache 20:80 | head -1 | cut -d' ' -f2)
+check "graph diffusion_policy --dp-cache 20:80 (the U-Net) has fewer ops ($cached < $plain)" test "$cached" -lt "$plain"
 
 # Graph passes (issue 13): listed, switchable from the command line, the speed-up table.
 "$bin" list passes >"$tmp/passes" 2>&1
