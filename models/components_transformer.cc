@@ -282,6 +282,24 @@ void require_equal(const ConfigNode& n, const std::string& key, int64_t v, int64
 }
 }  // namespace
 
+namespace {
+
+// DP-Cache (RunShape::dp_cache) over a stack of `depth` blocks: the blocks [keep,
+// depth - keep) that a cached step replaces by the change they made at the last full step.
+// Marks the cache as used when it is on; refuses (at `depth`) a keep that leaves none.
+std::pair<int64_t, int64_t> dp_cache_deep_blocks(Ctx& c, const ConfigNode& n, const std::string& name,
+                                                 int64_t depth) {
+  const DpCache& dc = c.shape.dp_cache;
+  const int64_t first = dc.keep, end = depth - dc.keep;
+  if (dc.on() && first >= end)
+    n.required("depth").fail("dp_cache keep " + std::to_string(dc.keep) + " at each end leaves none of the " +
+                             std::to_string(depth) + " blocks of '" + name + "' to reuse");
+  if (dc.on()) c.dp_cache_used = true;
+  return {first, end};
+}
+
+}  // namespace
+
 void build_expert(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage) {
   const KvCache& kc = find_cache(c, n, "prefix");
   const int64_t w = dim(n, "width"), depth = dim(n, "depth"), heads = dim(n, "heads");
@@ -307,14 +325,10 @@ void build_expert(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
   const int64_t kv_dim = kvh * hd;
   const double cache_bytes = 2.0 * B * S * kv_dim * c.eb;
   c.suffix_tokens = T;
-  // DP-Cache (RunShape::dp_cache): blocks [keep, depth - keep) of a cached step are replaced
-  // by the change they made at the last full step, kept as `delta`.
+  // DP-Cache: the deep blocks of a cached step are replaced by the change they made at the
+  // last full step, kept as `delta`.
   const DpCache& dc = c.shape.dp_cache;
-  const int64_t deep_first = dc.keep, deep_end = depth - dc.keep;
-  if (dc.on() && deep_first >= deep_end)
-    n.required("depth").fail("dp_cache keep " + std::to_string(dc.keep) + " at each end leaves none of the " +
-                             std::to_string(depth) + " blocks of '" + name + "' to reuse");
-  if (dc.on()) c.dp_cache_used = true;
+  const auto [deep_first, deep_end] = dp_cache_deep_blocks(c, n, name, depth);
   int delta = -1;
   int prev = -1;
   const size_t before_steps = c.g.size();
@@ -432,14 +446,9 @@ void build_dit(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage
   const int se2 = c.gemm(s0, "state_enc2", OpFn::Linear, B, w, state_hidden,
                          Epilogue{.bias = true}, {se1});
   const int fut = future > 0 ? c.lookup(s0, "future_tokens", B * future, w, future, {}) : -1;
-  // DP-Cache, as in build_expert: blocks [keep, depth - keep) of a cached step are replaced by
-  // the change they made at the last full step.
+  // DP-Cache, as in build_expert.
   const DpCache& dc = c.shape.dp_cache;
-  const int64_t deep_first = dc.keep, deep_end = depth - dc.keep;
-  if (dc.on() && deep_first >= deep_end)
-    n.required("depth").fail("dp_cache keep " + std::to_string(dc.keep) + " at each end leaves none of the " +
-                             std::to_string(depth) + " blocks of '" + name + "' to reuse");
-  if (dc.on()) c.dp_cache_used = true;
+  const auto [deep_first, deep_end] = dp_cache_deep_blocks(c, n, name, depth);
   int delta = -1;
   int prev = -1;
   const size_t before_steps = c.g.size();
