@@ -226,12 +226,19 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
                                 "; use the catalog entry of the GPU present");
         }
     }
+    std::string granted;  // "96 -> 96 SMs, 132 -> 132 SMs": what each limit got
     for (int limit : ur.cuda_device >= 0 ? limits[u] : std::set<int>{0}) {
       for (auto& [dtype, ex] : ur.executors)
-        if (ur.cuda_device >= 0) ex->set_sm_limit(limit);
+        if (ur.cuda_device >= 0) {
+          const int got = ex->set_sm_limit(limit);
+          const int asked = limit > 0 ? limit : ur.sms;  // 0: the stream's own limit
+          if (asked > 0 && dtype == ur.executors.begin()->first)
+            granted += (granted.empty() ? "" : ", ") + std::to_string(asked) + " -> " + std::to_string(got);
+        }
       for (auto& [key, h] : ur.handles)
         for (int w = 0; w < o.warmup; ++w) h.first->run(h.second);
     }
+    if (!granted.empty()) out.devices.push_back(p.units[u].name + ": SM limits asked -> granted: " + granted);
     for (auto& [dtype, ex] : ur.executors)
       if (ur.cuda_device >= 0) ex->set_sm_limit(0);
   }
