@@ -442,7 +442,10 @@ void synth_fill_indices(int32_t* dst, int64_t n, uint64_t stream, int64_t limit)
 }
 
 std::string weight_key(const Op& o, const char* part) {
-  return (o.weight_id.empty() ? "op" + std::to_string(o.id) : o.weight_id) + "/" + part;
+  // Without a weight_id, by name (as synthetic inputs are): an op inserted before it (DP-Cache's
+  // delta, a pass) must not change its weights.
+  const std::string owner = !o.weight_id.empty() ? o.weight_id : !o.name.empty() ? "op:" + o.name : "op" + std::to_string(o.id);
+  return owner + "/" + part;
 }
 
 std::string input_key(TensorKey k) {
@@ -554,9 +557,21 @@ float round_bf16(float x) {
   return x;
 }
 
+// x rounded to the nearest IEEE half (ties to even; subnormals, and infinity past 65504), as
+// a float. By hand: _Float16 is not available on every target this builds for.
+float round_f16(float x) {
+  if (!std::isfinite(x)) return x;
+  const float a = std::fabs(x);
+  if (a >= 65520.f) return std::copysign(INFINITY, x);
+  int e = 0;
+  std::frexp(a, &e);                                   // a = m 2^e, m in [0.5, 1)
+  const float ulp = std::ldexp(1.0f, std::max(e - 11, -24));  // 11 significant bits; subnormal spacing 2^-24
+  return std::copysign(std::nearbyint(a / ulp) * ulp, x);     // the default rounding: to nearest, ties to even
+}
+
 float round_to(DType dtype, float x) {
   if (dtype == DType::BF16) return round_bf16(x);
-  if (dtype == DType::F16) return static_cast<float>(static_cast<_Float16>(x));  // round to nearest even
+  if (dtype == DType::F16) return round_f16(x);
   return x;
 }
 

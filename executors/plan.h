@@ -138,7 +138,7 @@ void synth_fill(float* dst, int64_t n, uint64_t stream, float scale, float offse
 // Synthetic int indices in [0, limit).
 void synth_fill_indices(int32_t* dst, int64_t n, uint64_t stream, int64_t limit);
 // The stream key of an op's parameter `part` ("w", "b", "scale", "shift", "table"):
-// weight_id (or "op<id>" when empty) + "/" + part.
+// weight_id (or "op:<name>" when empty, "op<id>" when the op has no name either) + "/" + part.
 std::string weight_key(const Op& o, const char* part);
 // Fills dst[0..n) with op `o`'s synthetic parameter `part`: "w" (Gemm [k, n] row-major,
 // uniform with variance 1/k), "b" (bias, +-0.1), "scale" (1 +- 0.1), "shift" (+-0.1),

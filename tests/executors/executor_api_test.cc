@@ -1,6 +1,8 @@
 // Executor contract: clear errors, the registry, core groups running concurrently.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <chrono>
 #include <thread>
 
@@ -92,6 +94,10 @@ TEST(ExecutorRegistry, TheReferenceExecutorRoundsToFp16AndOnednnRefusesIt) {
   EXPECT_EQ(round_to(DType::F16, 1.0f + 0x1p-11f), 1.0f);             // a tie: to even
   EXPECT_EQ(round_to(DType::F16, 1.0f + 3 * 0x1p-11f), 1.0f + 0x1p-9f);  // a tie: to even, up
   EXPECT_EQ(round_to(DType::F16, 1.0f + 0x1p-10f), 1.0f + 0x1p-10f);    // representable
+  EXPECT_EQ(round_to(DType::F16, -65519.f), -65504.f);                  // the largest half
+  EXPECT_TRUE(std::isinf(round_to(DType::F16, 70000.f)));
+  EXPECT_EQ(round_to(DType::F16, 0x1p-25f), 0.0f);                      // half a subnormal step: to even
+  EXPECT_EQ(round_to(DType::F16, 3 * 0x1p-25f), 0x1p-23f);
   ConfigNode n = ConfigNode::load_string("{dtype: fp16}", "test");
   std::unique_ptr<Executor> ref = executor_registry().make("reference", Params(n), n);
   EXPECT_NE(ref->device().find("fp16"), std::string::npos) << ref->device();
