@@ -17,7 +17,7 @@ mkdir -p "$out"
 moved=$(python3 - "$out/dp_cache_test.xml" <<'PY'
 import re, sys
 xml = open(sys.argv[1]).read()
-m = re.search(r'dp_cache_action_rel_diff"? value="([^"]+)"', xml) or re.search(r'dp_cache_action_rel_diff="([^"]+)"', xml)
+m = re.search(r'name="dp_cache_action_rel_diff" value="([^"]+)"', xml) or re.search(r' dp_cache_action_rel_diff="([^"]+)"', xml)
 print("n/a" if not m else f"{float(m.group(1)):.3g}")
 PY
 )

@@ -98,8 +98,9 @@ int op_named(const OpGraph& g, const std::string& suffix) {
 // without it (same weights, and synthetic inputs follow op names, not ids), the cached graph
 // runs on the oneDNN executor as on the float64 reference, and the final actions move by a
 // finite, reported amount.
-TEST(ExecutorEndToEnd, DpCacheKeepsTheStepsBeforeItsWindowAndChangesTheActionsAfter) {
-  const ModelCard card = load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_tiny.yaml");
+// On pi0's flow expert and on GR00T's DiT head (tiny cards).
+void dp_cache_end_to_end(const std::string& card_name, const std::string& property) {
+  const ModelCard card = load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/" + card_name + ".yaml");
   RunShape full;
   full.dtype = DType::F32;
   RunShape cached = full;
@@ -125,8 +126,16 @@ TEST(ExecutorEndToEnd, DpCacheKeepsTheStepsBeforeItsWindowAndChangesTheActionsAf
   const double moved = rel_err(rc.get_output(b, last_c), rf.get_output(a, last_f));
   EXPECT_GT(moved, 0) << "the cached steps changed nothing: were blocks skipped?";
   EXPECT_TRUE(std::isfinite(moved));
-  ::testing::Test::RecordProperty("dp_cache_action_rel_diff", std::to_string(moved));
+  ::testing::Test::RecordProperty(property, std::to_string(moved));
   EXPECT_LT(rel_err(ec.get_output(c, last_c), rc.get_output(b, last_c)), 1e-4);
+}
+
+TEST(ExecutorEndToEnd, DpCacheKeepsTheStepsBeforeItsWindowAndChangesTheActionsAfter) {
+  dp_cache_end_to_end("pi0_tiny", "dp_cache_action_rel_diff");
+}
+
+TEST(ExecutorEndToEnd, DpCacheOnADitHeadKeepsTheStepsBeforeItsWindowAndChangesTheActionsAfter) {
+  dp_cache_end_to_end("gr00t_tiny", "dit_dp_cache_action_rel_diff");
 }
 
 // V-AEFusion changes the result too: its stale steps read the previous frame's VLM features.

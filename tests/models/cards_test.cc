@@ -13,10 +13,9 @@ namespace {
 
 using testing::card;
 
-const std::vector<std::string> kExpected = {"diffusion_policy", "gr00t_n15", "minddrive",
-                                            "openvla",          "orion",     "pi0",
-                                            "pi05",             "pi0_small", "pi0_tiny",
-                                            "smolvla"};
+const std::vector<std::string> kExpected = {"diffusion_policy", "gr00t_n15", "gr00t_tiny", "minddrive",
+                                            "openvla",          "orion",     "pi0",        "pi05",
+                                            "pi0_small",        "pi0_tiny",  "smolvla"};
 
 TEST(Cards, TheShippedSetIsComplete) {
   std::vector<std::string> names = card_names(default_cards_dir());
