@@ -8,7 +8,8 @@
 # one's speed drifts by 20% over minutes). Adds a section to REPORT (newest first): the host,
 # each model's p50 latency predicted and measured, the speed-up (p50 without / p50 with)
 # predicted and measured and their ratio (target: within 10%), and NOTE (a line of Markdown).
-# RUNS (default 2) repeats the whole check. Builds nothing: it expects build/vlasim (or $VLASIM).
+# RUNS (default 2) repeats the whole check; CHECK_COMMAND names the command in the report
+# (default scripts/NAME.sh). Builds nothing: it expects build/vlasim (or $VLASIM).
 set -euo pipefail
 [[ $# -ge 7 ]] || { echo "usage: $0 NAME TITLE OFF.yaml PAIR.yaml OFF_MODEL ON_MODEL REPORT [NOTE]" >&2; exit 2; }
 name=$1 title=$2 off=$3 pair=$4 off_model=$5 on_model=$6 report=$7 note=${8:-}
@@ -31,7 +32,7 @@ for i in $(seq 1 "$runs"); do
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 python3 - "$out" "$runs" "$report" "$date_start" "$load_start" "$load_end" "$title" "$off" "$pair" \
-  "$off_model" "$on_model" "$note" "scripts/$name.sh" <<'PY'
+  "$off_model" "$on_model" "$note" "${CHECK_COMMAND:-scripts/$name.sh}" <<'PY'
 import json, sys
 (out, runs, report, date, load_start, load_end, title, off, pair, off_model, on_model, note,
  script) = sys.argv[1:14]
