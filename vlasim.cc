@@ -1253,7 +1253,7 @@ int main(int argc, char** argv) {
     cmd->add_option("--batch", mc.batch, "batch size")->check(whole_number(1, kMaxBatch));
     cmd->add_option("--dtype", mc.dtype, "fp32, bf16, fp16 or int8");
     cmd->add_option("--dp-cache", mc.dp_cache,
-                    "DP-Cache on the flow-matching expert: START:END[:INTERVAL[:KEEP]] (steps [START, END) "
+                    "DP-Cache on the diffusion or flow action head: START:END[:INTERVAL[:KEEP]] (steps [START, END) "
                     "cached but every INTERVAL-th, default 2; KEEP blocks run at each end, default 1)");
     cmd->add_option_function<std::vector<std::string>>(
            "--passes", [&](const std::vector<std::string>& v) { mc.passes = v; },
@@ -1341,7 +1341,7 @@ int main(int argc, char** argv) {
   graph->add_option("--dtype", dtype, "fp32, bf16, fp16 or int8");
   std::string graph_dp_cache;
   graph->add_option("--dp-cache", graph_dp_cache,
-                    "DP-Cache on the flow-matching expert: START:END[:INTERVAL[:KEEP]] (see `leaderboard --help`)");
+                    "DP-Cache on the diffusion or flow action head: START:END[:INTERVAL[:KEEP]] (see `leaderboard --help`)");
   std::optional<std::vector<std::string>> graph_passes;
   graph->add_option_function<std::vector<std::string>>(
            "--passes", [&](const std::vector<std::string>& v) { graph_passes = v; },

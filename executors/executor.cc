@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -134,15 +135,21 @@ std::string cuda_module_path() {
 }
 
 // The CUDA module, loaded once and kept for the process. Throws std::runtime_error naming why
-// it cannot be loaded.
+// it cannot be loaded (every time it is asked for).
 void* cuda_module() {
-  const std::string path = cuda_module_path();
-  if (path.empty())
-    throw std::runtime_error("the cuda executor is not built here: vlasim was built without nvcc (VLASIM_WITH_CUDA "
-                             "off), or libvlasim_cuda_executor.so is not beside it (VLASIM_CUDA_MODULE names it)");
-  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) throw std::runtime_error("cannot load the cuda executor (" + path + "): " + dlerror());
-  return h;
+  static void* handle = nullptr;
+  static std::string why;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::string path = cuda_module_path();
+    if (path.empty())
+      why = "the cuda executor is not built here: vlasim was built without nvcc (VLASIM_WITH_CUDA off), or "
+            "libvlasim_cuda_executor.so is not beside it (VLASIM_CUDA_MODULE names it)";
+    else if (!(handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)))
+      why = "cannot load the cuda executor (" + path + "): " + dlerror();
+  });
+  if (!handle) throw std::runtime_error(why);
+  return handle;
 }
 
 // Symbol `name` of the CUDA module, as F. Throws std::runtime_error when it is missing.

@@ -134,8 +134,8 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       // A GPU stream runs on the cuda executor, a CUDA stream of its own, limited to its share
       // of the SMs by a green context.
       units[u]->cuda_device = cuda_index(ui.device);
-      const double f = dev.units[static_cast<size_t>(ui.unit)].sm_fraction;
-      if (f < 1) units[u]->sms = std::max(1, static_cast<int>(std::lround(f * dev.spec.sms)));
+      const UnitDecl& stream = dev.units[static_cast<size_t>(ui.unit)];
+      if (stream.sm_fraction < 1) units[u]->sms = stream_sms(dev, stream);
       // The first stream's SMs come from the front of the GPU, the others' from its end, so
       // the two streams of a split (or a lockstep) share none; a third may share.
       units[u]->sms_from_end = dev.lockstep.on() ? ui.unit == dev.lockstep.second : ui.unit > 0;

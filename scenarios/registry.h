@@ -20,6 +20,12 @@ class Registry {
     std::string description;
     std::vector<ParamSpec> params;
     Factory make;
+    // Whether the part declares a parameter called `param`.
+    bool has_param(const std::string& param) const {
+      for (const ParamSpec& p : params)
+        if (p.name == param) return true;
+      return false;
+    }
   };
 
   explicit Registry(std::string family) : family_(std::move(family)) {}

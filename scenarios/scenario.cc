@@ -13,6 +13,10 @@
 
 namespace vlasim {
 
+int stream_sms(const DeviceInstance& dev, const UnitDecl& unit) {
+  return std::clamp(static_cast<int>(std::lround(unit.sm_fraction * dev.spec.sms)), 1, std::max(1, dev.spec.sms));
+}
+
 int Scenario::device_index(const std::string& name) const {
   for (size_t i = 0; i < devices.size(); ++i)
     if (devices[i].name == name) return static_cast<int>(i);

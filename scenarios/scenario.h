@@ -56,6 +56,9 @@ struct DeviceInstance {
   int line = 0;
 };
 
+// The SMs a GPU stream runs on: its sm_fraction of the GPU's, rounded, at least 1.
+int stream_sms(const DeviceInstance& dev, const UnitDecl& unit);
+
 struct LinkInstance {
   std::string name;
   DeviceSpec spec;

@@ -122,9 +122,7 @@ std::string resolve_profile(const ConfigNode& node) {
 
 int profile_width(const DeviceInstance& dev, const UnitDecl& unit) {
   if (dev.spec.type == DeviceType::Cpu) return unit.cores;
-  if (dev.spec.type == DeviceType::Gpu)
-    return unit.sm_fraction < 1 ? std::max(1, static_cast<int>(std::lround(unit.sm_fraction * dev.spec.sms)))
-                                : dev.spec.sms;
+  if (dev.spec.type == DeviceType::Gpu) return stream_sms(dev, unit);
   return 1;
 }
 

@@ -107,9 +107,7 @@ class Shaped : public CostModel {
 
   OpCost op_cost(const Op& op, const DeviceInstance& dev, const UnitDecl& unit) const override {
     if (dev.spec.type != DeviceType::Gpu) return roofline_->op_cost(op, dev, unit);
-    const int sms = std::clamp(static_cast<int>(std::lround(unit.sm_fraction * dev.spec.sms)), 1,
-                               dev.spec.sms);
-    return shaped_gpu_op_cost(op, dev.spec, sms, dev.graph_capture, p_);
+    return shaped_gpu_op_cost(op, dev.spec, stream_sms(dev, unit), dev.graph_capture, p_);
   }
 
   OpCost transfer_cost(double bytes, const LinkInstance& link, bool h2d) const override {

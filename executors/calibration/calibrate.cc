@@ -226,11 +226,7 @@ std::unique_ptr<Executor> make_calibration_executor(const std::string& name, int
   if (!e)
     option_error("executor", "unknown executor '" + name + "'; valid names are: " +
                                  join_names(executor_registry().names()));
-  bool has_threads = false, has_sms = false;
-  for (const ParamSpec& p : e->params) {
-    has_threads |= p.name == "threads";
-    has_sms |= p.name == "sms";
-  }
+  const bool has_threads = e->has_param("threads"), has_sms = e->has_param("sms");
   std::string yaml = std::string("{dtype: ") + to_string(dtype);
   if (has_sms) yaml += ", sms: " + std::to_string(threads) + ", graph: " + (graph ? "true" : "false");
   else if (has_threads) yaml += ", threads: " + std::to_string(threads);
@@ -303,8 +299,7 @@ DeviceProfile calibrate(const CalibrateOptions& o) {
   if (!entry)
     option_error("executor", "unknown executor '" + o.executor + "'; valid names are: " +
                                  join_names(executor_registry().names()));
-  bool has_sms = false;
-  for (const ParamSpec& ps : entry->params) has_sms |= ps.name == "sms";
+  const bool has_sms = entry->has_param("sms");  // an executor that runs on a GPU
   if (gpu && !has_sms)
     option_error("executor", "catalog device '" + o.catalog_device + "' is a GPU; executor '" + o.executor +
                                  "' does not run on one (use --executor cuda)");

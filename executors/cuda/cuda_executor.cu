@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -292,10 +293,8 @@ class CudaExecutor : public Executor {
     check(cudaGetDeviceProperties(&prop, opt_.device), "cudaGetDeviceProperties");
     device_ = std::string("cuda ") + std::to_string(opt_.device) + " (" + prop.name + ", " +
               std::to_string(prop.multiProcessorCount) + " SMs), cuBLASLt, " + to_string(opt_.dtype);
-    if (opt_.sms < 0 || opt_.sms > prop.multiProcessorCount)
-      throw std::invalid_argument("cuda executor: an SM limit of " + std::to_string(opt_.sms) + " on a GPU of " +
-                                  std::to_string(prop.multiProcessorCount) + " SMs");
     device_sms_ = prop.multiProcessorCount;
+    check_sm_limit(opt_.sms);
     lane_ = own_ = &lane(opt_.sms);
     if (own_->sms() > 0) device_ += ", green context of " + std::to_string(own_->sms()) + " SMs";
     check(cublasLtCreate(&lt_), "cublasLtCreate");
@@ -312,9 +311,7 @@ class CudaExecutor : public Executor {
   }
 
   int set_sm_limit(int sms) override {
-    if (sms < 0 || sms > device_sms_)
-      throw std::invalid_argument("cuda executor: an SM limit of " + std::to_string(sms) + " on a GPU of " +
-                                  std::to_string(device_sms_) + " SMs");
+    check_sm_limit(sms);
     lane_ = sms == 0 ? own_ : &lane(sms);
     return lane_->sms() > 0 ? lane_->sms() : device_sms_;
   }
@@ -483,6 +480,13 @@ class CudaExecutor : public Executor {
   }
 
   cudaStream_t stream() const { return lane_->stream(); }
+
+  // Throws std::invalid_argument unless 0 <= sms <= the GPU's SMs.
+  void check_sm_limit(int sms) const {
+    if (sms < 0 || sms > device_sms_)
+      throw std::invalid_argument("cuda executor: an SM limit of " + std::to_string(sms) + " on a GPU of " +
+                                  std::to_string(device_sms_) + " SMs");
+  }
 
   // The lane's context current on this thread for a call's duration.
   struct Bound {
@@ -655,8 +659,11 @@ class CudaExecutor : public Executor {
         const bool fuse = opt_.fuse_epilogue && !o.epi.gate_up && !o.epi.gate && C == N &&
                           (act == 0 || act == 1 || act == 4) && (!o.epi.residual || act == 0) &&
                           (!res.base || (reinterpret_cast<uintptr_t>(res.base) % 16 == 0 && res.ld % 4 == 0));
-        if (!fuse || try_matmul(out, C, gemm_weight(o), xa, ldx, R, N, K, LtEpilogue{bias, act, res.base, res.ld}) !=
-                         CUBLAS_STATUS_SUCCESS) {
+        // A GEMM cuBLASLt once had no fused kernel for is not asked again on every run.
+        if (!fuse || unfusable_.count(&o) ||
+            try_matmul(out, C, gemm_weight(o), xa, ldx, R, N, K, LtEpilogue{bias, act, res.base, res.ld}) !=
+                CUBLAS_STATUS_SUCCESS) {
+          if (fuse) unfusable_.insert(&o);
           check(try_matmul(acc_.p, N, gemm_weight(o), xa, ldx, R, N, K), "cublasLtMatmul");
           gemm_epilogue<<<grid, kThreads, 0, stream()>>>(out, acc_.p, R, C, N, bias, act, o.epi.gate_up, gate.base,
                                                         gate.ld, res.base, res.ld);
@@ -754,6 +761,7 @@ class CudaExecutor : public Executor {
   std::map<std::string, DeviceBuffer<float>> weights_;
   std::map<std::string, DeviceBuffer<uint16_t>> weights16_;
   std::vector<Segment> segments_;
+  std::set<const Op*> unfusable_;  // GEMMs whose fused epilogue cuBLASLt has no kernel for
 };
 
 }  // namespace

@@ -26,6 +26,11 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& ref) {
   return a.size() != ref.size() ? INFINITY : std::sqrt(num / std::max(den, 1e-30));
 }
 
+// pi0_tiny's whole graph at `shape`.
+OpGraph tiny_pi0(const RunShape& shape = {}) {
+  return build_graph(load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_tiny.yaml"), shape);
+}
+
 std::unique_ptr<Executor> make_cuda(const std::string& params) {
   const ConfigNode n = ConfigNode::load_string(params, "s.yaml");
   return executor_registry().make("cuda", Params(n), n);
@@ -141,7 +146,7 @@ void against_reference(DType dtype, double tol, const std::vector<std::string>& 
   RunShape shape;
   shape.dtype = dtype;
   if (!passes.empty()) shape.passes = passes;  // else the card's default passes
-  OpGraph g = build_graph(load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_tiny.yaml"), shape);
+  OpGraph g = tiny_pi0(shape);
   auto cuda = make_cuda(std::string("dtype: ") + to_string(dtype) + "\nseed: 5");
   ExecOptions ro;
   ro.dtype = dtype;
@@ -169,7 +174,7 @@ TEST(CudaExecutor, TinyPi0Fp16MatchesTheReference) { against_reference(DType::F1
 // epilogue kernel does (fp32: to rounding).
 TEST(CudaExecutor, CublasLtEpiloguesGiveTheKernelEpiloguesOutputs) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
-  OpGraph g = build_graph(load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_tiny.yaml"), RunShape{});
+  OpGraph g = tiny_pi0();
   auto fused = make_cuda("dtype: fp32\nseed: 4");
   auto apart = make_cuda("dtype: fp32\nseed: 4\nfuse_epilogue: false");
   const std::vector<int> ops = all_ops(g);
@@ -180,11 +185,12 @@ TEST(CudaExecutor, CublasLtEpiloguesGiveTheKernelEpiloguesOutputs) {
   RecordProperty("fused_vs_apart_rel_err", std::to_string(e));
   EXPECT_LT(e, 1e-5);
 }
+
 // A replayed CUDA Graph computes what the kernel-by-kernel run did (bit for bit: the same
 // kernels on the same buffers), and its total is its own.
 TEST(CudaExecutor, AGraphReplayGivesTheKernelByKernelOutputs) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
-  OpGraph g = build_graph(load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_tiny.yaml"), RunShape{});
+  OpGraph g = tiny_pi0();
   auto eager = make_cuda("seed: 3");
   auto graph = make_cuda("seed: 3\ngraph: true");
   const std::vector<int> ops = all_ops(g);
