@@ -19,7 +19,10 @@ import subprocess
 import sys
 import tempfile
 
-import yaml
+try:
+    import yaml
+except ImportError:
+    sys.exit("papers_sensitivity.py: needs python3-yaml (apt-get install python3-yaml)")
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VLASIM = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "build", "vlasim")
