@@ -503,7 +503,7 @@ SweepSpec sweep_spec(const Common& c, const std::string& path, const std::vector
     throw ConfigError("<command line>", 0, 0, "--slo", "--slo goes with --goal capacity");
   }
   spec.axis = parse_sweep_axis(sets[0]);
-  check_sweep_indices(path, spec.axis.key);
+  for (const std::string& k : linked_keys(spec.axis.key)) check_sweep_indices(path, k);
   if (check_out && !dir.empty()) check_output_dir("--out", dir);
   spec.path = path;
   spec.catalog_dir = c.catalog;
@@ -560,7 +560,7 @@ int run_sweep_grid(const std::function<SweepSpec(bool)>& setup, const std::vecto
   GridResult g;
   for (size_t i = 1; i < sets.size(); ++i) {
     axes.push_back(parse_sweep_axis(sets[i]));
-    check_sweep_indices(base.path, axes.back().key);
+    for (const std::string& k : linked_keys(axes.back().key)) check_sweep_indices(base.path, k);
     if (axes.back().key == base.axis.key || std::count(g.keys.begin(), g.keys.end(), axes.back().key))
       throw ConfigError("<command line>", 0, 0, "--set", "key '" + axes.back().key + "' is given twice");
     g.keys.push_back(axes.back().key);
@@ -1225,8 +1225,8 @@ int main(int argc, char** argv) {
   std::string goal = "throughput", mem_device, sweep_dir;
   double cap_gb = 0;
   sweep->add_option("scenario", scenario, "scenario YAML file")->required();
-  sweep->add_option("--set", sets, "KEY=a:b[:step] or KEY=v1,v2,... (KEY e.g. models.0.partition.params.after_block); "
-                                    "several: the first is swept at every combination of the others' values (a grid)")
+  sweep->add_option("--set", sets, "KEY=a:b[:step] or KEY=v1,v2,... (KEY e.g. models.0.partition.params.after_block; "
+                                    "KEY1+KEY2 sets both to each value); several: the first is swept at every combination of the others' values (a grid)")
       ->required();
   sweep->add_option("--goal", goal,
                     "throughput, latency, memory (lowest latency under --memory-cap-gb) or capacity (the "

@@ -278,6 +278,9 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         const SegmentTiming* timing = nullptr;
         std::string error;
         try {
+          // The engine's per-step host work (BatchPolicy::step_overhead_seconds): the unit idles.
+          if (seg.overhead > 0)
+            std::this_thread::sleep_until(std::chrono::steady_clock::now() + std::chrono::duration<double>(seg.overhead));
           if (seg.transfer) {
             if (ur.copier) ur.copier->copy(static_cast<int64_t>(seg.bytes));
             else std::memcpy(ur.dst.data(), ur.src.data(), static_cast<size_t>(seg.bytes));

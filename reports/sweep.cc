@@ -53,6 +53,25 @@ YAML::Node scenario_key(YAML::Node root, const std::string& key, const std::stri
   return n;
 }
 
+std::vector<std::string> linked_keys(const std::string& key) {
+  std::vector<std::string> out;
+  std::stringstream ss(key);
+  std::string k;
+  while (std::getline(ss, k, '+')) out.push_back(k);
+  if (key.empty() || key.back() == '+' ||
+      std::any_of(out.begin(), out.end(), [](const std::string& x) { return x.empty(); }))
+    throw cli_error("'" + key + "' has an empty key; link keys as KEY1+KEY2");
+  return out;
+}
+
+void set_scenario_key(YAML::Node root, const std::string& key, const std::string& value, const std::string& file) {
+  for (const std::string& k : linked_keys(key)) {
+    YAML::Node t = scenario_key(root, k, file);
+    if (!t.IsScalar()) throw ConfigError(file, 0, 0, k, "a sweep sets single values only");
+    t = value;
+  }
+}
+
 SweepAxis parse_sweep_axis(const std::string& text) {
   auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
@@ -124,8 +143,8 @@ void check_sweep_work(const SweepSpec& spec) {
   for (size_t i : {size_t{0}, axis.values.size() - 1}) {
     try {
       ConfigNode root = ConfigNode::load_file(spec.path);
-      for (const auto& [key, value] : spec.fixed) scenario_key(root.raw(), key, spec.path) = value;
-      scenario_key(root.raw(), axis.key, spec.path) = axis.values[i];
+      for (const auto& [key, value] : spec.fixed) set_scenario_key(root.raw(), key, value, spec.path);
+      set_scenario_key(root.raw(), axis.key, axis.values[i], spec.path);
       Scenario s = load_at(spec, root);
       if (spec.capacity_slo > 0 &&
           std::none_of(s.streams.begin(), s.streams.end(), [](const StreamDecl& d) { return d.deadline_s > 0; }))
@@ -157,14 +176,8 @@ SweepRow sweep_row(const SweepSpec& spec, size_t i) {
   if (i >= axis.values.size())
     throw std::out_of_range("sweep_row: value " + std::to_string(i) + " of " + std::to_string(axis.values.size()));
   ConfigNode root = ConfigNode::load_file(path);  // fresh each time: edits are in place
-  for (const auto& [key, value] : spec.fixed) {
-    YAML::Node t = scenario_key(root.raw(), key, path);
-    if (!t.IsScalar()) throw ConfigError(path, 0, 0, key, "a sweep sets single values only");
-    t = value;
-  }
-  YAML::Node target = scenario_key(root.raw(), axis.key, path);
-  if (!target.IsScalar()) throw ConfigError(path, 0, 0, axis.key, "a sweep sets single values only");
-  target = axis.values[i];
+  for (const auto& [key, value] : spec.fixed) set_scenario_key(root.raw(), key, value, path);
+  set_scenario_key(root.raw(), axis.key, axis.values[i], path);
   SweepRow row;
   row.value = axis.values[i];
   SplitOutcome& o = row.outcome;

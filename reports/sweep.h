@@ -15,14 +15,23 @@ namespace vlasim {
 
 // Values a key takes: "a:b" (integers a..b), "a:b:step" (numbers), or "v1,v2,...".
 struct SweepAxis {
-  std::string key;                  // dotted path into the scenario, e.g. workload.0.rate_hz
+  std::string key;                  // dotted path into the scenario, e.g. workload.0.rate_hz,
+                                    // or several joined by '+', set to the same value
   std::vector<std::string> values;
 };
 // The node at a dotted path inside a scenario's YAML `root` (numbers index sequences).
 // Throws ConfigError (`file`) naming the first component that does not exist.
 YAML::Node scenario_key(YAML::Node root, const std::string& key, const std::string& file);
 
-// Parses "KEY=SPEC". Throws ConfigError (file "<command line>") when malformed.
+// The keys one sweep key sets together: "KEY1+KEY2" (e.g. two workloads' robot counts
+// scaled as one load) gives both. Throws ConfigError (file "<command line>") on an empty one.
+std::vector<std::string> linked_keys(const std::string& key);
+// Sets every key linked in `key` inside `root` to `value`. Throws ConfigError (`file`, the
+// key) when one is missing or is not a single value.
+void set_scenario_key(YAML::Node root, const std::string& key, const std::string& value, const std::string& file);
+
+// Parses "KEY=SPEC" (KEY may link keys: KEY1+KEY2). Throws ConfigError (file "<command
+// line>") when malformed.
 SweepAxis parse_sweep_axis(const std::string& text);
 
 struct SweepRow {

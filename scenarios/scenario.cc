@@ -430,7 +430,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   std::set<std::string> model_names;
   for (auto& m : root.required("models").items()) {
     m.check_keys({"name", "card", "views", "prompt", "chunk", "steps", "batch", "dtype",
-                  "placement", "partition", "dynamic_zone", "dp_cache", "passes", "v_aefusion"});
+                  "placement", "partition", "dynamic_zone", "dp_cache", "passes", "v_aefusion", "handoff"});
     ModelInstance mi;
     mi.where = m;
     mi.card = find_card(cards_dir, m.required("card").as_string(), m.required("card"));
@@ -451,6 +451,14 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
       if (mi.v_aefusion >= mi.shape.steps)
         v.required("stale_steps").fail("stale_steps " + std::to_string(mi.v_aefusion) + " leaves no fresh step of the " +
                                        std::to_string(mi.shape.steps) + " the model runs; give fewer");
+    }
+    if (m.has("handoff")) {
+      mi.handoff_where = m.required("handoff");
+      const std::string h = mi.handoff_where.as_string();
+      if (h != "host" && h != "device")
+        mi.handoff_where.fail("unknown handoff '" + h + "'; valid values are: device (stages share the GPU's memory), "
+                              "host (separate processes: data between stages goes through host memory)");
+      mi.handoff_host = h == "host";
     }
     mi.dtype_where = m.has("dtype") ? m.required("dtype") : m;
     mi.dtype_auto = mi.dtype_pending = m.has("dtype") && m.required("dtype").as_string() == "auto";

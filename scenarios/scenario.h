@@ -102,6 +102,11 @@ struct ModelInstance {
   // on a stream or core group of its own on the same device); 0: off.
   int v_aefusion = 0;
   ConfigNode v_aefusion_where;
+  // `handoff: host`: the model's stages run as separate processes, so what one stage hands
+  // the next on another stream of the same GPU goes to host memory and back over the GPU's
+  // link to a CPU (an inter-process hand-off); `device` (default): it stays on the GPU.
+  bool handoff_host = false;
+  ConfigNode handoff_where;
   ConfigNode where;
 };
 

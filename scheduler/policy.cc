@@ -101,13 +101,13 @@ class EarliestSloFirst : public QueuePolicy {
   }
 };
 
-// The lead and up to max_batch - 1 more items of its plan and segment, earliest deadline
+// The lead and up to max_batch - 1 more items of its plan and kind, earliest deadline
 // first (ties: joined first, then request id).
 std::vector<size_t> batch_items(const UnitView& v, size_t lead, int max_batch) {
   const WorkItem& l = v.queue[lead];
   std::vector<size_t> rest;
   for (size_t i = 0; i < v.queue.size(); ++i)
-    if (i != lead && v.queue[i].plan == l.plan && v.queue[i].segment == l.segment) rest.push_back(i);
+    if (i != lead && v.queue[i].plan == l.plan && v.queue[i].kind == l.kind) rest.push_back(i);
   const size_t take = std::min(rest.size(), static_cast<size_t>(max_batch - 1));
   std::partial_sort(rest.begin(), rest.begin() + static_cast<long>(take), rest.end(), [&](size_t x, size_t y) {
     const WorkItem &a = v.queue[x], &b = v.queue[y];
@@ -166,6 +166,20 @@ int batch_size_param(const Params& p) {
     n.fail("batch size must be between 1 and " + std::to_string(kMaxUnitBatch) + ", not " + std::to_string(size));
   return static_cast<int>(size);
 }
+
+// Continuous batching with per-step buffer inspection (the vLLM-Omni-like engine of
+// SYSTEMS.md system 2): dynamic batches, but the action expert is scheduled one denoising
+// step at a time, so a request joins a running batch at its next step rather than waiting
+// for the batch to finish, and every step costs the engine `inspect` host seconds first.
+class ContinuousBatch : public DynamicBatch {
+ public:
+  ContinuousBatch(int size, double inspect_s) : DynamicBatch(size), inspect_s_(inspect_s) {}
+  bool per_step() const override { return true; }
+  double step_overhead_seconds() const override { return inspect_s_; }
+
+ private:
+  double inspect_s_;
+};
 
 class Serial : public PipelinePolicy {
  public:
@@ -239,6 +253,18 @@ const BatchPolicyRegistry& batch_policies() {
            "(one captured graph per stage)",
            {{"size", "batch size of units that give no `batch:` of their own", "1"}},
            [](const Params& p) { return std::make_unique<FixedBatch>(batch_size_param(p)); }});
+    r.add({"continuous",
+           "dynamic batches, with the action expert scheduled one denoising step at a time: requests join and "
+           "leave a running batch at every step, and each step first costs the engine `inspect_ms` of host time "
+           "(continuous batching with per-step buffer inspection, as vLLM-Omni-like servers do)",
+           {{"size", "batch size of units that give no `batch:` of their own", "1"},
+            {"inspect_ms", "host milliseconds the engine spends before every step it schedules", "0"}},
+           [](const Params& p) {
+             ConfigNode n = p.node().defined() ? p.node().optional("inspect_ms") : ConfigNode();
+             const double ms = p.get_double("inspect_ms", 0);
+             if (!(ms >= 0) || ms > 1000) n.fail("inspect_ms must be between 0 and 1000, not " + n.as_string());
+             return std::make_unique<ContinuousBatch>(batch_size_param(p), ms / 1000);
+           }});
     return r;
   }();
   return r;

@@ -22,6 +22,10 @@ struct WorkItem {
   int plan = 0;           // execution plan it follows (differs from model under a dynamic zone)
   int stream = 0;         // workload stream index
   int segment = 0;        // position in the model's execution plan
+  // Items of one plan and kind may run as one batch: the segment, except that under
+  // per-step batching (BatchPolicy::per_step) the action expert's identical steps share one
+  // (Segment::kind, sim/plan.h), so requests at different steps run a step together.
+  int kind = 0;
   double arrival = 0;     // when the request arrived (s)
   double ready = 0;       // when this item joined the queue (s)
   double deadline = std::numeric_limits<double>::infinity();  // absolute (s)
@@ -62,8 +66,9 @@ class PipelinePolicy {
 // The largest batch a unit may run (a plan costs every size a batch policy may form).
 constexpr int kMaxUnitBatch = 64;
 
-// A batch a free unit runs: items of one plan and segment (one model, one stage), run once
-// at `size` (>= items.size(); more pads the batch with empty slots).
+// A batch a free unit runs: items of one plan and kind (one model, one stage; see
+// WorkItem::kind), run once at `size` (>= items.size(); more pads the batch with empty
+// slots). The lead's segment is what runs; every item then moves on from its own.
 struct BatchChoice {
   std::vector<size_t> items;  // indices into the queue; the lead item first
   int size = 1;
@@ -74,7 +79,7 @@ class BatchPolicy {
  public:
   virtual ~BatchPolicy() = default;
   // The batch around view.queue[lead], at most `max_batch` items, all of the lead's plan and
-  // segment: the lead, then the others earliest deadline first (ties: joined the queue
+  // kind: the lead, then the others earliest deadline first (ties: joined the queue
   // first, then request id). REQUIRES: lead < view.queue.size(), max_batch >= 1.
   virtual BatchChoice form(const UnitView& view, size_t lead, int max_batch) const = 0;
   // The sizes form() may return on a unit whose batch size is max_batch, in increasing
@@ -82,6 +87,13 @@ class BatchPolicy {
   virtual std::vector<int> sizes(int max_batch) const = 0;
   // The batch size of units that do not declare their own (>= 1).
   virtual int default_size() const = 0;
+  // True: the engine schedules the action expert step by step (continuous batching): each
+  // denoising step is a segment of its own, and requests join or leave a running batch at
+  // every step. False: a stage's steps run as one segment, joined only at its start.
+  virtual bool per_step() const { return false; }
+  // Host seconds the engine spends before each step it schedules (inspecting its buffer,
+  // re-forming the batch), during which the unit runs nothing. Only with per_step().
+  virtual double step_overhead_seconds() const { return 0; }
 };
 
 using QueuePolicyRegistry = Registry<QueuePolicy>;

@@ -131,6 +131,7 @@ void finish_segment(Segment& seg, const OpGraph& g, const std::vector<OpCost>& c
     memory += c.memory_seconds;
     seg.stage_seconds[static_cast<int>(g.op(id).stage)] += c.seconds - c.dispatch_seconds;
   }
+  seg.seconds += seg.overhead;
   if (seg.seconds > 0) {
     seg.compute_frac = compute / seg.seconds;
     seg.memory_frac = memory / seg.seconds;
@@ -167,6 +168,41 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
   for (size_t i = 0; i < g.size(); ++i) op_device[i] = p.units[mp.op_unit[i]].device;
   // Bytes already moved to a device, per source op, so each tensor crosses once.
   std::set<std::pair<int, int>> moved;  // (source op, destination device)
+  // Per-step batching: every denoising step (or decoded token) is a segment of its own.
+  const std::unique_ptr<BatchPolicy> batching = scenario_batch_policy(s);
+  const bool per_step = batching->per_step();
+  auto stepwise = [&](int id) {
+    const Op& op = g.op(id);
+    return per_step && op.step >= 0 && (op.stage == Stage::Action || op.stage == Stage::Decode);
+  };
+  if (per_step && mi.v_aefusion > 0)
+    mi.v_aefusion_where.fail("V-AEFusion on model '" + mi.name +
+                             "' needs the action expert's steps in two segments; per-step batching (" +
+                             s.batching.name + ") schedules them one by one");
+  // The device that joins a GPU to its host: where an inter-process hand-off is staged.
+  auto host_link = [&](int device) -> int {
+    const std::string& name = s.devices[static_cast<size_t>(device)].name;
+    for (size_t l = 0; l < s.links.size(); ++l) {
+      const LinkInstance& li = s.links[l];
+      const std::string& other = li.a == name ? li.b : li.b == name ? li.a : std::string();
+      if (!other.empty() && s.devices[static_cast<size_t>(s.device_index(other))].spec.type == DeviceType::Cpu)
+        return static_cast<int>(l);
+    }
+    return -1;
+  };
+  auto add_transfer = [&](int li, bool h2d, double bytes, const std::string& a, const std::string& b) {
+    const LinkInstance& link = s.links[static_cast<size_t>(li)];
+    Segment t;
+    t.transfer = true;
+    t.bytes = bytes;
+    for (size_t k = 0; k < p.units.size(); ++k)
+      if (p.units[k].link == li && p.units[k].unit == (h2d ? 0 : 1)) t.unit = static_cast<int>(k);
+    OpCost c = cost.transfer_cost(bytes, link, h2d);
+    t.seconds = c.seconds;
+    t.memory_frac = c.seconds > 0 ? c.memory_seconds / c.seconds : 0;
+    t.label = std::string(h2d ? "h2d " : "d2h ") + a + "->" + b;
+    mp.segments.push_back(t);
+  };
   // V-AEFusion: the action expert's ops before its step mi.v_aefusion end a segment.
   int fresh_from = -1;
   if (mi.v_aefusion > 0)
@@ -175,14 +211,33 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
         fresh_from = static_cast<int>(i);
   for (size_t i = 0; i < g.size(); ++i) {
     int unit = mp.op_unit[i];
+    const bool new_step = stepwise(static_cast<int>(i)) &&
+                          (i == 0 || !stepwise(static_cast<int>(i) - 1) || g.op(static_cast<int>(i) - 1).step != g.op(static_cast<int>(i)).step);
     if (mp.segments.empty() || mp.segments.back().transfer || mp.segments.back().unit != unit ||
-        static_cast<int>(i) == fresh_from) {
+        static_cast<int>(i) == fresh_from || new_step) {
       // Inputs this new segment reads from other devices travel first.
       std::map<int, double> incoming;  // source device -> bytes
+      double handoff = 0;              // bytes from other units of this device, through the host
       for (size_t j = i; j < g.size() && mp.op_unit[j] == unit; ++j)
-        for (int pred : g.preds(static_cast<int>(j)))
+        for (int pred : g.preds(static_cast<int>(j))) {
           if (op_device[pred] != op_device[j] && moved.insert({pred, op_device[j]}).second)
             incoming[op_device[pred]] += g.edge_bytes(pred, static_cast<int>(j));
+          if (mi.handoff_host && op_device[pred] == op_device[j] && mp.op_unit[pred] != unit &&
+              moved.insert({pred, -1 - unit}).second)
+            handoff += g.edge_bytes(pred, static_cast<int>(j));
+        }
+      if (handoff > 0) {
+        // Separate processes: the producer's output goes to host memory and back.
+        const int li = host_link(op_device[i]);
+        const std::string& gpu = s.devices[static_cast<size_t>(op_device[i])].name;
+        if (li < 0)
+          mi.handoff_where.fail("model '" + mi.name + "' hands its stages' data off through the host, but " + gpu +
+                                " has no link to a CPU; declare one under hardware.links");
+        const LinkInstance& link = s.links[static_cast<size_t>(li)];
+        const std::string& host = link.a == gpu ? link.b : link.a;
+        add_transfer(li, false, handoff, gpu, host);
+        add_transfer(li, true, handoff, host, gpu);
+      }
       for (auto& [src, bytes] : incoming) {
         const std::string& a = s.devices[src].name;
         const std::string& b = s.devices[op_device[i]].name;
@@ -194,19 +249,11 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
         // h2d: towards the GPU side (or from the link's first device to its second).
         bool h2d = s.devices[src].spec.type == DeviceType::Cpu ||
                    (s.devices[op_device[i]].spec.type != DeviceType::Cpu && link->a == a);
-        Segment t;
-        t.transfer = true;
-        t.bytes = bytes;
-        for (size_t k = 0; k < p.units.size(); ++k)
-          if (p.units[k].link == li && p.units[k].unit == (h2d ? 0 : 1)) t.unit = static_cast<int>(k);
-        OpCost c = cost.transfer_cost(bytes, *link, h2d);
-        t.seconds = c.seconds;
-        t.memory_frac = c.seconds > 0 ? c.memory_seconds / c.seconds : 0;
-        t.label = std::string(h2d ? "h2d " : "d2h ") + a + "->" + b;
-        mp.segments.push_back(t);
+        add_transfer(li, h2d, bytes, a, b);
       }
       Segment seg;
       seg.unit = unit;
+      if (new_step) seg.overhead = batching->step_overhead_seconds();
       mp.segments.push_back(seg);
     }
     mp.segments.back().ops.push_back(static_cast<int>(i));
@@ -236,6 +283,26 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
     mp.fork = f;
   }
   int stages = 0, prev = -1;
+  for (size_t k = 0; k < mp.segments.size(); ++k) {
+    Segment& seg = mp.segments[k];
+    seg.kind = static_cast<int>(k);
+    if (seg.transfer || !stepwise(seg.ops.front())) continue;
+    // A step batches with the first earlier step of the same ops on the same unit.
+    for (size_t j = 0; j < k; ++j) {
+      const Segment& o = mp.segments[j];
+      if (o.transfer || o.unit != seg.unit || !stepwise(o.ops.front()) || o.ops.size() != seg.ops.size()) continue;
+      bool same = true;
+      for (size_t x = 0; same && x < o.ops.size(); ++x) {
+        const Op &a = g.op(o.ops[x]), &b = g.op(seg.ops[x]);
+        same = a.kind == b.kind && a.fn == b.fn && a.stage == b.stage && a.block == b.block &&
+               a.flops == b.flops && a.bytes_read == b.bytes_read && a.bytes_written == b.bytes_written;
+      }
+      if (same) {
+        seg.kind = o.kind;
+        break;
+      }
+    }
+  }
   for (auto& seg : mp.segments) {
     if (!seg.transfer) {
       finish_segment(seg, mp.graph, mp.op_costs);
@@ -322,6 +389,8 @@ Segment cost_segment(const Scenario& s, const Plan& p, const CostModel& cost, co
   Segment seg;
   seg.unit = base.unit;
   seg.ops = base.ops;
+  seg.overhead = base.overhead;
+  seg.kind = base.kind;
   finish_segment(seg, g, costs);
   seg.variability = base.variability;
   return seg;

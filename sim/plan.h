@@ -39,7 +39,14 @@ struct Segment {
   bool transfer = false;
   double bytes = 0;           // transfer: bytes moved
   std::string label;          // "vision", "prefix.b0-15", "h2d", ...
-  double seconds = 0;         // predicted time alone on its unit
+  double seconds = 0;         // predicted time alone on its unit (overhead included)
+  // Host seconds its engine spends before the segment runs, the unit idle meanwhile (the
+  // per-step buffer inspection of BatchPolicy::step_overhead_seconds); 0 for most.
+  double overhead = 0;
+  // Segments of one plan and kind may run as one batch (WorkItem::kind): its own index (also
+  // when -1), or under per-step batching the first of the action expert's steps with the
+  // same ops.
+  int kind = -1;
   double compute_frac = 0;    // share of the unit's compute resource used while alone
   double memory_frac = 0;     // share of the unit's memory resource used while alone
   // Alone time of the segment's ops by Stage, without the runtime's dispatch share

@@ -275,6 +275,29 @@ TEST(Sweep, CapacityNeedsIncreasingNumbersAndDeadlines) {
 namespace vlasim {
 namespace {
 
+TEST(SweepAxis, LinkedKeysAreAllSetToEachValue) {
+  YAML::Node root = YAML::Load("workload: [{count: 1, rate_hz: 10}, {count: 2}]\nhardware: {devices: []}\n");
+  set_scenario_key(root, "workload.0.count+workload.1.count", "7", "s.yaml");
+  EXPECT_EQ(root["workload"][0]["count"].as<int>(), 7);
+  EXPECT_EQ(root["workload"][1]["count"].as<int>(), 7);
+  EXPECT_EQ(root["workload"][0]["rate_hz"].as<int>(), 10);
+  EXPECT_EQ(parse_sweep_axis("workload.0.count+workload.1.count=1:3").values.size(), 3u);
+  EXPECT_EQ(linked_keys("a+b.c"), (std::vector<std::string>{"a", "b.c"}));
+  try {
+    linked_keys("a+");
+    ADD_FAILURE() << "an empty linked key was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.file(), "<command line>");
+  }
+  try {  // the second key is a map, not a value: refused naming it
+    set_scenario_key(root, "workload.0.count+hardware", "7", "s.yaml");
+    ADD_FAILURE() << "a map was set";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "hardware");
+    EXPECT_EQ(e.file(), "s.yaml");
+  }
+}
+
 TEST(SweepGrid, ConfigurationsAreEveryCombinationFirstKeySlowest) {
   const auto c = grid_configs({parse_sweep_axis("a=1,2"), parse_sweep_axis("b=x,y,z")});
   ASSERT_EQ(c.size(), 6u);

@@ -150,6 +150,30 @@ TEST(Runtime, RunsBatchesOfItsQueuedRequestsAtTheBatchSize) {
   alarm(0);
 }
 
+TEST(Runtime, ContinuousBatchingRunsTheActionExpertStepByStepPayingTheInspection) {
+  alarm(120);
+  std::string yaml = batched_two_groups();
+  yaml.replace(yaml.find("batching: {name: fixed, params: {size: 4}}"), 42,
+               "batching: {name: continuous, params: {size: 4, inspect_ms: 2}}");
+  Scenario s = scenario(yaml);
+  const Plan p = plan_of(s);
+  const ModelPlan& mp = p.models[0];
+  ExecResult r = execute(s, p, ExecuteOptions{});
+  ASSERT_EQ(r.result.requests.size(), 8u);
+  for (const auto& q : r.result.requests) EXPECT_TRUE(q.finished());
+  int step_items = 0, step_runs = 0;
+  for (const TraceEvent& e : r.result.trace) {
+    const Segment& seg = mp.segments[static_cast<size_t>(e.segment)];
+    if (mp.graph.op(seg.ops.front()).stage != Stage::Action) continue;
+    ++step_runs;
+    step_items += e.items;
+    EXPECT_GE(e.end - e.start, 0.002) << "a step ran without the engine's inspection first";
+  }
+  EXPECT_EQ(step_items, 8 * s.models[0].shape.steps);  // each request once per step
+  EXPECT_LT(step_runs, step_items);                     // some steps ran batched
+  alarm(0);
+}
+
 TEST(Runtime, RefusesCoresThisMachineDoesNotHave) {
   Scenario s = scenario(R"(
 name: big-cpu
