@@ -12,8 +12,11 @@ source "$here/scripts/check_report.sh"
 cd "$here"
 vlasim=${VLASIM:-$here/build/vlasim}
 report=${REPORT:-$here/reports/robion_cpu.md}
-out=out/robion_cpu
-scenario=scenarios/papers/robion_cpu.yaml
+# SCENARIO: another scenario of the same form (scenarios/papers/robion_cpu_omni.yaml: the
+# vLLM-Omni-like baseline's continuous batching); its files go to out/<its name>.
+scenario=${SCENARIO:-scenarios/papers/robion_cpu.yaml}
+[[ -f $scenario ]] || { echo "robion_cpu_check: $scenario not found" >&2; exit 1; }
+out=out/$(basename "$scenario" .yaml)
 [[ -x $vlasim ]] || { echo "robion_cpu_check: $vlasim not found; run scripts/setup.sh first" >&2; exit 1; }
 mkdir -p "$out"
 "$vlasim" list host > "$out/host.txt"
