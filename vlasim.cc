@@ -38,6 +38,7 @@
 #include "sim/engine.h"
 #include "sim/lockstep.h"
 #include "scheduler/placement.h"
+#include "scheduler/traffic_controller.h"
 #include "sim/plan.h"
 #include "executors/executor.h"
 #include "executors/runtime.h"
@@ -360,12 +361,16 @@ int run_profile_lut(const Common& c, const std::string& path, const std::string&
 // folder, writes placement.md and placement.csv there, and with a one-GPU template scenario
 // the fleet scenario (fleet.yaml) that `vlasim simulate` checks.
 int run_place(const std::string& path, const std::string& dir, const std::string& templ,
-              const std::string& strategy_name, bool quiet) {
+              const std::string& strategy_name, bool quiet, double live_interval) {
   if (!dir.empty()) check_output_dir("--out", dir);
   if (!templ.empty()) {
     check_option_file("--template", templ);
     if (dir.empty()) throw ConfigError("<command line>", 0, 0, "--template", "give -o DIR for the fleet scenario");
   }
+  if (live_interval != 0 && (!(live_interval > 0) || live_interval > 3600))
+    throw ConfigError("<command line>", 0, 0, "--live", "the controller's interval is between 0 and 3600 s");
+  if (live_interval > 0 && templ.empty())
+    throw ConfigError("<command line>", 0, 0, "--live", "the live fleet is made from a --template scenario");
   PlacementStrategy strategy;
   if (!parse_placement_strategy(strategy_name, &strategy))
     throw ConfigError("<command line>", 0, 0, "--strategy",
@@ -379,7 +384,14 @@ int run_place(const std::string& path, const std::string& dir, const std::string
     write_file(dir + "/placement.md", "# Placement of " + path + " (" + strategy_name + ")\n\n" + md);
     write_file(dir + "/placement.csv", controller_csv(p, phases));
     if (!templ.empty()) write_file(dir + "/fleet.yaml", fleet_scenario_yaml(p, phases, templ));
-    if (!quiet) std::cout << "wrote " << dir << "/placement.md, placement.csv" << (templ.empty() ? "" : ", fleet.yaml") << "\n";
+    if (live_interval > 0) {
+      // The live fleet reads the problem beside it (a copy: the run does not depend on where it came from).
+      fs::copy_file(path, dir + "/problem.yaml", fs::copy_options::overwrite_existing);
+      write_file(dir + "/fleet_live.yaml", live_fleet_scenario_yaml(p, templ, "problem.yaml", live_interval, strategy_name));
+    }
+    if (!quiet)
+      std::cout << "wrote " << dir << "/placement.md, placement.csv" << (templ.empty() ? "" : ", fleet.yaml")
+                << (live_interval > 0 ? ", fleet_live.yaml, problem.yaml" : "") << "\n";
   }
   return 0;
 }
@@ -434,9 +446,26 @@ int run_simulate(const Common& c, const std::string& path, long long seed, const
       if (csv) csv->row(q);
     };
   }
+  // A live traffic controller routes the robots of workloads that name a group.
+  std::unique_ptr<LiveController> controller;
+  if (pr.s.controller.on()) {
+    controller = std::make_unique<LiveController>(pr.s);
+    opt.router = controller.get();
+  }
   SimResult r = simulate(pr.s, pr.plan, opt);
   signal(SIGINT, SIG_DFL);
   if (csv) csv->close();
+  if (controller) {
+    const std::string md = controller_decisions_markdown(*controller);
+    if (!out.quiet)
+      std::cout << "\ncontroller (" << pr.s.controller.strategy << ", every " << fmt_g(pr.s.controller.interval_s)
+                << " s): " << controller->decisions().size() << " placements for the demand it saw\n" << md;
+    if (!out.dir.empty()) {
+      fs::create_directories(out.dir);
+      std::ofstream(out.dir + "/controller.md") << "# Traffic controller decisions\n\n" << md;
+      std::ofstream(out.dir + "/controller.csv") << controller_decisions_csv(*controller);
+    }
+  }
   if (builder) {
     const Report rep = builder->finish(pr.plan, r, "simulate");
     write_outputs(pr, r, "simulate", out, &rep);
@@ -513,6 +542,7 @@ SweepSpec sweep_spec(const Common& c, const std::string& path, const std::vector
   spec.auto_cpu_dtype = native_cpu_dtype();
   spec.profile = c.profile;
   spec.sim_options = out.sim_options();
+  spec.make_router = [](const Scenario& s) -> std::unique_ptr<Router> { return std::make_unique<LiveController>(s); };
   return spec;
 }
 
@@ -1315,6 +1345,10 @@ int main(int argc, char** argv) {
                     "ilp (Robion's integer program, CBC), or a baseline: even (every model's robots split over "
                     "every GPU) or dedicated (one model per GPU)")
       ->capture_default_str();
+  double place_live = 0;
+  place->add_option("--live", place_live,
+                    "also write fleet_live.yaml: every model on every GPU it can run on, robots routed by the traffic "
+                    "controller, which re-solves every this many seconds for the demand it sees (not told the changes)");
   place->add_flag("-q,--quiet", out.quiet, "print only the placement");
   std::string vp_file = "scenarios/papers/figures.yaml", vp_dir;
   auto* vpap = app.add_subcommand("validate-papers",
@@ -1393,7 +1427,7 @@ int main(int argc, char** argv) {
     if (*lboard) return run_leaderboard(c, mc, lb_opt, lb_dir, out.quiet);
     if (*roof) return run_roofline(c, mc, roof_device, roof_dir, out.quiet);
     if (*plut) return run_profile_lut(c, scenario, lut_out, out.quiet);
-    if (*place) return run_place(place_file, place_dir, place_template, place_strategy, out.quiet);
+    if (*place) return run_place(place_file, place_dir, place_template, place_strategy, out.quiet, place_live);
     if (*vpap) return run_validate_papers(c, vp_file, vp_dir, out.quiet);
     if (*list) return run_list(c, family);
     if (*graph) return run_graph(c, card, views, prompt, chunk, steps, batch, dtype, graph_dp_cache, graph_passes, ops);

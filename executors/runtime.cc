@@ -59,6 +59,9 @@ void check_cpu_dtypes(const Scenario& s) {
 }
 
 ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
+  if (s.controller.on())
+    s.controller.where.fail("the live traffic controller runs in the simulator (vlasim simulate, sweep); a real run "
+                            "serves fixed placements: drop `controller:` and name instances in the workload");
   {
     SimOptions limits;
     limits.max_requests = o.max_requests;

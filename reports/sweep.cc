@@ -189,7 +189,14 @@ SweepRow sweep_row(const SweepSpec& spec, size_t i) {
     row.scenario = s.name;
     Plan plan = plan_scenario(s);
     resolve_stream_loads(s, plan);
-    SimResult r = simulate(s, plan, spec.sim_options);
+    SimOptions so = spec.sim_options;
+    std::unique_ptr<Router> router;
+    if (s.controller.on()) {
+      if (!spec.make_router) s.controller.where.fail("this command cannot run the live traffic controller");
+      router = spec.make_router(s);
+      so.router = router.get();
+    }
+    SimResult r = simulate(s, plan, so);
     row.report = make_report(s, plan, r, "simulate");
     row.ok = true;
     o.mean_latency_s = row.report.latency.mean;

@@ -73,6 +73,9 @@ struct SweepSpec {
   std::vector<std::pair<std::string, std::string>> fixed;
   // Applied to the scenario as loaded at every value (e.g. another cost model), when set.
   std::function<void(Scenario&)> adjust;
+  // Makes the router of a scenario with `controller:` (a LiveController, which this library
+  // does not link); such a scenario is refused at its controller without one.
+  std::function<std::unique_ptr<Router>(const Scenario&)> make_router;
 };
 
 // The parts of run_sweep, so that its rows can be computed in several processes (vlasim

@@ -12,6 +12,7 @@
 #include "scheduler/zone.h"
 
 namespace vlasim {
+namespace fs = std::filesystem;
 
 int stream_sms(const DeviceInstance& dev, const UnitDecl& unit) {
   return std::clamp(static_cast<int>(std::lround(unit.sm_fraction * dev.spec.sms)), 1, std::max(1, dev.spec.sms));
@@ -416,7 +417,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   s.file = root.file();
   if (!root.is_map()) root.fail("a scenario is a map");
   root.check_keys({"name", "description", "seed", "hardware", "models", "workload", "policies",
-                   "drain_s", "background"});
+                   "drain_s", "background", "controller"});
   s.name = root.required("name").as_string();
   s.description = root.get_string("description", "");
   long long seed = root.get_int("seed", 1);
@@ -492,6 +493,23 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   if (s.models.empty()) root.required("models").fail("at least one model is needed");
 
   std::vector<std::string> mnames(model_names.begin(), model_names.end());
+  if (root.has("controller")) {
+    const ConfigNode c = root.required("controller");
+    if (!c.is_map()) c.fail("expected {problem: FILE, interval_s: 1, strategy: ilp}");
+    c.check_keys({"problem", "interval_s", "strategy"});
+    s.controller.where = c;
+    const ConfigNode pn = c.required("problem");
+    fs::path problem(pn.as_string());
+    if (problem.is_relative() && !s.file.empty()) problem = fs::path(s.file).parent_path() / problem;
+    if (!fs::is_regular_file(problem))
+      pn.fail("placement problem '" + pn.as_string() + "' not found (looked at " + problem.string() + ")");
+    s.controller.problem = problem.string();
+    s.controller.interval_s = c.get_positive("interval_s", 1);
+    if (s.controller.interval_s > 3600) c.required("interval_s").fail("interval_s must be at most 3600 s");
+    s.controller.strategy = c.get_string("strategy", "ilp");
+    if (s.controller.strategy != "ilp" && s.controller.strategy != "even" && s.controller.strategy != "dedicated")
+      c.required("strategy").fail("unknown strategy '" + s.controller.strategy + "'; valid are: ilp, even, dedicated");
+  }
   for (auto& w : root.required("workload").items()) {
     w.check_keys({"name", "model", "rate_hz", "load", "jitter_ms", "deadline_ms", "start_s",
                   "duration_s", "count", "arrival", "control", "stages"});
@@ -501,8 +519,14 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     sd.model = -1;
     for (size_t i = 0; i < s.models.size(); ++i)
       if (s.models[i].name == mname) sd.model = static_cast<int>(i);
+    if (sd.model < 0 && s.controller.on()) {  // a group: its instances are MODEL-GPU
+      for (size_t i = 0; i < s.models.size() && sd.model < 0; ++i)
+        if (s.models[i].name.rfind(mname + "-", 0) == 0) sd.model = static_cast<int>(i);
+      if (sd.model >= 0) sd.group = mname;
+    }
     if (sd.model < 0)
-      w.required("model").fail("unknown model '" + mname + "'; valid names are: " + join_names(mnames));
+      w.required("model").fail("unknown model '" + mname + "'; valid names are: " + join_names(mnames) +
+                               (s.controller.on() ? " (or a group: the instances MODEL-GPU the controller routes to)" : ""));
     if (w.has("control")) {
       sd.control = parse_control(w.required("control"), s.models[static_cast<size_t>(sd.model)]);
       if (w.has("rate_hz") || w.has("load"))

@@ -144,7 +144,23 @@ struct StreamDecl {
   // decoupled from the model's other streams (full streaming: a VLM stream at camera rate and
   // action-expert streams at control rate, each action reading the latest prefix finished).
   uint8_t stages = 0;
+  // With `controller:`: the workload names a model of the controller's placement problem, a
+  // group of instances (one per GPU, named MODEL-GPU); `model` is then the group's first
+  // instance and each request goes where the controller routes it. Empty: no group.
+  std::string group;
   ConfigNode where;
+};
+
+// `controller: {problem: FILE, interval_s: 1, strategy: ilp}`: Robion's traffic controller
+// run live (scheduler/placement.h LiveController): it routes the requests of workloads that
+// name a group, and every interval re-solves the placement for the demand it observed. The
+// problem gives the GPUs and capacities; its robots and changes are not told to it.
+struct ControllerDecl {
+  std::string problem;  // the placement problem's path, resolved beside the scenario; "" = none
+  double interval_s = 1;
+  std::string strategy = "ilp";
+  ConfigNode where;
+  bool on() const { return !problem.empty(); }
 };
 
 // Load from software outside the scenario (another stack sharing the device): it takes
@@ -178,6 +194,7 @@ struct Scenario {
   std::vector<ModelInstance> models;
   std::vector<StreamDecl> streams;
   std::vector<BackgroundLoad> background;
+  ControllerDecl controller;
   PolicyDecl queue, pipeline, cost_model, batching;
   double drain_s = 60;  // simulated time allowed after the last arrival for queues to empty
 

@@ -487,4 +487,49 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
          "# placement serves, with the robots placed there.\n" + std::string(e.c_str()) + "\n";
 }
 
+std::string live_fleet_scenario_yaml(const PlacementProblem& p, const std::string& template_path,
+                                     const std::string& problem_ref, double interval_s, const std::string& strategy) {
+  // Every instance the controller may route to: each model on each GPU that can run it.
+  Placement all;
+  all.robots.assign(p.models.size(), std::vector<int>(p.gpus.size(), 0));
+  for (size_t m = 0; m < p.models.size(); ++m)
+    for (size_t g = 0; g < p.gpus.size(); ++g) all.robots[m][g] = p.capacity[m][g] > 0 ? 1 : 0;
+  YAML::Node out = YAML::Load(fleet_scenario_yaml(p, std::vector<Placement>(p.changes.size() + 1, all), template_path));
+  // The factory's demand, one entry per model and phase, naming the model (a group).
+  ConfigNode root = ConfigNode::load_file(template_path);
+  YAML::Node workload(YAML::NodeType::Sequence);
+  const size_t phases = p.changes.size() + 1;
+  for (const ConfigNode& w : root.required("workload").items()) {
+    const std::string model = w.required("model").as_string();
+    const size_t m = static_cast<size_t>(std::find(p.models.begin(), p.models.end(), model) - p.models.begin());
+    const double start = w.get_nonneg("start_s", 0), dur = w.get_positive("duration_s", 0);
+    for (size_t k = 0; k < phases; ++k) {
+      const int robots = k == 0 ? p.robots[m] : p.changes[k - 1].robots[m];
+      if (robots <= 0) continue;
+      YAML::Node wi = YAML::Clone(w.raw());
+      wi["name"] = (w.has("name") ? w.required("name").as_string() : model) + (phases > 1 ? "-p" + std::to_string(k) : "");
+      wi["count"] = robots;
+      if (phases > 1) {
+        const double from = k == 0 ? 0 : p.changes[k - 1].at_s;
+        const double to = k + 1 < phases ? p.changes[k].at_s : dur;
+        wi["start_s"] = start + from;
+        wi["duration_s"] = std::min(to, dur) - from;
+      }
+      workload.push_back(wi);
+    }
+  }
+  out["workload"] = workload;
+  YAML::Node c;
+  c["problem"] = problem_ref;
+  c["interval_s"] = interval_s;
+  c["strategy"] = strategy;
+  out["controller"] = c;
+  out["name"] = root.get_string("name", "fleet") + "-fleet-live";
+  YAML::Emitter e;
+  e << out;
+  return "# The fleet `vlasim place --live` made from " + template_path + ": every model on every GPU that\n"
+         "# can run it; the factory's robots name their model, and the traffic controller routes them,\n"
+         "# re-solving the placement for the demand it sees every interval_s.\n" + std::string(e.c_str()) + "\n";
+}
+
 }  // namespace vlasim

@@ -89,5 +89,13 @@ std::string controller_csv(const PlacementProblem& p, const std::vector<Placemen
 // differ from the problem's, and at a change that comes after the template's workload ends.
 std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Placement>& phases,
                                 const std::string& template_path);
+// The fleet for the live traffic controller (scheduler/traffic_controller.h): the template's
+// GPU once per problem GPU, an instance MODEL-GPU wherever the problem gives the model a
+// capacity, the problem's demand as workload entries naming the model (one per model and
+// phase: robots, then each change's), and `controller: {problem: problem_ref, interval_s,
+// strategy}`. The controller is not told the demand; it sees it arrive. Throws as
+// fleet_scenario_yaml.
+std::string live_fleet_scenario_yaml(const PlacementProblem& p, const std::string& template_path,
+                                     const std::string& problem_ref, double interval_s, const std::string& strategy);
 
 }  // namespace vlasim

@@ -96,6 +96,17 @@ class BatchPolicy {
   virtual double step_overhead_seconds() const { return 0; }
 };
 
+// Chooses, at each arrival, which model instance serves the request of a robot (workload
+// stream) whose workload names a group of instances (Robion's traffic controller, run live:
+// scheduler/placement.h LiveController). Plain C++, like every policy.
+class Router {
+ public:
+  virtual ~Router() = default;
+  // The scenario model index that serves the request of `stream` arriving at `now`; called
+  // in arrival order, with non-decreasing now.
+  virtual int route(int stream, double now) = 0;
+};
+
 using QueuePolicyRegistry = Registry<QueuePolicy>;
 using PipelinePolicyRegistry = Registry<PipelinePolicy>;
 using BatchPolicyRegistry = Registry<BatchPolicy>;

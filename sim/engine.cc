@@ -542,6 +542,11 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     }
     d.started();
   }, options.on_record);
+  if (std::any_of(s.streams.begin(), s.streams.end(), [](const StreamDecl& d) { return !d.group.empty(); })) {
+    if (!options.router)
+      throw std::invalid_argument("simulate: scenario '" + s.name + "' routes robots by a controller but none was given");
+    flow.set_router(options.router);
+  }
   Calendar calendar("calendar", plan.domains, static_cast<int>(s.streams.size()),
                     options.quantum_s, limit);
   for (int d = 0; d < plan.domains; ++d)

@@ -107,6 +107,9 @@ struct SimOptions {
   // as it and every earlier request have finished (the rest at the end), and
   // SimResult::requests stays empty; the memory limit then weighs the trace only.
   std::function<void(const RequestRecord&)> on_record;
+  // Routes the requests of streams whose workload names a group of instances (a scenario
+  // with `controller:`); required for such a scenario, unused otherwise. Not owned.
+  Router* router = nullptr;
   // Work a run may take (see check_work); a scenario estimated above either is refused.
   double max_requests = 1e8;
   double max_memory_bytes = 1e9;

@@ -121,8 +121,8 @@ void RequestFlow::arrive(int stream, double t, double now) {
   // In place: one write of fresh memory.
   RequestRecord& rec = sink_ ? live_.emplace_back() : out_.requests.emplace_back();
   rec.id = issued_++;
-  rec.model = sd.model;
-  rec.plan = sd.model;
+  rec.model = router_ && !sd.group.empty() ? router_->route(stream, now) : sd.model;
+  rec.plan = rec.model;
   rec.stream = stream;
   rec.arrival = t;
   rec.deadline = sd.deadline_s > 0 ? t + sd.deadline_s : 0;

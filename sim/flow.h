@@ -36,6 +36,9 @@ class RequestFlow {
   // behind the oldest unfinished one, are held).
   RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_t trace_limit, StartFn start,
               RecordSink sink = nullptr);
+  // Requests of streams with a group (StreamDecl::group) go to the instance `router` picks
+  // (not owned; it must outlive the flow). Without one they go to the stream's own model.
+  void set_router(Router* router) { router_ = router; }
   // Hands the sink every record still held, finished or not (at the end of a run).
   void flush();
 
@@ -123,6 +126,7 @@ class RequestFlow {
   std::vector<std::array<double, kStages>> last_stage_end_;
   size_t finished_ = 0, failed_ = 0;
   RecordSink sink_;
+  Router* router_ = nullptr;
   std::deque<RequestRecord> live_;  // with a sink: records from id live_base_ on
   uint64_t live_base_ = 0, issued_ = 0;
   // Dynamic-zone signals per unit: observed / predicted duration (EWMA), and the running

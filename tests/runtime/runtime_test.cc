@@ -8,12 +8,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <thread>
 
 #include "executors/host.h"
 #include "executors/runtime.h"
 #include "sim/cost_model.h"
+#include "scratch.h"
 
 namespace vlasim {
 namespace {
@@ -172,6 +174,24 @@ TEST(Runtime, ContinuousBatchingRunsTheActionExpertStepByStepPayingTheInspection
   EXPECT_EQ(step_items, 8 * s.models[0].shape.steps);  // each request once per step
   EXPECT_LT(step_runs, step_items);                     // some steps ran batched
   alarm(0);
+}
+
+TEST(Runtime, RefusesTheLiveTrafficControllerAtItsKey) {
+  const auto dir = testing::scratch_dir("runtime_live_controller");
+  std::ofstream(dir / "problem.yaml") << "gpus: [{name: cpu, catalog: epyc-2vcpu, count: 1}]\n"
+                                         "models:\n  - {name: tiny, robots: 1, capacity: {epyc-2vcpu: 4}}\n";
+  std::string yaml = kTwoGroups;
+  yaml.replace(yaml.find("  - name: tiny\n"), 15, "  - name: tiny-cpu0\n");
+  yaml += "controller: {problem: " + (dir / "problem.yaml").string() + "}\n";
+  Scenario s = scenario(yaml);
+  ASSERT_EQ(s.streams[0].group, "tiny");
+  try {
+    execute(s, plan_of(s), ExecuteOptions{});
+    FAIL() << "a real run took the live controller";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "controller");
+    EXPECT_NE(std::string(e.what()).find("simulator"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Runtime, RefusesCoresThisMachineDoesNotHave) {
