@@ -897,6 +897,34 @@ def figure_and_placement_cases():
             "sim/catalog/gpus.yaml h100-sxm: kernels " + bad.strip(), "catalog/%s/gpus.yaml" % cid, text)
 
 
+# The live traffic controller and the vLLM-Omni-like baseline's keys (session of 2026-12-02).
+# ---------------------------------------------------------------------------------------------
+def live_controller_cases():
+    problem = "../../../../scenarios/placement/robion_4xh100.yaml"  # from tests/data/bad_inputs/scenarios/
+    fleet = ("name: live\nhardware:\n  devices: [{name: gpu0, catalog: h100-sxm}]\n"
+             "models: [{name: pi0-gpu0, card: pi0_tiny}]\n"
+             "workload: [{model: pi0, rate_hz: 10, duration_s: 1}]\n"
+             "controller: {problem: %s, interval_s: 1}\n" % problem)
+    add("live_without_instance", "{vlasim} simulate {file} -q -o {tmp}/out", 2,
+        "live_without_instance.yaml:6 && controller && pi0-gpu1", "a live fleet without an instance the problem allows",
+        "scenarios/live_without_instance.yaml", fleet)
+    add("live_execute", "{vlasim} execute {file} -q -o {tmp}/out", 2, "live_execute.yaml:6 && controller && simulator",
+        "a real run of a live fleet", "scenarios/live_execute.yaml", fleet)
+    add("live_interval_zero", "{vlasim} simulate {file} -q -o {tmp}/out", 2, "live_interval_zero.yaml:6 && interval_s",
+        "a controller interval of 0", "scenarios/live_interval_zero.yaml", fleet.replace("interval_s: 1", "interval_s: 0"))
+    add("live_strategy_unknown", "{vlasim} simulate {file} -q -o {tmp}/out", 2, "live_strategy_unknown.yaml:6 && strategy && greedy",
+        "an unknown controller strategy", "scenarios/live_strategy_unknown.yaml", fleet.replace("interval_s: 1", "strategy: greedy"))
+    tmpl = " --template {src}/scenarios/systems/robion_serving_h100.yaml -o {tmp}/out"
+    add("place_live_negative", "{vlasim} place {src}/scenarios/placement/robion_4xh100.yaml -q --live -1" + tmpl, 2,
+        "--live", "place --live -1")
+    add("place_live_without_template", "{vlasim} place {src}/scenarios/placement/robion_4xh100.yaml -q --live 1", 2,
+        "--live && --template", "place --live without a template")
+    add("scn_handoff_unknown", "{vlasim} simulate {file} -q -o {tmp}/out", 2, "scn_handoff_unknown.yaml:4 && handoff && shm",
+        "a model's handoff: shm", "scenarios/scn_handoff_unknown.yaml",
+        "name: bad\nhardware: {devices: [{name: gpu0, catalog: rtx4090}]}\nmodels:\n  - {card: pi0_tiny, handoff: shm}\n"
+        "workload: [{model: pi0_tiny, rate_hz: 10, duration_s: 1}]\n")
+
+
 def main():
     # Everything here is generated except README.md, which is kept.
     os.makedirs(OUT, exist_ok=True)
@@ -914,6 +942,7 @@ def main():
     profile_mutations()
     issue_cases()
     figure_and_placement_cases()
+    live_controller_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
         f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")
         for c in cases:
