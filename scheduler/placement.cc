@@ -392,6 +392,15 @@ void move_device_refs(YAML::Node n, const std::string& from, const std::string& 
 
 }  // namespace
 
+// Sets a fleet workload entry to run through phase k of p: from the phase's start (start_s
+// after the template's own start) to its end, the last phase to the template's duration dur.
+static void set_phase_window(YAML::Node& wi, const PlacementProblem& p, size_t k, double start, double dur) {
+  const double from = k == 0 ? 0 : p.changes[k - 1].at_s;
+  const double to = k < p.changes.size() ? p.changes[k].at_s : dur;
+  wi["start_s"] = start + from;
+  wi["duration_s"] = std::min(to, dur) - from;
+}
+
 std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Placement>& phases,
                                 const std::string& template_path) {
   if (phases.size() != p.changes.size() + 1)
@@ -463,16 +472,13 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
           if (phases.size() > 1) {
             if (!w.has("duration_s"))
               w.fail("a template for changing demand gives its workload a duration_s (the whole run)");
-            const double from = k == 0 ? 0 : p.changes[k - 1].at_s;
-            const double to = k + 1 < phases.size() ? p.changes[k].at_s : dur;
-            if (from >= dur) {
+            if (k > 0 && p.changes[k - 1].at_s >= dur) {
               char end_s[32];
               std::snprintf(end_s, sizeof end_s, "%g", dur);
               p.changes[k - 1].where.required("at_s").fail(std::string("this change comes after the template's workload ends (") +
                                                            end_s + " s)");
             }
-            wi["start_s"] = start + from;
-            wi["duration_s"] = std::min(to, dur) - from;
+            set_phase_window(wi, p, k, start, dur);
           }
           workload.push_back(wi);
         }
@@ -502,6 +508,7 @@ std::string live_fleet_scenario_yaml(const PlacementProblem& p, const std::strin
   for (const ConfigNode& w : root.required("workload").items()) {
     const std::string model = w.required("model").as_string();
     const size_t m = static_cast<size_t>(std::find(p.models.begin(), p.models.end(), model) - p.models.begin());
+    if (m == p.models.size()) w.required("model").fail("model '" + model + "' is not in the placement problem");
     const double start = w.get_nonneg("start_s", 0), dur = w.get_positive("duration_s", 0);
     for (size_t k = 0; k < phases; ++k) {
       const int robots = k == 0 ? p.robots[m] : p.changes[k - 1].robots[m];
@@ -509,12 +516,7 @@ std::string live_fleet_scenario_yaml(const PlacementProblem& p, const std::strin
       YAML::Node wi = YAML::Clone(w.raw());
       wi["name"] = (w.has("name") ? w.required("name").as_string() : model) + (phases > 1 ? "-p" + std::to_string(k) : "");
       wi["count"] = robots;
-      if (phases > 1) {
-        const double from = k == 0 ? 0 : p.changes[k - 1].at_s;
-        const double to = k + 1 < phases ? p.changes[k].at_s : dur;
-        wi["start_s"] = start + from;
-        wi["duration_s"] = std::min(to, dur) - from;
-      }
+      if (phases > 1) set_phase_window(wi, p, k, start, dur);
       workload.push_back(wi);
     }
   }
