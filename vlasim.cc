@@ -386,7 +386,8 @@ int run_place(const std::string& path, const std::string& dir, const std::string
     if (!templ.empty()) write_file(dir + "/fleet.yaml", fleet_scenario_yaml(p, phases, templ));
     if (live_interval > 0) {
       // The live fleet reads the problem beside it (a copy: the run does not depend on where it came from).
-      fs::copy_file(path, dir + "/problem.yaml", fs::copy_options::overwrite_existing);
+      const fs::path copy = fs::path(dir) / "problem.yaml";
+      if (!fs::exists(copy) || !fs::equivalent(path, copy)) fs::copy_file(path, copy, fs::copy_options::overwrite_existing);
       write_file(dir + "/fleet_live.yaml", live_fleet_scenario_yaml(p, templ, "problem.yaml", live_interval, strategy_name));
     }
     if (!quiet)

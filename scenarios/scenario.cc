@@ -519,10 +519,14 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     sd.model = -1;
     for (size_t i = 0; i < s.models.size(); ++i)
       if (s.models[i].name == mname) sd.model = static_cast<int>(i);
-    if (sd.model < 0 && s.controller.on()) {  // a group: its instances are MODEL-GPU
+    if (sd.model < 0 && s.controller.on()) {  // a group: its instances are MODEL-DEVICE
       for (size_t i = 0; i < s.models.size() && sd.model < 0; ++i)
-        if (s.models[i].name.rfind(mname + "-", 0) == 0) sd.model = static_cast<int>(i);
+        for (const DeviceInstance& d : s.devices)
+          if (s.models[i].name == mname + "-" + d.name) sd.model = static_cast<int>(i);
       if (sd.model >= 0) sd.group = mname;
+      if (sd.model >= 0 && w.has("stages"))
+        w.required("stages").fail("a workload the controller routes runs whole requests; stage streams of a group "
+                                  "would be routed apart from their VLM's");
     }
     if (sd.model < 0)
       w.required("model").fail("unknown model '" + mname + "'; valid names are: " + join_names(mnames) +

@@ -501,7 +501,9 @@ std::string live_fleet_scenario_yaml(const PlacementProblem& p, const std::strin
   for (size_t m = 0; m < p.models.size(); ++m)
     for (size_t g = 0; g < p.gpus.size(); ++g) all.robots[m][g] = p.capacity[m][g] > 0 ? 1 : 0;
   YAML::Node out = YAML::Load(fleet_scenario_yaml(p, std::vector<Placement>(p.changes.size() + 1, all), template_path));
-  // The factory's demand, one entry per model and phase, naming the model (a group).
+  // The factory's demand, naming the model (a group). A robot keeps its identity (its stream)
+  // over the phases it is there: robot r of a model (r = 1, 2, ...) runs in the phases whose
+  // count reaches r, and robots there in the same phases form one entry per unbroken run.
   ConfigNode root = ConfigNode::load_file(template_path);
   YAML::Node workload(YAML::NodeType::Sequence);
   const size_t phases = p.changes.size() + 1;
@@ -510,14 +512,39 @@ std::string live_fleet_scenario_yaml(const PlacementProblem& p, const std::strin
     const size_t m = static_cast<size_t>(std::find(p.models.begin(), p.models.end(), model) - p.models.begin());
     if (m == p.models.size()) w.required("model").fail("model '" + model + "' is not in the placement problem");
     const double start = w.get_nonneg("start_s", 0), dur = w.get_positive("duration_s", 0);
-    for (size_t k = 0; k < phases; ++k) {
-      const int robots = k == 0 ? p.robots[m] : p.changes[k - 1].robots[m];
-      if (robots <= 0) continue;
-      YAML::Node wi = YAML::Clone(w.raw());
-      wi["name"] = (w.has("name") ? w.required("name").as_string() : model) + (phases > 1 ? "-p" + std::to_string(k) : "");
-      wi["count"] = robots;
-      if (phases > 1) set_phase_window(wi, p, k, start, dur);
-      workload.push_back(wi);
+    std::vector<int> count(phases);
+    for (size_t k = 0; k < phases; ++k) count[k] = k == 0 ? p.robots[m] : p.changes[k - 1].robots[m];
+    const int most = *std::max_element(count.begin(), count.end());
+    const std::string base = w.has("name") ? w.required("name").as_string() : model;
+    auto same_phases = [&](int a, int b) {
+      for (size_t k = 0; k < phases; ++k)
+        if ((count[k] >= a) != (count[k] >= b)) return false;
+      return true;
+    };
+    int band = 0;
+    for (int r = 1; r <= most;) {
+      int r2 = r + 1;  // robots r .. r2-1 are there in the same phases
+      while (r2 <= most && same_phases(r, r2)) ++r2;
+      for (size_t k = 0; k < phases;) {
+        if (count[k] < r) {
+          ++k;
+          continue;
+        }
+        size_t k2 = k;
+        while (k2 + 1 < phases && count[k2 + 1] >= r) ++k2;
+        YAML::Node wi = YAML::Clone(w.raw());
+        wi["name"] = base + (phases > 1 ? "-b" + std::to_string(band++) : "");
+        wi["count"] = r2 - r;
+        if (phases > 1) {
+          const double from = k == 0 ? 0 : p.changes[k - 1].at_s;
+          const double to = k2 < p.changes.size() ? p.changes[k2].at_s : dur;
+          wi["start_s"] = start + from;
+          wi["duration_s"] = std::min(to, dur) - from;
+        }
+        workload.push_back(wi);
+        k = k2 + 1;
+      }
+      r = r2;
     }
   }
   out["workload"] = workload;
@@ -530,7 +557,8 @@ std::string live_fleet_scenario_yaml(const PlacementProblem& p, const std::strin
   YAML::Emitter e;
   e << out;
   return "# The fleet `vlasim place --live` made from " + template_path + ": every model on every GPU that\n"
-         "# can run it; the factory's robots name their model, and the traffic controller routes them,\n"
+         "# can run it; the factory's robots (each a stream over the phases it is there) name their\n"
+         "# model, and the traffic controller routes them,\n"
          "# re-solving the placement for the demand it sees every interval_s.\n" + std::string(e.c_str()) + "\n";
 }
 

@@ -105,9 +105,10 @@ class EarliestSloFirst : public QueuePolicy {
 // first (ties: joined first, then request id).
 std::vector<size_t> batch_items(const UnitView& v, size_t lead, int max_batch) {
   const WorkItem& l = v.queue[lead];
+  auto kind = [](const WorkItem& w) { return w.kind >= 0 ? w.kind : w.segment; };
   std::vector<size_t> rest;
   for (size_t i = 0; i < v.queue.size(); ++i)
-    if (i != lead && v.queue[i].plan == l.plan && v.queue[i].kind == l.kind) rest.push_back(i);
+    if (i != lead && v.queue[i].plan == l.plan && kind(v.queue[i]) == kind(l)) rest.push_back(i);
   const size_t take = std::min(rest.size(), static_cast<size_t>(max_batch - 1));
   std::partial_sort(rest.begin(), rest.begin() + static_cast<long>(take), rest.end(), [&](size_t x, size_t y) {
     const WorkItem &a = v.queue[x], &b = v.queue[y];

@@ -25,7 +25,7 @@ struct WorkItem {
   // Items of one plan and kind may run as one batch: the segment, except that under
   // per-step batching (BatchPolicy::per_step) the action expert's identical steps share one
   // (Segment::kind, sim/plan.h), so requests at different steps run a step together.
-  int kind = 0;
+  int kind = -1;   // -1: the segment
   double arrival = 0;     // when the request arrived (s)
   double ready = 0;       // when this item joined the queue (s)
   double deadline = std::numeric_limits<double>::infinity();  // absolute (s)

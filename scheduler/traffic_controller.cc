@@ -47,27 +47,32 @@ LiveController::LiveController(const Scenario& s) {
   }
   gpu_of_.assign(s.streams.size(), -1);
   last_seen_.assign(s.streams.size(), -1);
+  presence_.assign(s.streams.size(), interval_);
+  provisional_.assign(s.streams.size(), 0);
+  for (size_t k = 0; k < s.streams.size(); ++k)
+    if (s.streams[k].rate_hz > 0) presence_[k] = 2 / s.streams[k].rate_hz;
   quota_.assign(M, std::vector<int>(G, 0));
   assigned_.assign(M, std::vector<int>(G, 0));
   demand_.assign(M, 0);
 }
 
-int LiveController::assign(int stream) {
+int LiveController::assign(int stream, double now) {
   const size_t m = static_cast<size_t>(stream_model_[static_cast<size_t>(stream)]);
   const size_t G = p_.gpus.size();
-  auto load = [&](size_t g) {
-    double l = 0;
-    for (size_t k = 0; k < p_.models.size(); ++k)
-      if (p_.capacity[k][g] > 0) l += static_cast<double>(assigned_[k][g]) / p_.capacity[k][g];
-    return l;
-  };
+  // Each GPU's load by the robots routed there and still present.
+  std::vector<double> load(G, 0.0);
+  for (size_t k = 0; k < gpu_of_.size(); ++k)
+    if (gpu_of_[k] >= 0 && static_cast<int>(k) != stream && present(k, now)) {
+      const size_t g = static_cast<size_t>(gpu_of_[k]);
+      load[g] += 1.0 / std::max(1, p_.capacity[static_cast<size_t>(stream_model_[k])][g]);
+    }
   int best = -1;
   int best_room = 0;
   double best_load = 0;
   for (size_t g = 0; g < G; ++g) {
     if (p_.capacity[m][g] <= 0) continue;
-    const int room = quota_[m][g] - assigned_[m][g];
-    const double l = load(g);
+    const int room = std::max(0, quota_[m][g] - assigned_[m][g]);  // none left: the load decides
+    const double l = load[g];
     if (best < 0 || room > best_room || (room == best_room && l < best_load)) {
       best = static_cast<int>(g);
       best_room = room;
@@ -75,15 +80,17 @@ int LiveController::assign(int stream) {
     }
   }
   ++assigned_[m][static_cast<size_t>(best)];
+  // Outside the placement: placed again at its next request, by the robots there then.
+  provisional_[static_cast<size_t>(stream)] = best_room <= 0;
   return best;
 }
 
 void LiveController::tick(double now) {
   const size_t M = p_.models.size();
+  auto active = [&](size_t k) { return present(k, now); };
   std::vector<int> demand(M, 0);
   for (size_t k = 0; k < stream_model_.size(); ++k)
-    if (stream_model_[k] >= 0 && last_seen_[k] >= 0 && last_seen_[k] > now - interval_)
-      ++demand[static_cast<size_t>(stream_model_[k])];
+    if (stream_model_[k] >= 0 && active(k)) ++demand[static_cast<size_t>(stream_model_[k])];
   if (demand == demand_ || demand == failed_demand_) return;
   Decision d;
   d.at_s = now;
@@ -108,18 +115,18 @@ void LiveController::tick(double now) {
     std::vector<size_t> rest;
     for (size_t k = 0; k < stream_model_.size(); ++k) {
       if (stream_model_[k] < 0) continue;
-      const bool active = last_seen_[k] >= 0 && last_seen_[k] > now - interval_;
       const size_t m = static_cast<size_t>(stream_model_[k]);
-      if (!active) {
+      if (!active(k)) {
         gpu_of_[k] = -1;
       } else if (gpu_of_[k] >= 0 && assigned_[m][static_cast<size_t>(gpu_of_[k])] < quota_[m][static_cast<size_t>(gpu_of_[k])]) {
         ++assigned_[m][static_cast<size_t>(gpu_of_[k])];
+        provisional_[k] = 0;
       } else {
         rest.push_back(k);
       }
     }
     for (size_t k : rest) {
-      gpu_of_[k] = assign(static_cast<int>(k));
+      gpu_of_[k] = assign(static_cast<int>(k), now);
       if (before[k] >= 0 && before[k] != gpu_of_[k]) ++d.moved;
     }
   }
@@ -130,13 +137,17 @@ int LiveController::route(int stream, double now) {
   const size_t k = static_cast<size_t>(stream);
   if (k >= stream_model_.size() || stream_model_[k] < 0)
     throw std::invalid_argument("LiveController::route: stream " + std::to_string(stream) + " is not routed");
-  last_seen_[k] = now;
   const long long interval = static_cast<long long>(std::floor(now / interval_));
   if (interval != interval_index_) {
     interval_index_ = interval;
-    tick(now);
+    tick(static_cast<double>(interval) * interval_);
   }
-  if (gpu_of_[k] < 0) gpu_of_[k] = assign(stream);
+  last_seen_[k] = now;
+  if (gpu_of_[k] >= 0 && provisional_[k]) {
+    --assigned_[static_cast<size_t>(stream_model_[k])][static_cast<size_t>(gpu_of_[k])];
+    gpu_of_[k] = -1;
+  }
+  if (gpu_of_[k] < 0) gpu_of_[k] = assign(stream, now);
   return instance_[static_cast<size_t>(stream_model_[k])][static_cast<size_t>(gpu_of_[k])];
 }
 

@@ -24,15 +24,17 @@ class LiveController : public Router {
   explicit LiveController(const Scenario& s);
 
   // The instance serving this request. At the first arrival of each interval (intervals of
-  // interval_s from time 0) it first counts the robots of each model seen asking in the last
-  // interval and, if those differ from the demand its placement was made for, re-solves and
-  // re-routes: a robot keeps its GPU while the new placement leaves room there. A robot with
-  // no GPU yet (new, or idle for an interval) takes its model's GPU with the most room left in
-  // the placement (then the least loaded GPU, then the first).
+  // interval_s from time 0) it first counts the robots of each model there at the interval's
+  // start (a robot is there until two of its periods pass without a request) and, if those
+  // differ from the demand its placement was made for, re-solves and re-routes: a robot keeps
+  // its GPU while the new placement leaves room there. A robot with no GPU yet (new, or gone
+  // for a while) takes its model's GPU with the most room left in the placement, then the
+  // GPU least loaded by the robots there now, then the first; placed where the placement has
+  // no room for it, it is placed again so at each of its requests until a re-solve counts it.
   int route(int stream, double now) override;
 
   struct Decision {
-    double at_s = 0;
+    double at_s = 0;          // the start of the interval it was made at
     std::vector<int> demand;  // per problem model: robots seen in the interval before
     bool solved = false;      // false: the placement could not serve it (why), the last one kept
     std::string why;
@@ -44,7 +46,7 @@ class LiveController : public Router {
 
  private:
   void tick(double now);
-  int assign(int stream);
+  int assign(int stream, double now);
 
   PlacementProblem p_;
   PlacementStrategy strategy_ = PlacementStrategy::Ilp;
@@ -52,7 +54,14 @@ class LiveController : public Router {
   std::vector<int> stream_model_;           // per stream: problem model, -1 when not routed
   std::vector<std::vector<int>> instance_;  // [model][gpu]: scenario model index, -1 none
   std::vector<int> gpu_of_;                 // per stream: its GPU, -1 none
+  std::vector<char> provisional_;           // per stream: placed outside the placement's quota
   std::vector<double> last_seen_;           // per stream: its last arrival (-1 none)
+  // Per stream: how long after its last request a robot still counts as there (two of its
+  // periods; the interval when its rate is not known).
+  std::vector<double> presence_;
+  bool present(size_t stream, double now) const {
+    return last_seen_[stream] >= 0 && last_seen_[stream] >= now - presence_[stream];
+  }
   std::vector<std::vector<int>> quota_, assigned_;  // [model][gpu]
   std::vector<int> demand_;                 // what quota_ was solved for
   std::vector<int> failed_demand_;          // the last demand no placement could serve

@@ -96,6 +96,8 @@ struct Job {
   int unit = 0;
   WorkItem item;
   double remaining = 0;  // seconds of alone-time left
+  // Host seconds left before it starts (Segment::overhead): the unit is held, no resource used.
+  double delay = 0;
   double rate = 0;       // fraction of alone-speed it progresses at now
   double usage_compute = 0, usage_memory = 0;
   int compute_resource = 0, memory_resource = 0;
@@ -237,6 +239,10 @@ class Domain {
     if (dt > 0) {
       if (!jobs_.empty()) stats.busy_seconds += dt;
       for (auto& j : jobs_) {
+        if (j.delay > 0) {  // an event falls at the delay's end, so dt never passes it
+          j.delay = std::max(0.0, j.delay - dt);
+          continue;
+        }
         j.remaining -= j.rate * dt;
         stats.resource_usage[j.compute_resource] += j.rate * j.usage_compute * dt;
         if (j.memory_resource != j.compute_resource || j.usage_compute == 0)
@@ -254,6 +260,11 @@ class Domain {
     frozen_.assign(jobs_.size(), 0);
     for (auto& j : jobs_) j.rate = 0;
     size_t left = jobs_.size();
+    for (size_t i = 0; i < jobs_.size(); ++i)
+      if (jobs_[i].delay > 0) {  // host time: takes no share
+        frozen_[i] = 1;
+        --left;
+      }
     while (left > 0) {
       load_.assign(resources_, 0.0);
       for (size_t i = 0; i < jobs_.size(); ++i)
@@ -293,7 +304,7 @@ class Domain {
       return;
     }
     double next = INFINITY;
-    for (auto& j : jobs_) next = std::min(next, std::max(0.0, j.remaining) / j.rate);
+    for (auto& j : jobs_) next = std::min(next, j.delay > 0 ? j.delay : std::max(0.0, j.remaining) / j.rate);
     calendar_->schedule(calendar_->domain_slot(index_), last_ + next);
   }
 
@@ -329,8 +340,10 @@ void Domain::on_wake() {
   std::vector<Job>& done = done_;
   done.clear();
   const double slack = same_time_slack(calendar_->now());
+  for (Job& j : jobs_)
+    if (j.delay <= slack) j.delay = 0;
   for (size_t i = 0; i < jobs_.size();) {
-    if (jobs_[i].remaining <= jobs_[i].rate * slack) {
+    if (jobs_[i].delay == 0 && jobs_[i].remaining <= jobs_[i].rate * slack) {
       done.push_back(jobs_[i]);
       jobs_.erase(jobs_.begin() + static_cast<long>(i));
     } else {
@@ -528,8 +541,9 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     Job& j = d.start();
     j.unit = unit;
     j.item = w;
-    j.remaining = seg.seconds;
+    j.remaining = seg.seconds - seg.overhead;
     if (!seg.variability.empty()) j.remaining *= draw_factor(seg.variability, rng);
+    j.delay = seg.overhead;
     j.compute_resource = ui.compute_resource;
     j.memory_resource = ui.memory_resource;
     if (ui.type == DeviceType::Link) {
@@ -544,7 +558,7 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   }, options.on_record);
   if (std::any_of(s.streams.begin(), s.streams.end(), [](const StreamDecl& d) { return !d.group.empty(); })) {
     if (!options.router)
-      throw std::invalid_argument("simulate: scenario '" + s.name + "' routes robots by a controller but none was given");
+      s.controller.where.fail("this command cannot run the live traffic controller (vlasim simulate and sweep do)");
     flow.set_router(options.router);
   }
   Calendar calendar("calendar", plan.domains, static_cast<int>(s.streams.size()),

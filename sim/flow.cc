@@ -303,7 +303,7 @@ void RequestFlow::enqueue(uint64_t id, int segment, double now) {
   w.plan = rec.plan;
   w.stream = rec.stream;
   w.segment = segment;
-  w.kind = seg.kind >= 0 ? seg.kind : segment;
+  w.kind = seg.kind;  // -1: its segment
   w.arrival = rec.arrival;
   w.ready = now;
   w.deadline = rec.deadline > 0 ? rec.deadline : INFINITY;

@@ -188,6 +188,11 @@ void plan_locksteps(const Scenario& s, const CostModel& cost, Plan& p) {
     if (sm_candidates(dev.spec).front() >= lp.sms)
       dev.lockstep.where.fail(dev.spec.name + " has " + std::to_string(lp.sms) + " SMs in partitions of " +
                               std::to_string(dev.spec.sm_granularity) + ": too few to split between two streams");
+    // Per-step batching would make each step a lockstep of its own, waiting out the other
+    // stream's whole batch; the table costs whole stages.
+    if (policy->per_step())
+      dev.lockstep.where.fail("locksteps run one batch per stage; per-step batching (" + s.batching.name +
+                              ") schedules the action expert step by step: use dynamic or fixed batching");
     // A dynamic zone moves a model's blocks between plans the table does not cover.
     for (size_t m = 0; m < s.models.size(); ++m) {
       if (s.models[m].zone_name.empty()) continue;

@@ -131,11 +131,12 @@ void finish_segment(Segment& seg, const OpGraph& g, const std::vector<OpCost>& c
     memory += c.memory_seconds;
     seg.stage_seconds[static_cast<int>(g.op(id).stage)] += c.seconds - c.dispatch_seconds;
   }
-  seg.seconds += seg.overhead;
+  // Fractions of the ops' time: the engine's host time before them (overhead) uses neither.
   if (seg.seconds > 0) {
     seg.compute_frac = compute / seg.seconds;
     seg.memory_frac = memory / seg.seconds;
   }
+  seg.seconds += seg.overhead;
   const Op& first = g.op(seg.ops.front());
   const Op& last = g.op(seg.ops.back());
   seg.label = to_string(first.stage);
@@ -173,7 +174,7 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
   const bool per_step = batching->per_step();
   auto stepwise = [&](int id) {
     const Op& op = g.op(id);
-    return per_step && op.step >= 0 && (op.stage == Stage::Action || op.stage == Stage::Decode);
+    return per_step && op.step >= 0 && op.stage == Stage::Action;
   };
   if (per_step && mi.v_aefusion > 0)
     mi.v_aefusion_where.fail("V-AEFusion on model '" + mi.name +
@@ -230,6 +231,9 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
         // Separate processes: the producer's output goes to host memory and back.
         const int li = host_link(op_device[i]);
         const std::string& gpu = s.devices[static_cast<size_t>(op_device[i])].name;
+        if (s.devices[static_cast<size_t>(op_device[i])].spec.type == DeviceType::Cpu)
+          mi.handoff_where.fail("model '" + mi.name + "' hands its stages' data off through the host, but " + gpu +
+                                " is a CPU: its core groups share host memory already; drop handoff: host");
         if (li < 0)
           mi.handoff_where.fail("model '" + mi.name + "' hands its stages' data off through the host, but " + gpu +
                                 " has no link to a CPU; declare one under hardware.links");

@@ -47,8 +47,8 @@ struct Segment {
   // when -1), or under per-step batching the first of the action expert's steps with the
   // same ops.
   int kind = -1;
-  double compute_frac = 0;    // share of the unit's compute resource used while alone
-  double memory_frac = 0;     // share of the unit's memory resource used while alone
+  double compute_frac = 0;    // share of the unit's compute resource used while its ops run
+  double memory_frac = 0;     // share of the unit's memory resource used while its ops run
   // Alone time of the segment's ops by Stage, without the runtime's dispatch share
   // (OpCost::dispatch_seconds), as op timers see them: the shares by which a run's interval
   // is split among its stages, in simulation as in real runs (whose shares are op timers).

@@ -16,7 +16,7 @@
 namespace vlasim {
 namespace {
 
-std::string yaml(const std::string& batching, const std::string& model_extra, bool host_link = true) {
+std::string omni_yaml(const std::string& batching, const std::string& model_extra, bool host_link = true) {
   return R"(
 name: omni
 seed: 3
@@ -46,21 +46,21 @@ policies:
 )";
 }
 
-Scenario load(const std::string& text) {
+Scenario load_omni(const std::string& text) {
   return load_scenario_text(text, "<test>", default_catalog_dir(), default_cards_dir());
 }
 
-bool stepwise(const ModelPlan& mp, const Segment& seg) {
+bool step_segment(const ModelPlan& mp, const Segment& seg) {
   return !seg.transfer && mp.graph.op(seg.ops.front()).stage == Stage::Action && mp.graph.op(seg.ops.front()).step >= 0;
 }
 
 TEST(ContinuousBatching, EachDenoisingStepIsASegmentOfOneKindCostingTheInspection) {
-  const Scenario s = load(yaml("{name: continuous, params: {inspect_ms: 2}}", ""));
+  const Scenario s = load_omni(omni_yaml("{name: continuous, params: {inspect_ms: 2}}", ""));
   const Plan p = plan_scenario(s);
   const ModelPlan& mp = p.models[0];
   std::vector<const Segment*> steps;
   for (const Segment& seg : mp.segments)
-    if (stepwise(mp, seg)) steps.push_back(&seg);
+    if (step_segment(mp, seg)) steps.push_back(&seg);
   ASSERT_EQ(steps.size(), static_cast<size_t>(s.models[0].shape.steps));
   for (size_t k = 0; k < steps.size(); ++k) {
     const Segment& seg = *steps[k];
@@ -76,10 +76,10 @@ TEST(ContinuousBatching, EachDenoisingStepIsASegmentOfOneKindCostingTheInspectio
   EXPECT_NE(mp.segments.front().kind, steps[0]->kind);
 
   // Dynamic batching runs the steps as one segment, joined only at its start.
-  const Plan d = plan_scenario(load(yaml("dynamic", "")));
+  const Plan d = plan_scenario(load_omni(omni_yaml("dynamic", "")));
   int action_segments = 0;
   for (const Segment& seg : d.models[0].segments) {
-    action_segments += stepwise(d.models[0], seg);
+    action_segments += step_segment(d.models[0], seg);
     EXPECT_EQ(seg.overhead, 0);
   }
   EXPECT_EQ(action_segments, 1);
@@ -167,7 +167,7 @@ TEST(ContinuousBatching, InspectionTimeOutOfRangeIsRefusedAtItsKey) {
 }
 
 TEST(InterProcessHandoff, TheVlmsOutputGoesToHostMemoryAndBackBeforeTheActionStage) {
-  const Scenario s = load(yaml("dynamic", "    handoff: host\n"));
+  const Scenario s = load_omni(omni_yaml("dynamic", "    handoff: host\n"));
   const Plan p = plan_scenario(s);
   const ModelPlan& mp = p.models[0];
   int d2h = -1, h2d = -1, action = -1;
@@ -175,7 +175,7 @@ TEST(InterProcessHandoff, TheVlmsOutputGoesToHostMemoryAndBackBeforeTheActionSta
     const Segment& seg = mp.segments[k];
     if (seg.transfer && seg.label == "d2h gpu0->host") d2h = static_cast<int>(k);
     if (seg.transfer && seg.label == "h2d host->gpu0") h2d = static_cast<int>(k);
-    if (action < 0 && stepwise(mp, seg)) action = static_cast<int>(k);
+    if (action < 0 && step_segment(mp, seg)) action = static_cast<int>(k);
   }
   ASSERT_GE(d2h, 1) << "no hand-off to the host";
   EXPECT_EQ(h2d, d2h + 1);
@@ -195,21 +195,21 @@ TEST(InterProcessHandoff, TheVlmsOutputGoesToHostMemoryAndBackBeforeTheActionSta
         crossing += mp.graph.edge_bytes(pred, static_cast<int>(i));
   EXPECT_DOUBLE_EQ(out.bytes, crossing);
   // The default hand-off stays on the GPU: no transfer, a shorter request.
-  const Plan same = plan_scenario(load(yaml("dynamic", "")));
+  const Plan same = plan_scenario(load_omni(omni_yaml("dynamic", "")));
   for (const Segment& seg : same.models[0].segments) EXPECT_FALSE(seg.transfer) << seg.label;
   EXPECT_LT(same.models[0].alone_seconds, mp.alone_seconds);
 }
 
 TEST(InterProcessHandoff, IsRefusedAtItsKeyWithoutAHostLinkOrAnUnknownValue) {
   try {
-    plan_scenario(load(yaml("dynamic", "    handoff: host\n", false)));
+    plan_scenario(load_omni(omni_yaml("dynamic", "    handoff: host\n", false)));
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.key(), "models[0].handoff");
     EXPECT_NE(std::string(e.what()).find("no link to a CPU"), std::string::npos) << e.what();
   }
   try {
-    load(yaml("dynamic", "    handoff: shm\n"));
+    load_omni(omni_yaml("dynamic", "    handoff: shm\n"));
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.key(), "models[0].handoff");
@@ -217,7 +217,7 @@ TEST(InterProcessHandoff, IsRefusedAtItsKeyWithoutAHostLinkOrAnUnknownValue) {
   }
   // Continuous batching cuts the steps V-AEFusion needs in two segments: refused.
   try {
-    plan_scenario(load(yaml("continuous", "    v_aefusion: {stale_steps: 2}\n")));
+    plan_scenario(load_omni(omni_yaml("continuous", "    v_aefusion: {stale_steps: 2}\n")));
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.key(), "models[0].v_aefusion");

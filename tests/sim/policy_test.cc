@@ -15,7 +15,6 @@ WorkItem item(uint64_t request, int model, int segment, double ready, double dea
   w.model = model;
   w.plan = model;
   w.segment = segment;
-  w.kind = segment;
   w.arrival = ready;
   w.ready = ready;
   w.deadline = deadline;
