@@ -589,11 +589,15 @@ int run_sweep_grid(const std::function<SweepSpec(bool)>& setup, const std::vecto
   SweepSpec base = setup(true);
   std::vector<SweepAxis> axes;
   GridResult g;
+  std::vector<std::string> taken = linked_keys(base.axis.key);  // every key set, linked ones apart
   for (size_t i = 1; i < sets.size(); ++i) {
     axes.push_back(parse_sweep_axis(sets[i]));
-    for (const std::string& k : linked_keys(axes.back().key)) check_sweep_indices(base.path, k);
-    if (axes.back().key == base.axis.key || std::count(g.keys.begin(), g.keys.end(), axes.back().key))
-      throw ConfigError("<command line>", 0, 0, "--set", "key '" + axes.back().key + "' is given twice");
+    for (const std::string& k : linked_keys(axes.back().key)) {
+      check_sweep_indices(base.path, k);
+      if (std::count(taken.begin(), taken.end(), k))
+        throw ConfigError("<command line>", 0, 0, "--set", "key '" + k + "' is given twice");
+      taken.push_back(k);
+    }
     g.keys.push_back(axes.back().key);
   }
   g.configs = grid_configs(axes);

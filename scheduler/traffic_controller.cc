@@ -100,7 +100,8 @@ void LiveController::tick(double now) {
   try {
     d.placement = place_robots(q, demand, strategy_);
     d.solved = true;
-  } catch (const std::exception& e) {  // ConfigError (infeasible) or invalid_argument
+  } catch (const ConfigError& e) {  // no placement serves this demand; anything else stops the run
+    // (a solver that ran out of time would make the run depend on the host's speed)
     d.why = e.what();
     d.placement.robots = quota_;
     failed_demand_ = demand;  // logged once; tried again when demand changes

@@ -31,12 +31,12 @@ class LiveController : public Router {
   // for a while) takes its model's GPU with the most room left in the placement, then the
   // GPU least loaded by the robots there now, then the first; placed where the placement has
   // no room for it, it is placed again so at each of its requests until a re-solve counts it.
-  int route(int stream, double now) override;
+  int route(int stream, double now) override;  // throws what the solver throws but infeasibility
 
   struct Decision {
     double at_s = 0;          // the start of the interval it was made at
     std::vector<int> demand;  // per problem model: robots seen in the interval before
-    bool solved = false;      // false: the placement could not serve it (why), the last one kept
+    bool solved = false;      // false: no placement serves it (why), the last one kept
     std::string why;
     Placement placement;      // the placement in force from at_s on
     int moved = 0;            // robots that were on another GPU before

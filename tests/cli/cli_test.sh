@@ -224,6 +224,7 @@ check "a grid writes each configuration's sweep" test -s "$tmp/grid/workload.0.d
 "$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:2 --set models.0.views=2,9 --goal capacity --slo 0.98 -q >"$tmp/gridr.out" 2>&1; rc=$?
 check "a grid goes on past a configuration refused at every value and says why" test "$rc" -eq 0 -a -n "$(grep -e 'models.0.views=9 refused: .*allows at most 3' "$tmp/gridr.out")"
 expect_error "a key twice in a grid" 2 "given twice" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --set workload.0.count=1,2
+expect_error "a key twice in a grid, once linked" 2 "workload.0.count' is given twice" sweep "$src/scenarios/pi0_rtx4090.yaml" --set 'workload.0.count+workload.0.rate_hz=1:3' --set workload.0.count=1,2
 "$bin" profile-lut "$src/scenarios/systems/robion_serving_h100.yaml" -o "$tmp/lut.yaml" -q; rc=$?
 check "profile-lut writes a table" test "$rc" -eq 0 -a -n "$(grep -e '- {first_model: pi0, first_batch: 1' "$tmp/lut.yaml")"
 expect_error "profile-lut without a lockstep" 2 "no GPU of this scenario has a lockstep" profile-lut "$src/scenarios/pi0_rtx4090.yaml"
