@@ -501,7 +501,8 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     const ConfigNode pn = c.required("problem");
     fs::path problem(pn.as_string());
     if (problem.is_relative() && !s.file.empty()) problem = fs::path(s.file).parent_path() / problem;
-    if (!fs::is_regular_file(problem))
+    std::error_code ec;  // a name too long or unreadable is "not found" too, not an exception
+    if (!fs::is_regular_file(problem, ec))
       pn.fail("placement problem '" + pn.as_string() + "' not found (looked at " + problem.string() + ")");
     s.controller.problem = problem.string();
     s.controller.interval_s = c.get_positive("interval_s", 1);

@@ -914,6 +914,10 @@ def live_controller_cases():
         "a controller interval of 0", "scenarios/live_interval_zero.yaml", fleet.replace("interval_s: 1", "interval_s: 0"))
     add("live_strategy_unknown", "{vlasim} simulate {file} -q -o {tmp}/out", 2, "live_strategy_unknown.yaml:6 && strategy && greedy",
         "an unknown controller strategy", "scenarios/live_strategy_unknown.yaml", fleet.replace("interval_s: 1", "strategy: greedy"))
+    add("live_problem_name_too_long", "{vlasim} simulate {file} -q -o {tmp}/out", 2,
+        "live_problem_name_too_long.yaml:6 && controller.problem && not found",
+        "a controller problem whose name is too long for the file system", "scenarios/live_problem_name_too_long.yaml",
+        fleet.replace(problem, "a" * 5000))
     tmpl = " --template {src}/scenarios/systems/robion_serving_h100.yaml -o {tmp}/out"
     add("place_live_negative", "{vlasim} place {src}/scenarios/placement/robion_4xh100.yaml -q --live -1" + tmpl, 2,
         "--live", "place --live -1")
