@@ -523,7 +523,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
     if (sd.model < 0 && s.controller.on()) {  // a group: its instances are MODEL-DEVICE
       for (size_t i = 0; i < s.models.size() && sd.model < 0; ++i)
         for (const DeviceInstance& d : s.devices)
-          if (s.models[i].name == mname + "-" + d.name) sd.model = static_cast<int>(i);
+          if (s.models[i].name == instance_name(mname, d.name)) sd.model = static_cast<int>(i);
       if (sd.model >= 0) sd.group = mname;
       if (sd.model >= 0 && w.has("stages"))
         w.required("stages").fail("a workload the controller routes runs whole requests; stage streams of a group "

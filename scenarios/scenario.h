@@ -151,6 +151,10 @@ struct StreamDecl {
   ConfigNode where;
 };
 
+// The name of model `model`'s instance on device `device` in a fleet (`vlasim place`): the
+// instance a controller routes a group's robots to.
+inline std::string instance_name(const std::string& model, const std::string& device) { return model + "-" + device; }
+
 // `controller: {problem: FILE, interval_s: 1, strategy: ilp}`: Robion's traffic controller
 // run live (scheduler/placement.h LiveController): it routes the requests of workloads that
 // name a group, and every interval re-solves the placement for the demand it observed. The

@@ -1,5 +1,7 @@
 #include "scheduler/placement.h"
 
+#include "scenarios/scenario.h"
+
 #include <coin/CbcModel.hpp>
 #include <coin/CoinPackedMatrix.hpp>
 #include <coin/CoinPackedVector.hpp>
@@ -452,7 +454,7 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
     for (size_t g = 0; g < p.gpus.size(); ++g) {
       if (std::none_of(phases.begin(), phases.end(), [&](const Placement& x) { return x.robots[m][g] > 0; }))
         continue;
-      const std::string inst = p.models[m] + "-" + p.gpus[g];
+      const std::string inst = instance_name(p.models[m], p.gpus[g]);
       YAML::Node mi = YAML::Clone(models[p.models[m]]);
       if (!mi["card"]) mi["card"] = p.models[m];
       mi["name"] = inst;

@@ -20,7 +20,7 @@ LiveController::LiveController(const Scenario& s) {
   for (size_t m = 0; m < M; ++m)
     for (size_t g = 0; g < G; ++g)
       for (size_t i = 0; i < s.models.size(); ++i)
-        if (s.models[i].name == p_.models[m] + "-" + p_.gpus[g]) instance_[m][g] = static_cast<int>(i);
+        if (s.models[i].name == instance_name(p_.models[m], p_.gpus[g])) instance_[m][g] = static_cast<int>(i);
   stream_model_.assign(s.streams.size(), -1);
   std::vector<char> routed(M, 0);
   for (size_t k = 0; k < s.streams.size(); ++k) {
@@ -41,7 +41,7 @@ LiveController::LiveController(const Scenario& s) {
       any = true;
       if (instance_[m][g] < 0)
         c.where.fail("the problem lets '" + p_.models[m] + "' run on " + p_.gpus[g] + " but the scenario has no instance '" +
-                     p_.models[m] + "-" + p_.gpus[g] + "' to route its robots to");
+                     instance_name(p_.models[m], p_.gpus[g]) + "' to route its robots to");
     }
     if (!any) c.where.fail("the problem gives '" + p_.models[m] + "' no GPU with a capacity above 0");
   }
@@ -87,10 +87,9 @@ int LiveController::assign(int stream, double now) {
 
 void LiveController::tick(double now) {
   const size_t M = p_.models.size();
-  auto active = [&](size_t k) { return present(k, now); };
   std::vector<int> demand(M, 0);
   for (size_t k = 0; k < stream_model_.size(); ++k)
-    if (stream_model_[k] >= 0 && active(k)) ++demand[static_cast<size_t>(stream_model_[k])];
+    if (stream_model_[k] >= 0 && present(k, now)) ++demand[static_cast<size_t>(stream_model_[k])];
   if (demand == demand_ || demand == failed_demand_) return;
   Decision d;
   d.at_s = now;
@@ -109,15 +108,15 @@ void LiveController::tick(double now) {
   if (d.solved) {
     quota_ = d.placement.robots;
     demand_ = demand;
-    // Re-route: robots seen in the interval keep their GPU while it has room; the rest are
-    // placed where room is left; robots not seen lose their GPU (they take one when they ask).
+    // Re-route: robots there keep their GPU while it has room; the rest are placed where room
+    // is left; robots gone lose their GPU (they take one when they ask again).
     std::vector<int> before = gpu_of_;
     for (auto& row : assigned_) std::fill(row.begin(), row.end(), 0);
     std::vector<size_t> rest;
     for (size_t k = 0; k < stream_model_.size(); ++k) {
       if (stream_model_[k] < 0) continue;
       const size_t m = static_cast<size_t>(stream_model_[k]);
-      if (!active(k)) {
+      if (!present(k, now)) {
         gpu_of_[k] = -1;
       } else if (gpu_of_[k] >= 0 && assigned_[m][static_cast<size_t>(gpu_of_[k])] < quota_[m][static_cast<size_t>(gpu_of_[k])]) {
         ++assigned_[m][static_cast<size_t>(gpu_of_[k])];

@@ -148,7 +148,7 @@ void finish_segment(Segment& seg, const OpGraph& g, const std::vector<OpCost>& c
 }
 
 // The plan of model m with the given placement: graph, op units and costs, segments.
-ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, int m,
+ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, const BatchPolicy& batching, int m,
                      OpGraph graph, int cut) {
   const ModelInstance& mi = s.models[m];
   ModelPlan mp;
@@ -169,9 +169,8 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
   for (size_t i = 0; i < g.size(); ++i) op_device[i] = p.units[mp.op_unit[i]].device;
   // Bytes already moved to a device, per source op, so each tensor crosses once.
   std::set<std::pair<int, int>> moved;  // (source op, destination device)
-  // Per-step batching: every denoising step (or decoded token) is a segment of its own.
-  const std::unique_ptr<BatchPolicy> batching = scenario_batch_policy(s);
-  const bool per_step = batching->per_step();
+  // Per-step batching: every denoising step of the action expert is a segment of its own.
+  const bool per_step = batching.per_step();
   auto stepwise = [&](int id) {
     const Op& op = g.op(id);
     return per_step && op.step >= 0 && op.stage == Stage::Action;
@@ -257,7 +256,7 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, in
       }
       Segment seg;
       seg.unit = unit;
-      if (new_step) seg.overhead = batching->step_overhead_seconds();
+      if (new_step) seg.overhead = batching.step_overhead_seconds();
       mp.segments.push_back(seg);
     }
     mp.segments.back().ops.push_back(static_cast<int>(i));
@@ -356,7 +355,7 @@ void add_batches(const Scenario& s, const Plan& p, const CostModel& cost, const 
     } catch (const GraphTooLarge& e) {
       mi.where.fail("model '" + mi.name + "' at batch " + std::to_string(b) + ": " + e.what());
     }
-    ModelPlan at = plan_model(s, p, cost, mp.model, std::move(g), mp.cut);
+    ModelPlan at = plan_model(s, p, cost, policy, mp.model, std::move(g), mp.cut);
     // The builder emits the same ops at every batch size, so the segments line up.
     bool same = at.segments.size() == mp.segments.size();
     for (size_t k = 0; same && k < at.segments.size(); ++k)
@@ -424,6 +423,7 @@ Plan make_plan_with(const Scenario& s, const CostModel& cost, const WindowFn& in
     p.memory[d].capacity = s.devices[d].spec.mem_bytes;
     p.memory[d].reserved = s.devices[d].reserved_bytes;
   }
+  const std::unique_ptr<BatchPolicy> batching = scenario_batch_policy(s);
   for (size_t m = 0; m < s.models.size(); ++m) {
     const ModelInstance& mi = s.models[m];
     if (mi.dtype_pending)
@@ -437,7 +437,7 @@ Plan make_plan_with(const Scenario& s, const CostModel& cost, const WindowFn& in
                     std::to_string(mi.shape.views) + " views, chunk " + std::to_string(mi.shape.chunk) +
                     "): " + e.what());
     }
-    p.models.push_back(plan_model(s, p, cost, static_cast<int>(m), std::move(g), -1));
+    p.models.push_back(plan_model(s, p, cost, *batching, static_cast<int>(m), std::move(g), -1));
   }
   // Dynamic zones: one more plan per candidate cut around the configured one.
   for (size_t m = 0; m < s.models.size(); ++m) {
@@ -449,14 +449,13 @@ Plan make_plan_with(const Scenario& s, const CostModel& cost, const WindowFn& in
     for (int k = std::max(0, c - mi.zone_width); k <= std::min(blocks, c + mi.zone_width); ++k) {
       if (k == c) continue;
       by_cut.push_back({k, static_cast<int>(p.models.size())});
-      p.models.push_back(plan_model(s, p, cost, static_cast<int>(m), p.models[m].graph, k));
+      p.models.push_back(plan_model(s, p, cost, *batching, static_cast<int>(m), p.models[m].graph, k));
     }
     std::sort(by_cut.begin(), by_cut.end());
     for (auto [cut, index] : by_cut) p.models[m].variants.push_back(index);
     for (int index : p.models[m].variants) p.models[index].variants = p.models[m].variants;
   }
   // Batched variants of every plan, dynamic-zone ones included.
-  auto batching = scenario_batch_policy(s);
   for (ModelPlan& mp : p.models) add_batches(s, p, cost, *batching, mp);
   plan_locksteps(s, cost, p);
 
