@@ -531,22 +531,52 @@ void save_profile(const DeviceProfile& p, const std::string& path) {
   if (!f) throw std::runtime_error("error writing profile file " + path);
 }
 
-DeviceProfile parse_profile(const std::string& text, const std::string& name) {
-  json j;
-  // Keys seen so far in each object being parsed, innermost last: a key given twice is an
-  // error (nlohmann keeps the last silently).
-  std::vector<std::set<std::string>> keys;
-  auto no_duplicates = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) keys.emplace_back();
-    else if (event == json::parse_event_t::object_end) keys.pop_back();
-    else if (event == json::parse_event_t::key && !keys.back().insert(parsed.get<std::string>()).second)
-      throw ConfigError(name, 0, 0, parsed.get<std::string>(), "duplicate key in a JSON object");
+namespace {
+
+// A SAX pass that only checks every object's keys for repeats (nlohmann keeps the last
+// silently) and turns a syntax error into a ConfigError naming the file. Linear in the text:
+// nlohmann's callback parser, used for this before, rescans a parent array at each object's
+// end and took quadratic time on a long array of objects (issue 28).
+struct DuplicateKeyCheck : nlohmann::json_sax<json> {
+  const std::string& name;
+  std::vector<std::set<std::string>> keys;  // keys seen in each open object, innermost last
+  explicit DuplicateKeyCheck(const std::string& n) : name(n) {}
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    keys.emplace_back();
     return true;
-  };
-  try {
-    j = json::parse(text, no_duplicates);
-  } catch (const json::exception& e) {
+  }
+  bool key(string_t& k) override {
+    if (!keys.back().insert(k).second) throw ConfigError(name, 0, 0, k, "duplicate key in a JSON object");
+    return true;
+  }
+  bool end_object() override {
+    keys.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
     // parse_error, and out_of_range for a number past a double's range ("1e400")
+    throw ConfigError(name, 0, 0, "", std::string("malformed JSON: ") + e.what());
+  }
+};
+
+}  // namespace
+
+DeviceProfile parse_profile(const std::string& text, const std::string& name) {
+  DuplicateKeyCheck check(name);
+  json::sax_parse(text, &check);
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
     throw ConfigError(name, 0, 0, "", std::string("malformed JSON: ") + e.what());
   }
   At root(j, name, "");
