@@ -45,8 +45,8 @@ const char* const kNullValue = "value is null; give a value or remove the key";
 // to a list or map that holds it, and more than kMaxYamlValues values (aliases counted each
 // time they are used). A million values is twice a scenario of kMaxStreams streams, and
 // walks in about 0.2 s (a billion-laughs document stops there).
+constexpr long long kMaxYamlValues = 1'000'000;
 struct TreeCheck {
-  static constexpr long long kMaxYamlValues = 1'000'000;
   const std::string& file;
   long long values = 0;
   std::vector<YAML::Node> open;  // the lists and maps around the node being checked
@@ -171,26 +171,66 @@ std::string read_input_file(const std::string& path) {
 
 namespace {
 // Where each document of a YAML text starts (its first node), read without building nodes.
+// It also counts the values of the first document (keys and alias uses not counted) and
+// refuses it past kMaxYamlValues before yaml-cpp builds a node: built, a 16 MiB flow list
+// of small values took about 4 GB (issue 28). TreeCheck counts again on the built tree,
+// aliases expanded.
 struct DocumentStarts : YAML::EventHandler {
+  const std::string& file;
   std::vector<YAML::Mark> starts;
   bool in_document = false;
-  void node_at(const YAML::Mark& m) {
+  long long values = 0;
+  std::string top_key;            // the top-level key whose value is being read
+  std::vector<bool> expect_key;   // per open collection: a map expecting its next key (false
+                                  // for a sequence, or a map expecting a value)
+  std::vector<bool> is_map;
+  explicit DocumentStarts(const std::string& f) : file(f) {}
+
+  // A node starts at `m`; `scalar` is its text when it is a scalar.
+  void node_at(const YAML::Mark& m, const std::string* scalar = nullptr) {
     if (in_document) starts.push_back(m);
     in_document = false;
+    if (starts.size() != 1) return;  // only the first document is counted (a second is refused)
+    if (!is_map.empty() && is_map.back()) {
+      const bool key = expect_key.back();
+      expect_key.back() = !key;
+      if (key) {
+        if (is_map.size() == 1) top_key = scalar ? *scalar : "";
+        return;
+      }
+    }
+    if (++values > kMaxYamlValues)
+      throw ConfigError(file, line_of(m), column_of(m), top_key,
+                        "more than " + std::to_string(kMaxYamlValues) + " values in one document");
+  }
+  void open(bool map) {
+    is_map.push_back(map);
+    expect_key.push_back(map);
+  }
+  void close() {
+    if (starts.size() != 1 || is_map.empty()) return;
+    is_map.pop_back();
+    expect_key.pop_back();
   }
   void OnDocumentStart(const YAML::Mark&) override { in_document = true; }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& m, YAML::anchor_t) override { node_at(m); }
   void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { node_at(m); }
-  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override {
-    node_at(m);
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string& value) override {
+    node_at(m, &value);
   }
   void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override { node_at(m); }
-  void OnSequenceEnd() override {}
+                       YAML::EmitterStyle::value) override {
+    node_at(m);
+    if (starts.size() == 1) open(false);
+  }
+  void OnSequenceEnd() override { close(); }
   void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override { node_at(m); }
-  void OnMapEnd() override {}
+                  YAML::EmitterStyle::value) override {
+    node_at(m);
+    if (starts.size() == 1) open(true);
+  }
+  void OnMapEnd() override { close(); }
 };
 }  // namespace
 
@@ -205,7 +245,7 @@ static ConfigNode parse(const std::string& text, const std::string& name) {
     // stuck parser.
     std::istringstream in(text);
     YAML::Parser parser(in);
-    DocumentStarts docs;
+    DocumentStarts docs(name);
     while (docs.starts.size() < 2 && parser.HandleNextDocument(docs)) {
       const auto& st = docs.starts;
       if (st.size() == 2 && st[1].pos == st[0].pos) {
