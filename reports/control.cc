@@ -8,6 +8,7 @@
 
 #include "reports/plot.h"
 #include "reports/stats.h"
+#include "scenarios/csv.h"
 
 namespace vlasim {
 
@@ -198,7 +199,7 @@ std::string control_csv(const ControlReport& c) {
     std::string stream;
     for (const ControlStream& s : c.streams)
       if (s.stream == r.stream) stream = s.name;
-    os << r.request << "," << stream << "," << (r.finished ? 1 : 0) << "," << num("%.9g", r.observed_s) << ","
+    os << r.request << "," << csv_field(stream) << "," << (r.finished ? 1 : 0) << "," << num("%.9g", r.observed_s) << ","
        << (r.finished ? num("%.9g", r.ready_s) : "") << "," << (r.finished ? num("%.9g", r.delay_s) : "");
     for (double p : parts(r)) os << "," << (r.finished ? num("%.9g", p) : "");
     os << "," << (r.finished ? std::to_string(r.frozen) : "") << "," << (r.finished ? std::to_string(r.usable) : "")
@@ -323,7 +324,7 @@ std::string streaming_csv(const std::vector<StreamingRow>& rows) {
   os << "stream,model,stages,rate_hz,achieved_hz,requests,finished,misses,latency_p50_s,latency_p99_s,"
         "stale_p50_s,stale_p99_s,stale_max_s,no_context\n";
   for (const StreamingRow& r : rows)
-    os << r.name << "," << r.model << "," << r.stages << "," << num("%.9g", r.rate_hz) << ","
+    os << csv_field(r.name) << "," << csv_field(r.model) << "," << csv_field(r.stages) << "," << num("%.9g", r.rate_hz) << ","
        << num("%.9g", r.achieved_hz) << "," << r.requests << "," << r.finished << "," << r.misses << ","
        << num("%.9g", r.latency_p50) << "," << num("%.9g", r.latency_p99) << ","
        << (r.reads_context ? num("%.9g", r.stale_p50) : "") << "," << (r.reads_context ? num("%.9g", r.stale_p99) : "")

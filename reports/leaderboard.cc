@@ -10,6 +10,7 @@
 
 #include "reports/plot.h"
 #include "sim/plan.h"
+#include "scenarios/csv.h"
 
 namespace vlasim {
 
@@ -240,8 +241,8 @@ std::string leaderboard_csv(const Leaderboard& lb) {
         "model_memory_bytes,utilisation,power_w,energy_j,idle_estimated,price_usd,usd_per_million,pareto\n";
   auto opt = [](double x) { return x >= 0 ? printf_number("%.9g", x) : std::string(); };
   for (const LeaderboardRow& r : lb.rows)
-    os << lb.model.name << ',' << lb.model.card << ',' << lb.model_tier << ',' << printf_number("%.9g", lb.params) << ','
-       << r.device << ',' << r.hw_tier << ',' << printf_number("%.9g", r.peak_flops) << ',' << printf_number("%.9g", r.memory_bytes) << ','
+    os << csv_field(lb.model.name) << ',' << csv_field(lb.model.card) << ',' << csv_field(lb.model_tier) << ',' << printf_number("%.9g", lb.params) << ','
+       << csv_field(r.device) << ',' << csv_field(r.hw_tier) << ',' << printf_number("%.9g", r.peak_flops) << ',' << printf_number("%.9g", r.memory_bytes) << ','
        << (r.fits ? 1 : 0) << ',' << (r.fits ? printf_number("%.9g", r.latency_s) : "") << ','
        << (r.fits ? printf_number("%.9g", r.rate_hz) : "") << ',' << (r.feasible ? 1 : 0) << ','
        << (r.fits ? printf_number("%.9g", r.model_memory_bytes) : "") << ',' << (r.fits ? printf_number("%.9g", r.utilisation) : "") << ','

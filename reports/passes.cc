@@ -7,6 +7,7 @@
 #include "models/passes/passes.h"
 #include "reports/plot.h"
 #include "sim/plan.h"
+#include "scenarios/csv.h"
 
 namespace vlasim {
 
@@ -138,7 +139,7 @@ std::string pass_table_csv(const PassTable& t) {
   std::ostringstream os;
   os << "step,passes,graph_capture,kernels,gemm_like,flops,bytes,params,predicted_s,measured_s,measured_iqr_s\n";
   for (const PassRow& r : t.rows)
-    os << r.step << "," << joined(r.passes, ";") << "," << (r.graph_capture ? 1 : 0) << "," << r.ops << ","
+    os << csv_field(r.step) << "," << csv_field(joined(r.passes, ";")) << "," << (r.graph_capture ? 1 : 0) << "," << r.ops << ","
        << r.gemm_ops << "," << printf_number("%.6g", r.flops) << "," << printf_number("%.6g", r.bytes) << "," << printf_number("%.6g", r.params)
        << "," << printf_number("%.6g", r.predicted_s) << "," << (r.measured_s < 0 ? "" : printf_number("%.6g", r.measured_s)) << ","
        << (r.measured_s < 0 ? "" : printf_number("%.6g", r.measured_iqr_s)) << "\n";

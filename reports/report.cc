@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "scenarios/csv.h"
+
 namespace vlasim {
 
 LatencyStats latency_stats(std::vector<double> v) {
@@ -286,7 +288,7 @@ void RequestsCsv::row(const RequestRecord& q) {
     return std::string(buf);
   };
   int cut = p_.models[q.plan].cut;
-  out_ << q.id << ',' << s_.models[q.model].name << ',' << s_.streams[q.stream].name << ','
+  out_ << q.id << ',' << csv_field(s_.models[q.model].name) << ',' << csv_field(s_.streams[q.stream].name) << ','
        << (cut >= 0 ? std::to_string(cut) : "") << ','
        << num(q.arrival) << ',' << (q.start >= 0 ? num(q.start) : "") << ','
        << (q.finished() ? num(q.end) : "") << ',' << (q.finished() ? num(q.latency()) : "") << ','

@@ -10,6 +10,7 @@
 
 #include "reports/plot.h"
 #include "sim/cost_model.h"
+#include "scenarios/csv.h"
 
 namespace vlasim {
 
@@ -120,11 +121,11 @@ std::string roofline_csv(const RooflineReport& r) {
   os << "model,device,catalog,unit,stage,class,dtype,ops,flops,bytes,intensity,peak_flops,bandwidth,ridge,bound,"
         "limiter,attainable_flops,achieved_flops,seconds,share\n";
   for (const RooflineRow& x : r.rows)
-    os << r.model << ',' << x.device << ',' << x.catalog << ',' << x.unit << ',' << x.stage << ',' << x.op_class << ','
-       << x.dtype << ',' << x.ops << ','
+    os << csv_field(r.model) << ',' << csv_field(x.device) << ',' << csv_field(x.catalog) << ',' << csv_field(x.unit) << ','
+       << csv_field(x.stage) << ',' << csv_field(x.op_class) << ',' << csv_field(x.dtype) << ',' << x.ops << ','
        << printf_number("%.9g", x.flops) << ',' << printf_number("%.9g", x.bytes) << ',' << printf_number("%.9g", x.intensity) << ','
        << printf_number("%.9g", x.peak_flops) << ',' << printf_number("%.9g", x.bandwidth) << ',' << printf_number("%.9g", x.ridge) << ','
-       << x.bound << ',' << x.limiter << ',' << printf_number("%.9g", x.attainable_flops) << ','
+       << csv_field(x.bound) << ',' << csv_field(x.limiter) << ',' << printf_number("%.9g", x.attainable_flops) << ','
        << printf_number("%.9g", x.achieved_flops) << ',' << printf_number("%.9g", x.seconds) << ',' << printf_number("%.9g", x.share) << '\n';
   return os.str();
 }

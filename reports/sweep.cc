@@ -17,6 +17,7 @@
 #include "sim/cost_model.h"
 #include "sim/engine.h"
 #include "sim/plan.h"
+#include "scenarios/csv.h"
 
 namespace vlasim {
 
@@ -496,17 +497,14 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
     out << "value,ok,mean_latency_s,p50_latency_s,p99_latency_s,throughput_hz,deadline_attainment,peak_memory_bytes,best,error\n";
     for (size_t i = 0; i < r.rows.size(); ++i) {
       const SweepRow& row = r.rows[i];
-      out << row.value << ',' << (row.ok ? 1 : 0) << ',';
+      out << csv_field(row.value) << ',' << (row.ok ? 1 : 0) << ',';
       if (row.ok)
         out << fmt(row.report.latency.mean) << ',' << fmt(row.report.latency.p50) << ',' << fmt(row.report.latency.p99)
             << ',' << fmt(row.report.throughput_hz) << ',' << fmt(row.report.deadline_attainment) << ','
             << fmt(row.outcome.peak_memory_bytes);
       else
         out << ",,,,,";
-      std::string err = row.error;
-      for (char& c : err)
-        if (c == ',' || c == '\n') c = ';';
-      out << ',' << (static_cast<int>(i) == r.best ? 1 : 0) << ',' << err << '\n';
+      out << ',' << (static_cast<int>(i) == r.best ? 1 : 0) << ',' << csv_field(row.error) << '\n';
     }
   }
   files.push_back(csv);
@@ -611,12 +609,12 @@ std::vector<std::string> write_grid(const GridResult& g, const std::string& dir)
   const bool capacity = !g.sweeps.empty() && g.sweeps.front().goal == "capacity";
   const std::string axis = g.sweeps.empty() ? "" : g.sweeps.front().key;
   std::string csv;
-  for (const auto& k : g.keys) csv += k + ",";
+  for (const auto& k : g.keys) csv += csv_field(k) + ",";
   csv += capacity ? "capacity,first_miss\n" : "best\n";
   for (size_t c = 0; c < g.configs.size(); ++c) {
-    for (const auto& v : g.configs[c]) csv += v + ",";
+    for (const auto& v : g.configs[c]) csv += csv_field(v) + ",";
     auto [best, miss] = grid_best(g.sweeps[c]);
-    csv += best + (capacity ? "," + miss : "") + "\n";
+    csv += csv_field(best) + (capacity ? "," + csv_field(miss) : "") + "\n";
   }
   write_into(dir, "grid.csv", csv, &files);
   write_into(dir, "grid.md",

@@ -14,6 +14,7 @@
 #include "sim/engine.h"
 #include "sim/plan.h"
 #include "sim/shaped_cost_model.h"
+#include "scenarios/csv.h"
 
 namespace vlasim {
 
@@ -351,7 +352,7 @@ std::string validation_csv(const Validation& v) {
   for (const FigureRow& r : v.rows) {
     const PaperFigure& f = *r.fig;
     const bool ok = f.evaluated;
-    o << f.id << "," << f.paper << "," << fmt(f.published, 10) << "," << f.unit << "," << (ok ? 1 : 0) << ","
+    o << csv_field(f.id) << "," << csv_field(f.paper) << "," << fmt(f.published, 10) << "," << csv_field(f.unit) << "," << (ok ? 1 : 0) << ","
       << (f.fit ? 1 : 0) << ",";
     if (ok)
       o << fmt(r.roofline, 10) << "," << fmt(r.in_sample, 10) << "," << fmt(r.out_sample, 10) << ","

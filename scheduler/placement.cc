@@ -1,5 +1,6 @@
 #include "scheduler/placement.h"
 
+#include "scenarios/csv.h"
 #include "scenarios/scenario.h"
 
 #include <coin/CbcModel.hpp>
@@ -256,17 +257,28 @@ std::string controller_markdown(const PlacementProblem& p, const std::vector<Pla
   return os.str();
 }
 
+namespace {
+// placement_csv's rows (no header), each line started by `prefix`.
+void placement_rows(std::ostream& os, const PlacementProblem& p, const Placement& x, const std::string& prefix) {
+  for (size_t m = 0; m < p.models.size(); ++m)
+    for (size_t g = 0; g < p.gpus.size(); ++g)
+      if (x.robots[m][g] > 0) {
+        char load[32];
+        std::snprintf(load, sizeof load, "%.4f", static_cast<double>(x.robots[m][g]) / p.capacity[m][g]);
+        os << prefix << csv_field(p.models[m]) << ',' << csv_field(p.gpus[g]) << ',' << x.robots[m][g] << ','
+           << p.capacity[m][g] << ',' << load << '\n';
+      }
+}
+}  // namespace
+
 std::string controller_csv(const PlacementProblem& p, const std::vector<Placement>& phases) {
   if (phases.size() == 1) return placement_csv(p, phases[0]);
   std::ostringstream os;
   os << "phase,at_s,model,gpu,robots,capacity,load\n";
   for (size_t k = 0; k < phases.size(); ++k) {
-    std::istringstream rows(placement_csv(p, phases[k]));
-    std::string line;
-    std::getline(rows, line);  // header
     char at[32];
     std::snprintf(at, sizeof at, "%g", k == 0 ? 0.0 : p.changes[k - 1].at_s);
-    while (std::getline(rows, line)) os << k << ',' << at << ',' << line << '\n';
+    placement_rows(os, p, phases[k], std::to_string(k) + ',' + at + ',');
   }
   return os.str();
 }
@@ -357,16 +369,11 @@ std::string placement_markdown(const PlacementProblem& p, const Placement& x, co
   return os.str();
 }
 
+
 std::string placement_csv(const PlacementProblem& p, const Placement& x) {
   std::ostringstream os;
   os << "model,gpu,robots,capacity,load\n";
-  for (size_t m = 0; m < p.models.size(); ++m)
-    for (size_t g = 0; g < p.gpus.size(); ++g)
-      if (x.robots[m][g] > 0) {
-        char load[32];
-        std::snprintf(load, sizeof load, "%.4f", static_cast<double>(x.robots[m][g]) / p.capacity[m][g]);
-        os << p.models[m] << ',' << p.gpus[g] << ',' << x.robots[m][g] << ',' << p.capacity[m][g] << ',' << load << '\n';
-      }
+  placement_rows(os, p, x, "");
   return os.str();
 }
 

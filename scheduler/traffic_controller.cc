@@ -6,6 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "scenarios/csv.h"
+
 namespace vlasim {
 
 LiveController::LiveController(const Scenario& s) {
@@ -179,7 +181,7 @@ std::string controller_decisions_csv(const LiveController& c) {
     std::snprintf(at, sizeof at, "%.6f", d.at_s);
     for (size_t m = 0; m < p.models.size(); ++m)
       for (size_t g = 0; g < p.gpus.size(); ++g)
-        os << at << ',' << p.models[m] << ',' << d.demand[m] << ',' << p.gpus[g] << ',' << d.placement.robots[m][g] << ','
+        os << at << ',' << csv_field(p.models[m]) << ',' << d.demand[m] << ',' << csv_field(p.gpus[g]) << ',' << d.placement.robots[m][g] << ','
            << (d.solved ? 1 : 0) << ',' << d.moved << '\n';
   }
   return os.str();

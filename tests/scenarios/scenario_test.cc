@@ -266,6 +266,53 @@ TEST(Scenario, StreamedRecordsGiveTheKeptRunsCsvAndReportWithinTheHistogramBound
 }
 
 // The histogram's percentiles on a wide spread of values stay within its stated bound.
+// RFC 4180 fields of one CSV text: quoted fields may hold commas, doubled quotes and line ends.
+std::vector<std::vector<std::string>> csv_records(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1, std::vector<std::string>(1));
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') rows.back().back() += text[++i];
+      else if (c == '"') quoted = false;
+      else rows.back().back() += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      rows.back().emplace_back();
+    } else if (c == '\n') {
+      rows.emplace_back(1);
+    } else {
+      rows.back().back() += c;
+    }
+  }
+  if (rows.back().size() == 1 && rows.back()[0].empty()) rows.pop_back();
+  return rows;
+}
+
+// A workload named with a comma, a quote and a line end wrote rows of 4, 13 and 15 fields
+// (issue 28): every row now has the header's fields and the name reads back whole.
+TEST(Scenario, RequestsCsvQuotesNamesHoldingCommasQuotesAndLineEnds) {
+  std::string text = read(kRoot + "/scenarios/default.yaml");
+  const std::string from = "{name: camera,";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "{name: \"cam,era\\nx=1 \\\"q\\\"\",");
+  text.replace(text.find("duration_s: 20"), 14, "duration_s: 2");
+  Scenario s = load_scenario_text(text, "named.yaml", default_catalog_dir(), default_cards_dir());
+  resolve_auto_dtypes(s, DType::BF16);
+  auto cost = cost_models().make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
+  const Plan plan = make_plan(s, *cost, std::vector<int>(s.models.size(), 1));
+  const SimResult r = simulate(s, plan);
+  ASSERT_GT(r.requests.size(), 5u);
+  const std::string path = testing::scratch_dir("csv_names").string() + "/requests.csv";
+  write_requests_csv(s, plan, r, path);
+  const auto rows = csv_records(read(path));
+  ASSERT_EQ(rows.size(), r.requests.size() + 1);
+  for (const auto& row : rows) EXPECT_EQ(row.size(), rows[0].size());
+  EXPECT_EQ(rows[0][2], "stream");
+  EXPECT_EQ(rows[1][2], "cam,era\nx=1 \"q\"");
+}
+
 TEST(LatencySeries, StreamedPercentilesAreWithinTheBoundOfTheExactOnes) {
   LatencySeries exact(false), streamed(true);
   std::mt19937_64 rng(3);
