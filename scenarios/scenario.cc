@@ -506,6 +506,10 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
       pn.fail("placement problem '" + pn.as_string() + "' not found (looked at " + problem.string() + ")");
     s.controller.problem = problem.string();
     s.controller.interval_s = c.get_positive("interval_s", 1);
+    // The floor keeps the interval's index (now / interval_s) exact in a long long up to the
+    // simulator's time limit, and a placement solve per interval within reason (issue 28).
+    if (s.controller.interval_s < 1e-3)
+      c.required("interval_s").fail("interval_s must be at least 0.001 s (1 ms)");
     if (s.controller.interval_s > 3600) c.required("interval_s").fail("interval_s must be at most 3600 s");
     s.controller.strategy = c.get_string("strategy", "ilp");
     if (s.controller.strategy != "ilp" && s.controller.strategy != "even" && s.controller.strategy != "dedicated")

@@ -136,6 +136,27 @@ TEST(LiveController, IsRefusedAtItsKeyWithoutAnInstanceOrAProblem) {
   EXPECT_THROW(load_live(text), ConfigError);
 }
 
+// interval_s 1e-300 was accepted and overflowed the interval's index (8 decisions against 16
+// at 1 s; issue 28): below 1 ms it is refused at its key, and 1 ms itself runs.
+TEST(LiveController, AnIntervalBelowOneMillisecondIsRefusedAtItsKey) {
+  const fs::path problem = live_problem("live_tiny_interval");
+  for (const char* tiny : {"1e-300", "0.0009"}) {
+    std::string text = live_fleet(problem, 2);
+    text.replace(text.find("interval_s: 1"), 13, std::string("interval_s: ") + tiny);
+    try {
+      load_live(text);
+      FAIL() << tiny;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.key(), "controller.interval_s") << e.what();
+      EXPECT_NE(std::string(e.what()).find("at least 0.001 s"), std::string::npos) << e.what();
+    }
+  }
+  std::string ok = live_fleet(problem, 2);
+  ok.replace(ok.find("interval_s: 1"), 13, "interval_s: 0.001");
+  const Scenario s = load_live(ok);
+  EXPECT_DOUBLE_EQ(s.controller.interval_s, 0.001);
+}
+
 TEST(LiveController, TheFleetPlaceWritesRunsWithItsRobotsFollowingTheDemandChange) {
   const std::string src = VLASIM_SOURCE_DIR;
   const PlacementProblem p = load_placement_problem(src + "/scenarios/placement/robion_4xh100_changes.yaml");
