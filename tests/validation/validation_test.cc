@@ -3,7 +3,11 @@
 // (the quick grid, then each scenario in context right before it is measured, so that both
 // see the same machine), simulates and executes each short scenario, and fails when the
 // errors pass bounds wide enough for a busy 2-core machine. It also checks that the gate has
-// teeth: the uncalibrated roofline cost model, compared with the same measurements, fails.
+// teeth with models broken by construction: the calibrated profile with every op time scaled
+// by 1.3 and by 0.7, compared with the same measurements. Whatever the host, one of the two
+// lies at least 30% off the measurement on the side the profiled model already errs, so the
+// 25% bounds must fail it. The uncalibrated roofline's errors are printed, not asserted: on
+// some CPUs the catalog's figures happen to fit (issue 27).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -45,8 +49,8 @@ constexpr Short kShort[] = {
 constexpr int kAttempts = 2;
 
 // Wide enough for a noisy shared 2-core machine (load from builds next door moves single
-// figures by 10-20%), narrow enough that an uncalibrated model fails: the roofline is
-// 50-75% off here in median stage and p50 error. Figures are absolute relative errors.
+// figures by 10-20%), narrow enough that a cost model 30% off fails. Figures are absolute
+// relative errors.
 Bounds gate_bounds() {
   Bounds b;
   b.median_stage_error = 0.25;
@@ -76,7 +80,17 @@ Plan plan_for(const Scenario& s) {
   return make_plan(s, *cost, window);
 }
 
-// One line of figures and how far each is from its bound (margin = bound - |error|).
+// 100 * frac in printf format `f` (one %f conversion), or "n/a" for a figure one of the runs
+// cannot give.
+std::string pct(double frac, const char* f = "%+.1f%%") {
+  if (!std::isfinite(frac)) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, f, 100 * frac);
+  return buf;
+}
+
+// One line of figures and how far each is from its bound (margin = bound - |error|); a tail
+// with no data prints n/a and the reason (EndToEnd::tail_notes) on the next line.
 std::string figures(const Comparison& c, const Bounds& b) {
   double worst_stage = 0, worst_p50 = std::fabs(c.overall.p50_s.error), worst_p99 = std::fabs(c.overall.p99_s.error);
   for (const auto& m : c.models) {
@@ -84,26 +98,29 @@ std::string figures(const Comparison& c, const Bounds& b) {
     worst_p50 = std::max(worst_p50, std::fabs(m.e2e.p50_s.error));
     worst_p99 = std::max(worst_p99, std::fabs(m.e2e.p99_s.error));
   }
-  char buf[320];
+  const auto margin = [](double bound, double worst) { return pct(bound - worst, "%+.1f pp"); };
+  char buf[400];
   std::snprintf(buf, sizeof buf,
-                "%-14s median stage %5.1f%% (margin %+5.1f pp)  p50 %+6.1f%% (margin %+5.1f pp)  "
-                "p99 %+6.1f%% (margin %+5.1f pp)  throughput %+5.1f%%",
-                c.scenario.c_str(), 100 * worst_stage, 100 * (b.median_stage_error - worst_stage),
-                100 * c.overall.p50_s.error, 100 * (b.p50_error - worst_p50), 100 * c.overall.p99_s.error,
-                100 * (b.p99_error - worst_p99), 100 * c.overall.throughput_hz.error);
-  return buf;
+                "%-14s median stage %s (margin %s)  p50 %s (margin %s)  p99 %s (margin %s)  throughput %s",
+                c.scenario.c_str(), pct(worst_stage, "%.1f%%").c_str(), margin(b.median_stage_error, worst_stage).c_str(),
+                pct(c.overall.p50_s.error).c_str(), margin(b.p50_error, worst_p50).c_str(),
+                pct(c.overall.p99_s.error).c_str(), margin(b.p99_error, worst_p99).c_str(),
+                pct(c.overall.throughput_hz.error).c_str());
+  std::string line = buf;
+  if (!std::isfinite(c.overall.p99_s.error))
+    for (const std::string& note : c.overall.tail_notes) line += "\n    p99: " + note;
+  return line;
 }
 
-// `c` with the p99 error of every figure whose prediction has no tail (EndToEnd::predicted_tail:
-// n/a, which the gate fails) set to 0: the roofline model, which has no run-to-run variation,
-// must then still fail the gate on the figures it does predict.
-Comparison where_predicted(Comparison c) {
-  auto fill = [](EndToEnd& e) {
-    if (!e.predicted_tail) e.p99_s.error = 0;
-  };
-  fill(c.overall);
-  for (auto& m : c.models) fill(m.e2e);
-  return c;
+// `p` broken on purpose: every measured op time and the per-op dispatch overhead times
+// `factor`, fits recomputed. The run-to-run variation (ratios) is kept.
+DeviceProfile scaled_profile(DeviceProfile p, double factor) {
+  for (ProfileSection& sec : p.sections) {
+    for (auto& [sig, m] : sec.table) m.median_s *= factor;
+    sec.op_overhead_s *= factor;
+    sec.refit();
+  }
+  return p;
 }
 
 double load_average() {
@@ -159,8 +176,11 @@ TEST(Validation, ProfileCarriesInContextTimesAndOverhead) {
   // op's prediction beside it.
   const std::vector<std::vector<double>> measured(1, std::vector<double>(g.size(), 1e-4));
   int checked = 0;
-  for (const OpTime& t : op_times(s, plan, measured))
-    if (t.kind != "transfer" && ++checked) EXPECT_NEAR(t.predicted_s, 1e-4, 1e-12) << t.op;
+  for (const OpTime& t : op_times(s, plan, measured)) {
+    if (t.kind == "transfer") continue;
+    ++checked;
+    EXPECT_NEAR(t.predicted_s, 1e-4, 1e-12) << t.op;
+  }
   EXPECT_GT(checked, 100);
   // A segment's stage shares are its ops as their timers see them, as in real runs.
   for (const Segment& seg : plan.models[0].segments) {
@@ -195,7 +215,7 @@ TEST(Validation, ShortSuiteWithinBounds) {
 
   fs::create_directories(scratch_root());
   const Bounds b = gate_bounds();
-  int roofline_passed = 0;
+  int profiled_passed = 0, broken_caught = 0;
   for (const Scenario& original : scenarios) {
     std::string why;
     bool within = false;
@@ -222,19 +242,40 @@ TEST(Validation, ShortSuiteWithinBounds) {
       within = within_bounds(c, b, &why);
       std::printf("%s%s\n", figures(c, b).c_str(), attempt > 1 ? "  (second attempt)" : "");
 
-      // The same measurement against the uncalibrated roofline: the bounds must catch it.
+      // The same measurement against the uncalibrated roofline: reported, not asserted.
       Scenario r = s;
       r.cost_model = PolicyDecl{"roofline", Params(), ConfigNode()};
       const Plan rplan = plan_for(r);
       const Comparison rc = compare_runs(r, rplan, simulate(r, rplan), measured.result, op_times(r, rplan, measured.op_seconds));
-      std::printf("  roofline: %s\n", figures(rc, b).c_str());
-      if (within && within_bounds(where_predicted(rc), b, nullptr)) ++roofline_passed;
+      std::printf("  roofline (not asserted): %s\n", figures(rc, b).c_str());
+      if (!within) continue;
+
+      // The same measurement against the profile broken by construction: the gate must fail
+      // at least one of the two, and each must move the prediction the way it was scaled.
+      ++profiled_passed;
+      bool caught = false;
+      for (double factor : {1.3, 0.7}) {
+        Scenario k = s;
+        const std::string kpath = (scratch_root() / (s.name + "_x" + std::to_string(factor) + ".json")).string();
+        save_profile(scaled_profile(prof, factor), kpath);
+        use_profiled_cost_model(k, kpath);
+        const Plan kplan = plan_for(k);
+        const Comparison kc = compare_runs(k, kplan, simulate(k, kplan), measured.result, op_times(k, kplan, measured.op_seconds));
+        std::printf("  profile x%.1f: %s\n", factor, figures(kc, b).c_str());
+        if (factor > 1)
+          EXPECT_GT(kc.overall.p50_s.predicted, c.overall.p50_s.predicted) << s.name << " x" << factor;
+        else
+          EXPECT_LT(kc.overall.p50_s.predicted, c.overall.p50_s.predicted) << s.name << " x" << factor;
+        if (!within_bounds(kc, b, nullptr)) caught = true;
+      }
+      EXPECT_TRUE(caught) << s.name << ": the profile scaled by 1.3 and by 0.7 both passed the gate's bounds; "
+                                       "they are too wide to catch a cost model 30% off";
+      broken_caught += caught;
     }
     EXPECT_TRUE(within) << original.name << " failed " << kAttempts << " times (load average " << load_average()
                         << "); last time:\n" << why;
   }
-  EXPECT_EQ(roofline_passed, 0) << "the uncalibrated roofline model passed the gate's bounds on a measurement "
-                                   "the profiled model also passed: the bounds are too wide to catch a broken cost model";
+  std::printf("profile broken on purpose: caught on %d of %d passing measurements\n", broken_caught, profiled_passed);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("load average at end: %.2f; %.1f s\n", load_average(), secs);
 }
