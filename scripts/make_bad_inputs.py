@@ -137,6 +137,19 @@ DROP = {
     # memcpy figures are not used by a simulation on one host (copies take the catalog's link)
     "prof__memcpy_bytes_per_s_tiny", "prof__memcpy_latency_s_huge",
 }
+# Found valid when the corpus was regenerated over the files shipped since (issue 28): the same
+# meaningful zeros (prompt, seed, NUMA node, no actuation time, no future tokens, a stream
+# starting at 0), a drain of ~0, and catalog keys only reports use (idle power, price) or that
+# have defaults (the kernel efficiencies).
+DROP |= {
+    "card_gr00t_tiny__future_tokens__zero", "card_gr00t_tiny__prompt__zero", "card_pi0_tiny__prompt__zero",
+    "cat_h100_sxm__idle_w__removed", "cat_h100_sxm__idle_w__tiny", "cat_h100_sxm__kernels__removed",
+    "cat_h100_sxm__price_usd__huge", "cat_h100_sxm__price_usd__tiny",
+    "scn_sys_realtime_pi0_rtc_4090__actuation_ms__zero", "scn_sys_realtime_pi0_rtc_4090__seed__zero",
+    "scn_sys_robion_vllm_omni_h100__node__zero", "scn_val_dp_cache_dit_pair__drain_s__tiny",
+    "scn_val_dp_cache_pair__seed__zero", "scn_val_dp_cache_pair__start_s__zero", "scn_val_rate_95pct__drain_s__tiny",
+    "scn_val_split5_async__prompt__zero", "scn_val_split5_serial__prompt__zero",
+}
 # Catalog extremes that only make the simulated machine faster or slower by a sane amount.
 DROP |= {"cat_" + k for k in (
     "epyc_2vcpu__bw_gbs_per_node__huge", "epyc_2vcpu__core_bw_gbs__huge", "epyc_2vcpu__ghz__huge",
@@ -172,6 +185,9 @@ OVERRIDE = {
     "card_minddrive__head_dim__null": (2, "minddrive.yaml && head_dim"),
     "card_minddrive__kv_heads__text": (2, "minddrive.yaml && kv_heads"),
     "card_minddrive__vocab__list": (2, "minddrive.yaml && vocab"),
+    "card_minddrive__head_dim__zero": (2, "minddrive.yaml && head_dim"),
+    "card_minddrive__kv_heads__neg1": (2, "minddrive.yaml && kv_heads"),
+    "card_minddrive__vocab__huge": (2, "minddrive.yaml && vocab"),
     "card_pi05__max_prompt__zero": (2, "pi05.yaml && max_prompt"),
     "cat_epyc_2vcpu__mem_gb__tiny": (2, "epyc-2vcpu && does not fit"),
     "issue5_rate_1e9": (2, "issue5_rate_1e9.yaml && 2e+10 requests && --max-requests"),
@@ -929,6 +945,40 @@ def live_controller_cases():
         "workload: [{model: pi0_tiny, rate_hz: 10, duration_s: 1}]\n")
 
 
+# Reliability round 2 (issue 28): parse cost, YAML memory, CSV quoting, the controller's interval.
+# ---------------------------------------------------------------------------------------------
+def round2_cases():
+    default = read("scenarios/default.yaml")
+    # 16 MiB of values under an unknown key took 3.84 GB before its refusal (std::bad_alloc under
+    # a 1 GB cap): now refused during the event pass, naming the key.
+    add("issue28_yaml_16mib_of_values",
+        "(cat {src}/scenarios/default.yaml; printf 'x_unknown: ['; yes 1, | head -n 8000000 | tr -d '\\n'; "
+        "echo '1]') > {tmp}/big.yaml && {vlasim} simulate {tmp}/big.yaml -q -o {tmp}/out", 2,
+        "big.yaml: && x_unknown && more than 1000000 values", "a 16 MiB list of values under an unknown key")
+    # 5 M empty objects in a --profile took minutes (quadratic): refused in seconds.
+    add("issue28_profile_5m_objects",
+        "(printf '{\"x\": [{}'; yes ',{}' | head -n 5000000 | tr -d '\\n'; echo ']}') > {tmp}/p.json && "
+        "{vlasim} --profile {tmp}/p.json simulate {src}/scenarios/default.yaml -q -o {tmp}/out", 2,
+        "p.json && x", "a 10 MB profile of 5 M empty objects")
+    # A workload named with a comma, a quote and a line end: every requests.csv row has the
+    # header's fields (python3's csv module reads RFC 4180).
+    named = default.replace("{name: camera,", "{name: \"cam,era\\nx=1 \\\"q\\\"\",").replace(
+        "duration_s: 20", "duration_s: 2")
+    add("issue28_csv_name_with_comma_quote_newline",
+        "{vlasim} simulate {file} -q -o {tmp}/out && python3 -c 'import csv,sys; "
+        "rows=list(csv.reader(open(sys.argv[1], newline=\"\"))); "
+        "sys.exit(0 if len({len(r) for r in rows}) == 1 and rows[1][2] == \"cam,era\\nx=1 \\\"q\\\"\" else 3)' "
+        "{tmp}/out/requests.csv", 0, "", "a workload name needing CSV quotes", "scenarios/issue28_csv_name.yaml", named)
+    problem = "../../../../scenarios/placement/robion_4xh100.yaml"  # from tests/data/bad_inputs/scenarios/
+    fleet = ("name: live\nhardware:\n  devices: [{name: gpu0, catalog: h100-sxm}]\n"
+             "models: [{name: pi0-gpu0, card: pi0_tiny}]\n"
+             "workload: [{model: pi0, rate_hz: 10, duration_s: 1}]\n"
+             "controller: {problem: %s, interval_s: 1e-300}\n" % problem)
+    add("issue28_live_interval_1e-300", "{vlasim} simulate {file} -q -o {tmp}/out", 2,
+        "issue28_live_interval_1e-300.yaml:6 && interval_s && at least 0.001 s", "a controller interval of 1e-300 s",
+        "scenarios/issue28_live_interval_1e-300.yaml", fleet)
+
+
 def main():
     # Everything here is generated except README.md, which is kept.
     os.makedirs(OUT, exist_ok=True)
@@ -947,6 +997,7 @@ def main():
     issue_cases()
     figure_and_placement_cases()
     live_controller_cases()
+    round2_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
         f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")
         for c in cases:
