@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +13,22 @@
 namespace vlasim {
 
 namespace {
+// `text` with control characters other than line feed and tab written as \xNN: a value read
+// from a file may hold a NUL, which ended the printed message there (issue 28).
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 std::string format_error(const std::string& file, int line, int column, const std::string& key,
                          const std::string& message) {
   std::ostringstream os;
@@ -23,7 +40,7 @@ std::string format_error(const std::string& file, int line, int column, const st
   os << ": ";
   if (!key.empty()) os << "key '" << key << "': ";
   os << message;
-  return os.str();
+  return printable(os.str());
 }
 
 std::string child_path(const std::string& parent, const std::string& key) {

@@ -969,6 +969,10 @@ def round2_cases():
         "rows=list(csv.reader(open(sys.argv[1], newline=\"\"))); "
         "sys.exit(0 if len({len(r) for r in rows}) == 1 and rows[1][2] == \"cam,era\\nx=1 \\\"q\\\"\" else 3)' "
         "{tmp}/out/requests.csv", 0, "", "a workload name needing CSV quotes", "scenarios/issue28_csv_name.yaml", named)
+    # A NUL in a card name ended the message there.
+    add("issue28_card_with_nul", SIM, 2, "issue28_card_with_nul.yaml:16 && models[0].card && pi0\\x00small",
+        "a card name holding a NUL", "scenarios/issue28_card_with_nul.yaml",
+        default.replace("card: pi0_small", 'card: "pi0\\0small"'))
     problem = "../../../../scenarios/placement/robion_4xh100.yaml"  # from tests/data/bad_inputs/scenarios/
     fleet = ("name: live\nhardware:\n  devices: [{name: gpu0, catalog: h100-sxm}]\n"
              "models: [{name: pi0-gpu0, card: pi0_tiny}]\n"

@@ -162,6 +162,15 @@ TEST(ConfigNode, AliasesCannotLoopOrMultiplyWithoutBound) {
   EXPECT_EQ(shared.required("b").get_int("v", 0), 1);
 }
 
+// A NUL in a value ended the printed message there (issue 28): control characters are
+// written as \xNN, so what() holds the whole message.
+TEST(ConfigNode, AValueHoldingANulIsPrintedWhole) {
+  ConfigNode n = ConfigNode::load_string("card: \"pi0\\0small\"\n", "nul.yaml");
+  ConfigError e = error_of([&] { n.required("card").fail("unknown card '" + n.required("card").as_string() + "'"); });
+  const std::string what = e.what();  // as printed: up to the first NUL
+  EXPECT_NE(what.find("unknown card 'pi0\\x00small'"), std::string::npos) << what;
+}
+
 // A document of more values than a scenario may hold is refused before yaml-cpp builds its
 // nodes: a 16 MiB flow list of small values took about 4 GB built (issue 28). The error names
 // the top-level key holding them and the line; the process's peak memory barely grows.
