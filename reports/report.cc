@@ -93,7 +93,7 @@ LatencyStats LatencySeries::stats() const {
 }
 
 ReportBuilder::ReportBuilder(const Scenario& s, bool streaming)
-    : s_(s), all_(streaming), count_(s.models.size(), 0), met_(s.models.size(), 0) {
+    : s_(s), all_(streaming), count_(s.models.size(), 0), met_(s.models.size(), 0), with_deadline_(s.models.size(), 0) {
   for (size_t m = 0; m < s.models.size(); ++m) {
     model_.emplace_back(streaming);
     stage_.emplace_back();
@@ -105,6 +105,7 @@ void ReportBuilder::add(const RequestRecord& q) {
   ++requests_;
   failed_ += q.failed;
   ++count_[q.model];
+  with_deadline_[q.model] += q.deadline > 0;
   first_arrival_ = std::min(first_arrival_, q.arrival);
   if (q.met()) {
     ++total_met_;
@@ -160,6 +161,7 @@ Report ReportBuilder::finish(const Plan& p, const SimResult& r, const std::strin
     for (int st = 0; st < kStages; ++st) mm.stage[st] = stage_[m][st].stats();
     mm.throughput_hz = static_cast<double>(mm.finished) / horizon;
     mm.deadline_attainment = count_[m] ? static_cast<double>(met_[m]) / static_cast<double>(count_[m]) : 1;
+    mm.with_deadline = with_deadline_[m];
     mm.predicted_alone_s = p.models[m].alone_seconds;
     mm.flops = p.models[m].graph.flops();
     rep.models.push_back(mm);
@@ -354,11 +356,17 @@ std::string summary_text(const Report& rep) {
     std::snprintf(buf, sizeof buf,
                   "\nmodel %s (card %s, %.1f GFLOP/request, %.2f ms alone)\n"
                   "  latency ms: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n"
-                  "  throughput %.2f req/s   deadline attainment %.1f%%\n",
+                  "  throughput %.2f req/s   deadline attainment ",
                   m.name.c_str(), m.card.c_str(), m.flops / 1e9, ms(m.predicted_alone_s),
                   ms(m.latency.mean), ms(m.latency.p50), ms(m.latency.p90), ms(m.latency.p99),
-                  ms(m.latency.max), m.throughput_hz, 100 * m.deadline_attainment);
+                  ms(m.latency.max), m.throughput_hz);
     os << buf;
+    if (m.requests && !m.with_deadline) {
+      os << "n/a (no request has a deadline: deadline_ms 0 or absent)\n";
+    } else {
+      std::snprintf(buf, sizeof buf, "%.1f%%\n", 100 * m.deadline_attainment);
+      os << buf;
+    }
     for (int k = 0; k < kStages; ++k)
       if (m.stage[k].count) {
         std::snprintf(buf, sizeof buf, "  stage %-7s mean %.2f ms  p99 %.2f ms\n",

@@ -28,7 +28,10 @@ struct ModelMetrics {
   LatencyStats latency;
   LatencyStats stage[kStages];
   double throughput_hz = 0;        // finished requests per second, first arrival to last finish
-  double deadline_attainment = 1;  // fraction of requests finished by their deadline
+  // Fraction of requests finished by their deadline; a request without one (deadline_ms 0 or
+  // absent) counts as met, so a model none of whose requests has a deadline shows 1.
+  double deadline_attainment = 1;
+  size_t with_deadline = 0;        // requests that had a deadline
   double predicted_alone_s = 0;    // one request alone, no contention
   double flops = 0;                // per request
 };
@@ -92,7 +95,7 @@ class ReportBuilder {
   LatencySeries all_;
   std::vector<LatencySeries> model_;
   std::vector<std::vector<LatencySeries>> stage_;  // [model][stage]
-  std::vector<size_t> count_, met_;
+  std::vector<size_t> count_, met_, with_deadline_;
   size_t requests_ = 0, total_met_ = 0, failed_ = 0;
   double first_arrival_ = INFINITY, last_end_ = 0;
 };

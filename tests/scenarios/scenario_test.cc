@@ -313,6 +313,25 @@ TEST(Scenario, RequestsCsvQuotesNamesHoldingCommasQuotesAndLineEnds) {
   EXPECT_EQ(rows[1][2], "cam,era\nx=1 \"q\"");
 }
 
+// deadline_ms 0 means no deadline: such requests count as met, and the summary says the
+// attainment is n/a instead of printing 100% (issue 28).
+TEST(Scenario, ASummaryOfRequestsWithoutDeadlinesSaysAttainmentIsNotApplicable) {
+  std::string text = read(kRoot + "/scenarios/default.yaml");
+  text.replace(text.find("duration_s: 20"), 14, "duration_s: 2");
+  for (const bool with : {true, false}) {
+    std::string t = text;
+    if (!with) t.replace(t.find("deadline_ms: 200"), 16, "deadline_ms: 0");
+    Scenario s = load_scenario_text(t, "deadlines.yaml", default_catalog_dir(), default_cards_dir());
+    resolve_auto_dtypes(s, DType::BF16);
+    auto cost = cost_models().make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
+    const Plan plan = make_plan(s, *cost, std::vector<int>(s.models.size(), 1));
+    const Report rep = make_report(s, plan, simulate(s, plan), "simulate");
+    EXPECT_EQ(rep.models[0].with_deadline, with ? rep.models[0].requests : 0u);
+    const std::string text_out = summary_text(rep);
+    EXPECT_EQ(text_out.find("deadline attainment n/a") != std::string::npos, !with) << text_out;
+  }
+}
+
 TEST(LatencySeries, StreamedPercentilesAreWithinTheBoundOfTheExactOnes) {
   LatencySeries exact(false), streamed(true);
   std::mt19937_64 rng(3);
