@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -129,7 +130,9 @@ Report ReportBuilder::finish(const Plan& p, const SimResult& r, const std::strin
   const Scenario& s = s_;
   Report rep;
   rep.scenario = s.name;
-  rep.file = s.file;
+  // The scenario's path made absolute, so that a run gives the same report from any working
+  // directory and however the path was typed (issue 28); a scenario read from text keeps "".
+  rep.file = s.file.empty() ? "" : std::filesystem::absolute(s.file).lexically_normal().string();
   rep.mode = mode;
   rep.seed = s.seed;
   rep.horizon_s = r.horizon;

@@ -45,7 +45,8 @@ struct DeviceMetrics {
 };
 
 struct Report {
-  std::string scenario, file, mode;  // mode: "simulate" or "execute"
+  std::string scenario, mode;  // mode: "simulate" or "execute"
+  std::string file;            // the scenario file, absolute and normalised; "" when read from text
   uint64_t seed = 0;
   double horizon_s = 0, end_s = 0;
   size_t requests = 0, finished = 0;

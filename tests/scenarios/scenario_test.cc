@@ -332,6 +332,26 @@ TEST(Scenario, ASummaryOfRequestsWithoutDeadlinesSaysAttainmentIsNotApplicable) 
   }
 }
 
+// report.json's file echoed the path as typed, so the same run from another working
+// directory wrote another report (issue 28): it is the absolute, normalised path.
+TEST(Scenario, AReportNamesItsScenarioByOneAbsolutePathHoweverItWasTyped) {
+  const fs::path abs = fs::path(kRoot) / "scenarios" / "default.yaml";
+  const fs::path rel = fs::relative(abs);
+  const fs::path dotted = fs::path(kRoot) / "scenarios" / ".." / "scenarios" / "default.yaml";
+  std::vector<std::string> files;
+  for (const fs::path& p : {abs, rel, dotted}) {
+    Scenario s = load_scenario(p.string(), default_catalog_dir(), default_cards_dir());
+    resolve_auto_dtypes(s, DType::BF16);
+    auto cost = cost_models().make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
+    const Plan plan = make_plan(s, *cost, std::vector<int>(s.models.size(), 1));
+    files.push_back(make_report(s, plan, simulate(s, plan), "simulate").file);
+  }
+  EXPECT_TRUE(fs::path(files[0]).is_absolute()) << files[0];
+  EXPECT_EQ(files[0], abs.lexically_normal().string());
+  EXPECT_EQ(files[1], files[0]);
+  EXPECT_EQ(files[2], files[0]);
+}
+
 TEST(LatencySeries, StreamedPercentilesAreWithinTheBoundOfTheExactOnes) {
   LatencySeries exact(false), streamed(true);
   std::mt19937_64 rng(3);
