@@ -285,6 +285,53 @@ OpTiming time_op(Executor& ex, const OpGraph& g, int id, int warmup, int reps, i
   return out;
 }
 
+namespace {
+// The work of a section at each dtype of `o`, in order: grid ops, then the graphs' ops by first
+// appearance, each signature once.
+std::vector<std::vector<Work>> section_work(const CalibrateOptions& o) {
+  std::vector<std::vector<Work>> plans;
+  for (DType d : o.dtypes) {
+    std::vector<Work> list;
+    std::set<std::string> seen;
+    for (const Op& op : calibration_grid(o.grid, d)) {
+      std::string sig = op_signature(op);
+      if (seen.insert(sig).second) list.push_back({op, sig, "grid"});
+    }
+    for (const OpGraph& g : o.graphs)
+      for (size_t i = 0; i < g.size(); ++i) {
+        Op op = g.op(static_cast<int>(i));
+        if (op.kind == OpKind::Transfer) continue;
+        op.dtype = d;
+        std::string sig = op_signature(op);
+        if (seen.insert(sig).second) list.push_back({op, sig, "graph"});
+      }
+    plans.push_back(std::move(list));
+  }
+  return plans;
+}
+
+// The host memcpy sizes timed (none on a GPU or without a link to stand for).
+std::vector<double> memcpy_sizes_of(const CalibrateOptions& o, bool gpu) {
+  if (o.memcpy_link.empty() || gpu) return {};
+  if (o.grid == GridLevel::Full) return {4096, 65536, 1 << 20, 1 << 24, 1 << 26};
+  return {4096, 65536, 1 << 20, 1 << 23};
+}
+}  // namespace
+
+CalibrationEstimate estimate_calibration(const CalibrateOptions& o) {
+  CalibrationEstimate e;
+  const Catalog cat = Catalog::load_dir(o.catalog_dir);
+  const DeviceSpec* spec = cat.find(o.catalog_device);
+  const bool gpu = spec && spec->type == DeviceType::Gpu;
+  const size_t widths = !gpu ? o.threads.size() : o.sms.empty() ? 1 : o.sms.size();
+  e.measurements = static_cast<long long>(memcpy_sizes_of(o, gpu).size());
+  for (const auto& l : section_work(o)) e.measurements += static_cast<long long>(widths * l.size());
+  // Each op: its warm-up (at most 2 runs, 1 past 0.25 s) and timed runs cut near
+  // max_seconds_per_op, but never fewer than min_repetitions.
+  e.max_seconds = static_cast<double>(e.measurements) * (o.max_seconds_per_op + 0.5);
+  return e;
+}
+
 DeviceProfile calibrate(const CalibrateOptions& o) {
   Catalog cat = Catalog::load_dir(o.catalog_dir);
   const DeviceSpec* spec = cat.find(o.catalog_device);
@@ -342,30 +389,8 @@ DeviceProfile calibrate(const CalibrateOptions& o) {
   p.threads = widths;
   p.dtypes = o.dtypes;
 
-  // The work of a section at each dtype, in order: grid ops, then the graphs' ops by first
-  // appearance, each signature once.
-  std::vector<std::vector<Work>> plans;
-  for (DType d : o.dtypes) {
-    std::vector<Work> list;
-    std::set<std::string> seen;
-    for (const Op& op : calibration_grid(o.grid, d)) {
-      std::string sig = op_signature(op);
-      if (seen.insert(sig).second) list.push_back({op, sig, "grid"});
-    }
-    for (const OpGraph& g : o.graphs)
-      for (size_t i = 0; i < g.size(); ++i) {
-        Op op = g.op(static_cast<int>(i));
-        if (op.kind == OpKind::Transfer) continue;
-        op.dtype = d;
-        std::string sig = op_signature(op);
-        if (seen.insert(sig).second) list.push_back({op, sig, "graph"});
-      }
-    plans.push_back(std::move(list));
-  }
-  const std::vector<double> memcpy_sizes =
-      o.memcpy_link.empty() || gpu ? std::vector<double>{}
-      : o.grid == GridLevel::Full ? std::vector<double>{4096, 65536, 1 << 20, 1 << 24, 1 << 26}
-                                  : std::vector<double>{4096, 65536, 1 << 20, 1 << 23};
+  const std::vector<std::vector<Work>> plans = section_work(o);
+  const std::vector<double> memcpy_sizes = memcpy_sizes_of(o, gpu);
   int total = static_cast<int>(memcpy_sizes.size()), done = 0;
   for (const auto& l : plans) total += static_cast<int>(widths.size() * l.size());
   auto report = [&](const std::string& label) {

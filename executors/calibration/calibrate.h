@@ -85,6 +85,17 @@ struct OpTiming {
 OpTiming time_op(Executor& ex, const OpGraph& g, int id, int warmup, int reps, int min_reps,
                  double max_seconds);
 
+// How much work calibrate(o) has before it starts: the measurements it makes (ops per section
+// times sections, plus the memcpy sizes) and a rough ceiling on their time. Timed runs are cut
+// near o.max_seconds_per_op per op whatever o.repetitions asks, so the ceiling is
+// measurements x (max_seconds_per_op + 0.5 s of warm-up); ops faster than that take far less.
+// Catalog errors are left to calibrate(): an unknown device counts as a CPU.
+struct CalibrationEstimate {
+  long long measurements = 0;
+  double max_seconds = 0;
+};
+CalibrationEstimate estimate_calibration(const CalibrateOptions& o);
+
 // Measures the grid and the graphs' ops for every (threads, dtype) — for a GPU catalog
 // device every (SMs, dtype), with the cuda executor — fits the predictors and (CPU) the
 // memcpy figure, and returns the profile. Ops the executor refuses (unsupported, memory

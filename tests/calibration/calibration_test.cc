@@ -419,6 +419,41 @@ TEST(ProfileFit, RecoversAKnownRooflineAndIsMonotone) {
   EXPECT_NEAR(f.predict(w) / truth, 1.0, 0.05);
 }
 
+// `calibrate --reps 100000 --grid full` started with no word of its length (issue 28): the
+// estimate counts exactly the measurements calibration then reports, whatever the repetitions,
+// and a ceiling on their time.
+TEST(CalibrationEstimate, CountsTheMeasurementsCalibrationMakes) {
+  const fs::path dir = scratch_dir("estimate");
+  const Scenario sc = tiny_scenario(dir, 1, "fp32");
+  CalibrateOptions o;
+  o.threads = {1};
+  o.dtypes = {DType::F32};
+  o.grid = GridLevel::None;
+  o.warmup = 0;
+  o.repetitions = 1;
+  o.min_repetitions = 1;
+  o.max_seconds_per_op = 0.001;
+  add_scenario(o, sc);
+  const CalibrationEstimate e = estimate_calibration(o);
+  int last_done = 0, last_total = 0;
+  o.progress = [&](int done, int total, const std::string&) {
+    last_done = done;
+    last_total = total;
+  };
+  calibrate(o);
+  EXPECT_GT(e.measurements, 4);  // the memcpy sizes and pi0_tiny's ops
+  EXPECT_EQ(e.measurements, last_total);
+  EXPECT_EQ(last_done, last_total);
+  EXPECT_NEAR(e.max_seconds, static_cast<double>(e.measurements) * (0.001 + 0.5), 1e-9);
+
+  CalibrateOptions big = o;
+  big.repetitions = 100000;
+  big.grid = GridLevel::Full;
+  const CalibrationEstimate f = estimate_calibration(big);
+  EXPECT_GT(f.measurements, e.measurements);
+  EXPECT_EQ(estimate_calibration(o).measurements, e.measurements);  // repetitions change nothing
+}
+
 // One quick calibration shared by the tests below: 1 thread, fp32, the quick grid and the
 // ops of pi0_tiny (2 steps).
 class QuickCalibration : public ::testing::Test {
