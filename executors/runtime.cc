@@ -24,6 +24,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
 // What one unit runs: a prepared segment handle per (plan, segment, batch size), on the
 // executor of the model's dtype; transfers are CUDA copies on a link between this host and a
 // GPU (pinned or pageable memory, as the link says), else memcpy between two buffers of the unit.
@@ -251,8 +255,8 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   for (size_t m = 0; m < s.models.size(); ++m) samples[m].resize(p.models[m].graph.size());
 
   std::mutex mu;
-  std::condition_variable done_cv;
-  bool stop = false;
+  std::condition_variable done_cv;  // a request ended
+  bool stop = false;  // the run has ended: units start nothing more
   double flow_clock = 0;  // the latest time handed to the flow (guarded by mu)
   const Clock::time_point t0 = Clock::now();
   auto now = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
@@ -271,7 +275,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       std::unique_lock<std::mutex> lock(mu);
       for (;;) {
         ur.cv.wait(lock, [&] { return ur.has_item || stop; });
-        if (!ur.has_item) return;
+        if (stop) break;  // the run has ended: the item handed over does not start
         WorkItem w = ur.item;
         ur.has_item = false;
         const Segment& seg = p.models[w.plan].segment_at(w.segment, w.batch);
@@ -299,6 +303,9 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         }
         double end = now();
         lock.lock();
+        // The run ended while this segment ran: it is not recorded, and its requests stay
+        // unfinished, as in a simulation cut at that time.
+        if (stop) break;
         // The flow's clock never runs backwards: an arrival handed to it while this thread
         // waited for the lock may carry a later time than `end`.
         end = std::max(end, flow_clock);
@@ -365,8 +372,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   std::sort(arrivals.begin(), arrivals.end());
   size_t issued = 0;
   for (auto [t, stream] : arrivals) {
-    std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(t)));
+    std::this_thread::sleep_until(t0 + seconds(t));
     {
       std::lock_guard<std::mutex> lock(mu);
       // The nominal arrival time, handed over at the flow's current time, which must not run
@@ -378,9 +384,10 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       o.progress(static_cast<double>(issued) / static_cast<double>(arrivals.size()));
   }
   {
+    // Until every issued request has ended or the drain's end; then the workers stop taking
+    // work, and this thread waits for the segments still running.
     std::unique_lock<std::mutex> lock(mu);
-    auto limit = t0 + std::chrono::duration_cast<Clock::duration>(
-                          std::chrono::duration<double>(r.horizon + s.drain_s));
+    const Clock::time_point limit = t0 + seconds(s.arrivals_end() + s.drain_s);
     done_cv.wait_until(lock, limit, [&] { return flow.ended() == flow.requests(); });
     stop = true;
     for (auto& u : units)

@@ -42,14 +42,16 @@ struct ExecResult {
 };
 
 // Runs `s` as planned in `p`. A segment whose executor throws ends its request as failed
-// (counted in ExecResult::failed) and its unit goes on with the next item; every request ends
-// finished, failed or unfinished, and the run ends by arrivals end + drain_s plus at most the
-// segments then running. Every unit the plan uses must be a CPU core group whose cores
-// exist on this machine (logical CPU ids first_core .. first_core + cores - 1). Throws
-// ConfigError (scenario file, device line) when a unit cannot run here (a GPU, missing
-// CPUs) or a model's dtype cannot run on this CPU (at its dtype key, naming the host's ISA;
-// checked before any work starts), and std::runtime_error when memory is short. Requests still running when
-// arrivals end + drain_s have passed are left unfinished (end < 0), as in simulation.
+// (counted in ExecResult::failed) and its unit goes on with the next item. The run ends once
+// every issued request has ended, or at arrivals end + drain_s of wall-clock time, whichever
+// comes first: from then on no unit starts a queued segment, a segment already running
+// finishes but is not recorded (its requests stay unfinished, as in a simulation cut at that
+// time), and execute returns once those segments have ended. Every issued request then has
+// its record: finished, failed or unfinished (end < 0). Every unit the plan uses must be a CPU
+// core group whose cores exist on this machine (logical CPU ids first_core .. first_core +
+// cores - 1). Throws ConfigError (scenario file, device line) when a unit cannot run here (a
+// GPU, missing CPUs) or a model's dtype cannot run on this CPU (at its dtype key, naming the
+// host's ISA; checked before any work starts), and std::runtime_error when memory is short.
 // Background loads on CPU core groups run as spinning threads pinned to their cores (busy
 // for the compute share of every 2 ms); their memory share is not reproduced.
 ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o = {});
