@@ -24,6 +24,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// ExecuteOptions::should_stop is asked at most this often, and every wait of the calling
+// thread is cut into slices of at most kWaitSlice so that it is asked at least every 50 ms.
+constexpr auto kAskEvery = std::chrono::milliseconds(10);
+constexpr auto kWaitSlice = std::chrono::milliseconds(20);
+
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
@@ -87,6 +92,16 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   ExecResult out;
   SimResult& r = out.result;
   r.horizon = s.arrivals_end();
+  // Asks o.should_stop (at most every kAskEvery; from this thread only) unless it has
+  // answered already; true once it has, its answer in r.stopped.
+  Clock::time_point last_ask = Clock::now() - kAskEvery;
+  auto stop_asked = [&]() -> bool {
+    if (!r.stopped.empty()) return true;
+    if (!o.should_stop || Clock::now() - last_ask < kAskEvery) return false;
+    last_ask = Clock::now();
+    r.stopped = o.should_stop();
+    return !r.stopped.empty();
+  };
 
   // Which units run which segments.
   std::vector<std::unique_ptr<UnitRunner>> units(p.units.size());
@@ -243,7 +258,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
             granted += (granted.empty() ? "" : ", ") + std::to_string(asked) + " -> " + std::to_string(got);
         }
       for (auto& [key, h] : ur.handles)
-        for (int w = 0; w < o.warmup; ++w) h.first->run(h.second);
+        for (int w = 0; w < o.warmup && !stop_asked(); ++w) h.first->run(h.second);
     }
     if (!granted.empty()) out.devices.push_back(p.units[u].name + ": SM limits asked -> granted: " + granted);
     for (auto& [dtype, ex] : ur.executors)
@@ -255,8 +270,9 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   for (size_t m = 0; m < s.models.size(); ++m) samples[m].resize(p.models[m].graph.size());
 
   std::mutex mu;
-  std::condition_variable done_cv;  // a request ended
+  std::condition_variable done_cv;  // a request ended, or a worker stopped
   bool stop = false;  // the run has ended: units start nothing more
+  int workers = 0;    // worker threads not yet stopped
   double flow_clock = 0;  // the latest time handed to the flow (guarded by mu)
   const Clock::time_point t0 = Clock::now();
   auto now = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
@@ -268,6 +284,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
     ur.cv.notify_one();
   });
 
+  for (const auto& u : units) workers += u != nullptr;
   for (size_t u = 0; u < units.size(); ++u) {
     if (!units[u]) continue;
     UnitRunner& ur = *units[u];
@@ -327,6 +344,8 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         flow.segment_done(static_cast<int>(u), w, start, end, stage);
         done_cv.notify_all();
       }
+      --workers;
+      done_cv.notify_all();
     });
   }
 
@@ -372,7 +391,9 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   std::sort(arrivals.begin(), arrivals.end());
   size_t issued = 0;
   for (auto [t, stream] : arrivals) {
-    std::this_thread::sleep_until(t0 + seconds(t));
+    const Clock::time_point due = t0 + seconds(t);
+    while (!stop_asked() && Clock::now() < due) std::this_thread::sleep_until(std::min(due, Clock::now() + kWaitSlice));
+    if (!r.stopped.empty()) break;
     {
       std::lock_guard<std::mutex> lock(mu);
       // The nominal arrival time, handed over at the flow's current time, which must not run
@@ -383,15 +404,28 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
     if (o.progress && (++issued % 16 == 0 || issued == arrivals.size()))
       o.progress(static_cast<double>(issued) / static_cast<double>(arrivals.size()));
   }
+  if (!r.stopped.empty()) r.horizon = std::min(r.horizon, now());  // as a simulation stopped early
   {
-    // Until every issued request has ended or the drain's end; then the workers stop taking
-    // work, and this thread waits for the segments still running.
+    // Until every issued request has ended, the drain's end, or a stop; then the workers stop
+    // taking work, and this thread waits for the segments still running.
     std::unique_lock<std::mutex> lock(mu);
     const Clock::time_point limit = t0 + seconds(s.arrivals_end() + s.drain_s);
-    done_cv.wait_until(lock, limit, [&] { return flow.ended() == flow.requests(); });
+    auto ask = [&] {  // without the lock: the hook may take its time
+      lock.unlock();
+      stop_asked();
+      lock.lock();
+    };
+    while (r.stopped.empty() && flow.ended() != flow.requests() && Clock::now() < limit) {
+      done_cv.wait_until(lock, std::min(limit, Clock::now() + kWaitSlice));
+      ask();
+    }
     stop = true;
     for (auto& u : units)
       if (u) u->cv.notify_one();
+    while (workers > 0) {
+      done_cv.wait_for(lock, kWaitSlice);
+      ask();
+    }
   }
   for (auto& u : units)
     if (u && u->thread.joinable()) u->thread.join();

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "executors/host.h"
@@ -562,6 +563,63 @@ TEST(Runtime, AnOverloadedRunEndsAtItsDrainWithTheRestUnfinished) {
   EXPECT_EQ(rep.requests, 500u);
   EXPECT_EQ(rep.finished, a.finished);
   EXPECT_LE(rep.deadline_attainment, static_cast<double>(a.finished) / 500);  // unfinished ones missed
+  alarm(0);
+}
+
+// The stop hook ends a run at once, as Ctrl-C does a simulation: arrivals stop, queued work
+// does not start, and the result is partial, with every request issued until then in it.
+TEST(Runtime, AStopHookEndsTheRunAtOnceWithAPartialResult) {
+  alarm(120);
+  std::string yaml = kOverloaded;
+  yaml.replace(yaml.find("duration_s: 0.5"), 15, "duration_s: 5");
+  yaml.replace(yaml.find("drain_s: 0.5"), 12, "drain_s: 5");
+  const Scenario s = scenario(yaml);
+  const Plan p = plan_of(s);
+  ExecuteOptions o;
+  o.warmup = 1;
+  // Fires 0.5 s after the clock started (the first progress call, 16 arrivals in).
+  std::optional<std::chrono::steady_clock::time_point> started;
+  o.progress = [&](double) {
+    if (!started) started = std::chrono::steady_clock::now();
+  };
+  int asked = 0;
+  o.should_stop = [&]() -> std::string {
+    ++asked;
+    return started && std::chrono::steady_clock::now() - *started > std::chrono::milliseconds(500) ? "test stop" : "";
+  };
+  const ExecResult r = execute(s, p, o);
+  EXPECT_EQ(r.result.stopped, "test stop");
+  EXPECT_GT(asked, 10);  // asked as the run went (every 10-50 ms), not once
+  // Cut where it stopped, long before the 5 s of arrivals: the horizon is the stop, and the
+  // run ended soon after it (the segment then running).
+  EXPECT_LT(r.result.horizon, s.arrivals_end() / 4);
+  EXPECT_LT(r.result.end_time, 2 * r.result.horizon);
+  // Every request issued until the stop has its record, finished or unfinished.
+  ASSERT_FALSE(r.result.requests.empty());
+  EXPECT_LT(r.result.requests.size(), 2500u);
+  const Accounting a = account(r);
+  EXPECT_EQ(a.failed, 0u) << r.first_error;
+  EXPECT_GT(a.finished, 0u);
+  EXPECT_GT(a.unfinished, 0u);  // overloaded: a queue was left
+  EXPECT_EQ(a.finished + a.unfinished, r.result.requests.size());
+  for (const RequestRecord& q : r.result.requests) EXPECT_LE(q.arrival, r.result.horizon) << q.id;
+  const Report rep = make_report(s, p, r.result, "execute");
+  EXPECT_EQ(rep.partial, "test stop");
+  EXPECT_EQ(rep.requests, r.result.requests.size());
+  alarm(0);
+}
+
+// A stop before the clock starts (during the warmup) runs nothing and says so.
+TEST(Runtime, AStopDuringTheWarmupRunsNothing) {
+  alarm(120);
+  const Scenario s = scenario(kOverloaded);
+  ExecuteOptions o;
+  o.should_stop = [] { return std::string("at once"); };
+  const ExecResult r = execute(s, plan_of(s), o);
+  EXPECT_EQ(r.result.stopped, "at once");
+  EXPECT_TRUE(r.result.requests.empty());
+  EXPECT_TRUE(r.result.trace.empty());
+  EXPECT_LT(r.result.end_time, s.arrivals_end());
   alarm(0);
 }
 
