@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include "executors/host.h"
 #include "executors/runtime.h"
+#include "executors/stop_signal.h"
 #include "reports/report.h"
 #include "sim/cost_model.h"
 #include "scratch.h"
@@ -606,6 +608,36 @@ TEST(Runtime, AStopHookEndsTheRunAtOnceWithAPartialResult) {
   const Report rep = make_report(s, p, r.result, "execute");
   EXPECT_EQ(rep.partial, "test stop");
   EXPECT_EQ(rep.requests, r.result.requests.size());
+  alarm(0);
+}
+
+// The command line's wiring: SIGTERM to the process (any of its threads may take it) ends a
+// real run at once with a partial result, and the process lives on to write it.
+TEST(Runtime, SigtermThroughStopSignalsEndsTheRunWithAPartialResult) {
+  alarm(120);
+  std::string yaml = kOverloaded;
+  yaml.replace(yaml.find("duration_s: 0.5"), 15, "duration_s: 5");
+  const Scenario s = scenario(yaml);
+  StopSignals signals;
+  ExecuteOptions o;
+  o.warmup = 1;
+  std::thread killer;
+  o.progress = [&](double) {  // 0.3 s after the clock started
+    if (!killer.joinable())
+      killer = std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(getpid(), SIGTERM);
+      });
+  };
+  o.should_stop = [] { return StopSignals::reason(); };
+  const ExecResult r = execute(s, plan_of(s), o);
+  if (killer.joinable()) killer.join();
+  EXPECT_EQ(r.result.stopped, "terminated (SIGTERM)");
+  EXPECT_EQ(StopSignals::exit_status(), 143);
+  EXPECT_LT(r.result.end_time, s.arrivals_end() / 4);
+  ASSERT_FALSE(r.result.requests.empty());
+  const Accounting a = account(r);
+  EXPECT_EQ(a.finished + a.unfinished, r.result.requests.size());
   alarm(0);
 }
 
