@@ -24,6 +24,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// ExecuteOptions::should_stop is asked at most this often, and every wait of the calling
+// thread is cut into slices of at most kWaitSlice so that it is asked at least every 50 ms.
+constexpr auto kAskEvery = std::chrono::milliseconds(10);
+constexpr auto kWaitSlice = std::chrono::milliseconds(20);
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
 // What one unit runs: a prepared segment handle per (plan, segment, batch size), on the
 // executor of the model's dtype; transfers are CUDA copies on a link between this host and a
 // GPU (pinned or pageable memory, as the link says), else memcpy between two buffers of the unit.
@@ -83,6 +92,16 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   ExecResult out;
   SimResult& r = out.result;
   r.horizon = s.arrivals_end();
+  // Asks o.should_stop (at most every kAskEvery; from this thread only) unless it has
+  // answered already; true once it has, its answer in r.stopped.
+  Clock::time_point last_ask = Clock::now() - kAskEvery;
+  auto stop_asked = [&]() -> bool {
+    if (!r.stopped.empty()) return true;
+    if (!o.should_stop || Clock::now() - last_ask < kAskEvery) return false;
+    last_ask = Clock::now();
+    r.stopped = o.should_stop();
+    return !r.stopped.empty();
+  };
 
   // Which units run which segments.
   std::vector<std::unique_ptr<UnitRunner>> units(p.units.size());
@@ -239,7 +258,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
             granted += (granted.empty() ? "" : ", ") + std::to_string(asked) + " -> " + std::to_string(got);
         }
       for (auto& [key, h] : ur.handles)
-        for (int w = 0; w < o.warmup; ++w) h.first->run(h.second);
+        for (int w = 0; w < o.warmup && !stop_asked(); ++w) h.first->run(h.second);
     }
     if (!granted.empty()) out.devices.push_back(p.units[u].name + ": SM limits asked -> granted: " + granted);
     for (auto& [dtype, ex] : ur.executors)
@@ -251,8 +270,9 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   for (size_t m = 0; m < s.models.size(); ++m) samples[m].resize(p.models[m].graph.size());
 
   std::mutex mu;
-  std::condition_variable done_cv;
-  bool stop = false;
+  std::condition_variable done_cv;  // a request ended, or a worker stopped
+  bool stop = false;  // the run has ended: units start nothing more
+  int workers = 0;    // worker threads not yet stopped
   double flow_clock = 0;  // the latest time handed to the flow (guarded by mu)
   const Clock::time_point t0 = Clock::now();
   auto now = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
@@ -264,6 +284,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
     ur.cv.notify_one();
   });
 
+  for (const auto& u : units) workers += u != nullptr;
   for (size_t u = 0; u < units.size(); ++u) {
     if (!units[u]) continue;
     UnitRunner& ur = *units[u];
@@ -271,7 +292,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       std::unique_lock<std::mutex> lock(mu);
       for (;;) {
         ur.cv.wait(lock, [&] { return ur.has_item || stop; });
-        if (!ur.has_item) return;
+        if (stop) break;  // the run has ended: the item handed over does not start
         WorkItem w = ur.item;
         ur.has_item = false;
         const Segment& seg = p.models[w.plan].segment_at(w.segment, w.batch);
@@ -299,6 +320,9 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         }
         double end = now();
         lock.lock();
+        // The run ended while this segment ran: it is not recorded, and its requests stay
+        // unfinished, as in a simulation cut at that time.
+        if (stop) break;
         // The flow's clock never runs backwards: an arrival handed to it while this thread
         // waited for the lock may carry a later time than `end`.
         end = std::max(end, flow_clock);
@@ -320,6 +344,8 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         flow.segment_done(static_cast<int>(u), w, start, end, stage);
         done_cv.notify_all();
       }
+      --workers;
+      done_cv.notify_all();
     });
   }
 
@@ -365,8 +391,9 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   std::sort(arrivals.begin(), arrivals.end());
   size_t issued = 0;
   for (auto [t, stream] : arrivals) {
-    std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(t)));
+    const Clock::time_point due = t0 + seconds(t);
+    while (!stop_asked() && Clock::now() < due) std::this_thread::sleep_until(std::min(due, Clock::now() + kWaitSlice));
+    if (!r.stopped.empty()) break;
     {
       std::lock_guard<std::mutex> lock(mu);
       // The nominal arrival time, handed over at the flow's current time, which must not run
@@ -377,14 +404,28 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
     if (o.progress && (++issued % 16 == 0 || issued == arrivals.size()))
       o.progress(static_cast<double>(issued) / static_cast<double>(arrivals.size()));
   }
+  if (!r.stopped.empty()) r.horizon = std::min(r.horizon, now());  // as a simulation stopped early
   {
+    // Until every issued request has ended, the drain's end, or a stop; then the workers stop
+    // taking work, and this thread waits for the segments still running.
     std::unique_lock<std::mutex> lock(mu);
-    auto limit = t0 + std::chrono::duration_cast<Clock::duration>(
-                          std::chrono::duration<double>(r.horizon + s.drain_s));
-    done_cv.wait_until(lock, limit, [&] { return flow.ended() == flow.requests(); });
+    const Clock::time_point limit = t0 + seconds(s.arrivals_end() + s.drain_s);
+    auto ask = [&] {  // without the lock: the hook may take its time
+      lock.unlock();
+      stop_asked();
+      lock.lock();
+    };
+    while (r.stopped.empty() && flow.ended() != flow.requests() && Clock::now() < limit) {
+      done_cv.wait_until(lock, std::min(limit, Clock::now() + kWaitSlice));
+      ask();
+    }
     stop = true;
     for (auto& u : units)
       if (u) u->cv.notify_one();
+    while (workers > 0) {
+      done_cv.wait_for(lock, kWaitSlice);
+      ask();
+    }
   }
   for (auto& u : units)
     if (u && u->thread.joinable()) u->thread.join();

@@ -21,6 +21,13 @@ struct ExecuteOptions {
   size_t trace_limit = 20000;
   // Called now and then from the calling thread with the fraction of arrivals issued.
   std::function<void(double)> progress;
+  // Asked from the calling thread between the warmup runs before the clock starts, then at
+  // least every 50 ms of wall-clock time until the workers have stopped (while arrivals are
+  // issued, during the drain, while waiting for running segments to end). A non-empty answer
+  // ends the run at once as the drain's end does (no further arrival is issued, no queued
+  // segment starts) and becomes SimResult::stopped, as SimOptions::should_stop does in a
+  // simulation: the report then says partial, and the horizon is cut to the stop.
+  std::function<std::string()> should_stop;
   // Fault injection and other wrappers: when set, makes each unit's executor from the
   // registry's params instead of executor_registry().make(executor, ...).
   std::function<std::unique_ptr<Executor>(const Params&, const ConfigNode&)> make_executor;
@@ -42,14 +49,17 @@ struct ExecResult {
 };
 
 // Runs `s` as planned in `p`. A segment whose executor throws ends its request as failed
-// (counted in ExecResult::failed) and its unit goes on with the next item; every request ends
-// finished, failed or unfinished, and the run ends by arrivals end + drain_s plus at most the
-// segments then running. Every unit the plan uses must be a CPU core group whose cores
-// exist on this machine (logical CPU ids first_core .. first_core + cores - 1). Throws
-// ConfigError (scenario file, device line) when a unit cannot run here (a GPU, missing
+// (counted in ExecResult::failed) and its unit goes on with the next item. The run ends once
+// every issued request has ended, at arrivals end + drain_s of wall-clock time, or when
+// o.should_stop answers (before the clock starts: then no request is issued), whichever comes
+// first: from then on no unit starts a queued segment, a segment already running finishes but
+// is not recorded (its requests stay unfinished, as in a simulation cut at that time), and
+// execute returns once those segments have ended. Every issued request then has its record:
+// finished, failed or unfinished (end < 0). Every unit the plan uses must be a CPU core group
+// whose cores exist on this machine (logical CPU ids first_core .. first_core + cores - 1).
+// Throws ConfigError (scenario file, device line) when a unit cannot run here (a GPU, missing
 // CPUs) or a model's dtype cannot run on this CPU (at its dtype key, naming the host's ISA;
-// checked before any work starts), and std::runtime_error when memory is short. Requests still running when
-// arrivals end + drain_s have passed are left unfinished (end < 0), as in simulation.
+// checked before any work starts), and std::runtime_error when memory is short.
 // Background loads on CPU core groups run as spinning threads pinned to their cores (busy
 // for the compute share of every 2 ms); their memory share is not reproduced.
 ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o = {});

@@ -498,7 +498,10 @@ Scenario alone_runs(const Scenario& s, const std::vector<double>& offset, double
     sd.duration_s = period * (count - 0.5);
     c.streams.push_back(sd);
   }
-  c.drain_s = 2 + 4 * period;
+  // The run ends as soon as every request has; the drain only bounds one that does not, and
+  // is wide because a real run cuts off what is still running at its end (a large model's
+  // request on a few cores can take seconds), which would leave the probe with no latency.
+  c.drain_s = 600 + 4 * period;
   return c;
 }
 

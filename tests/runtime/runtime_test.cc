@@ -8,12 +8,16 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "executors/host.h"
 #include "executors/runtime.h"
+#include "executors/stop_signal.h"
+#include "reports/report.h"
 #include "sim/cost_model.h"
 #include "scratch.h"
 
@@ -501,6 +505,153 @@ TEST(RuntimeFaults, AnExecutorFarSlowerThanTheDeadlineLeavesRequestsUnfinishedAn
   EXPECT_EQ(met, 0u);
   // Stopped at arrivals end + drain, plus at most the segments then running (0.3 s each).
   EXPECT_LT(r.result.end_time, s.arrivals_end() + s.drain_s + 1.0);
+  alarm(0);
+}
+
+// One core group running the whole tiny model, overloaded many times over (1000 requests a
+// second for 0.5 s, each taking milliseconds), with a 0.5 s drain and a deadline.
+const char* kOverloaded = R"(
+name: overloaded
+hardware:
+  devices:
+    - {name: cpu0, catalog: epyc-2vcpu, core_groups: [{name: a, cores: 1}]}
+models:
+  - {name: tiny, card: pi0_tiny, dtype: fp32}
+workload:
+  - {name: cam, model: tiny, rate_hz: 1000, duration_s: 0.5, deadline_ms: 100}
+policies: {pipeline: async}
+drain_s: 0.5
+)";
+
+// Counts of a run's records: finished, failed, neither (unfinished).
+struct Accounting {
+  size_t finished = 0, failed = 0, unfinished = 0, met = 0;
+};
+Accounting account(const ExecResult& r) {
+  Accounting a;
+  for (const RequestRecord& q : r.result.requests) {
+    a.finished += q.finished();
+    a.failed += q.failed;
+    a.unfinished += !q.finished() && !q.failed;
+    a.met += q.met();
+    EXPECT_FALSE(q.finished() && q.failed) << q.id;
+  }
+  return a;
+}
+
+// The run ends at arrivals end + drain_s as a simulation does: the workers stop taking
+// queued work there (a segment running may finish), and what did not finish is recorded
+// unfinished, a missed deadline in the report. (Before: the workers emptied their queues
+// after the drain, and every request finished, 3.5 to 4.8 s into a run planned to end at 1 s.)
+TEST(Runtime, AnOverloadedRunEndsAtItsDrainWithTheRestUnfinished) {
+  alarm(120);
+  const Scenario s = scenario(kOverloaded);
+  const Plan p = plan_of(s);
+  ExecuteOptions o;
+  o.warmup = 1;
+  const ExecResult r = execute(s, p, o);
+  // Every arrival was issued and has its record.
+  ASSERT_EQ(r.result.requests.size(), 500u);
+  const Accounting a = account(r);
+  EXPECT_EQ(a.failed, 0u) << r.first_error;
+  EXPECT_GT(a.finished, 0u);
+  EXPECT_GT(a.unfinished, 100u);  // several seconds of work were left at the drain's end
+  EXPECT_EQ(a.finished + a.unfinished, 500u);
+  EXPECT_TRUE(r.result.stopped.empty()) << "the drain is the run's end, not a stop: " << r.result.stopped;
+  // Within twice the run's planned span (arrivals and drain), not the backlog's.
+  const double planned = s.arrivals_end() + s.drain_s;
+  EXPECT_LT(r.result.end_time, 2 * planned) << "ran " << r.result.end_time << " s of a planned " << planned;
+  const Report rep = make_report(s, p, r.result, "execute");
+  EXPECT_EQ(rep.requests, 500u);
+  EXPECT_EQ(rep.finished, a.finished);
+  EXPECT_LE(rep.deadline_attainment, static_cast<double>(a.finished) / 500);  // unfinished ones missed
+  alarm(0);
+}
+
+// The stop hook ends a run at once, as Ctrl-C does a simulation: arrivals stop, queued work
+// does not start, and the result is partial, with every request issued until then in it.
+TEST(Runtime, AStopHookEndsTheRunAtOnceWithAPartialResult) {
+  alarm(120);
+  std::string yaml = kOverloaded;
+  yaml.replace(yaml.find("duration_s: 0.5"), 15, "duration_s: 5");
+  yaml.replace(yaml.find("drain_s: 0.5"), 12, "drain_s: 5");
+  const Scenario s = scenario(yaml);
+  const Plan p = plan_of(s);
+  ExecuteOptions o;
+  o.warmup = 1;
+  // Fires 0.5 s after the clock started (the first progress call, 16 arrivals in).
+  std::optional<std::chrono::steady_clock::time_point> started;
+  o.progress = [&](double) {
+    if (!started) started = std::chrono::steady_clock::now();
+  };
+  int asked = 0;
+  o.should_stop = [&]() -> std::string {
+    ++asked;
+    return started && std::chrono::steady_clock::now() - *started > std::chrono::milliseconds(500) ? "test stop" : "";
+  };
+  const ExecResult r = execute(s, p, o);
+  EXPECT_EQ(r.result.stopped, "test stop");
+  EXPECT_GT(asked, 10);  // asked as the run went (every 10-50 ms), not once
+  // Cut where it stopped, long before the 5 s of arrivals: the horizon is the stop, and the
+  // run ended soon after it (the segment then running).
+  EXPECT_LT(r.result.horizon, s.arrivals_end() / 4);
+  EXPECT_LT(r.result.end_time, 2 * r.result.horizon);
+  // Every request issued until the stop has its record, finished or unfinished.
+  ASSERT_FALSE(r.result.requests.empty());
+  EXPECT_LT(r.result.requests.size(), 2500u);
+  const Accounting a = account(r);
+  EXPECT_EQ(a.failed, 0u) << r.first_error;
+  EXPECT_GT(a.finished, 0u);
+  EXPECT_GT(a.unfinished, 0u);  // overloaded: a queue was left
+  EXPECT_EQ(a.finished + a.unfinished, r.result.requests.size());
+  for (const RequestRecord& q : r.result.requests) EXPECT_LE(q.arrival, r.result.horizon) << q.id;
+  const Report rep = make_report(s, p, r.result, "execute");
+  EXPECT_EQ(rep.partial, "test stop");
+  EXPECT_EQ(rep.requests, r.result.requests.size());
+  alarm(0);
+}
+
+// The command line's wiring: SIGTERM to the process (any of its threads may take it) ends a
+// real run at once with a partial result, and the process lives on to write it.
+TEST(Runtime, SigtermThroughStopSignalsEndsTheRunWithAPartialResult) {
+  alarm(120);
+  std::string yaml = kOverloaded;
+  yaml.replace(yaml.find("duration_s: 0.5"), 15, "duration_s: 5");
+  const Scenario s = scenario(yaml);
+  StopSignals signals;
+  ExecuteOptions o;
+  o.warmup = 1;
+  std::thread killer;
+  o.progress = [&](double) {  // 0.3 s after the clock started
+    if (!killer.joinable())
+      killer = std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(getpid(), SIGTERM);
+      });
+  };
+  o.should_stop = [] { return StopSignals::reason(); };
+  const ExecResult r = execute(s, plan_of(s), o);
+  if (killer.joinable()) killer.join();
+  EXPECT_EQ(r.result.stopped, "terminated (SIGTERM)");
+  EXPECT_EQ(StopSignals::exit_status(), 143);
+  EXPECT_LT(r.result.end_time, s.arrivals_end() / 4);
+  ASSERT_FALSE(r.result.requests.empty());
+  const Accounting a = account(r);
+  EXPECT_EQ(a.finished + a.unfinished, r.result.requests.size());
+  alarm(0);
+}
+
+// A stop before the clock starts (during the warmup) runs nothing and says so.
+TEST(Runtime, AStopDuringTheWarmupRunsNothing) {
+  alarm(120);
+  const Scenario s = scenario(kOverloaded);
+  ExecuteOptions o;
+  o.should_stop = [] { return std::string("at once"); };
+  const ExecResult r = execute(s, plan_of(s), o);
+  EXPECT_EQ(r.result.stopped, "at once");
+  EXPECT_TRUE(r.result.requests.empty());
+  EXPECT_TRUE(r.result.trace.empty());
+  EXPECT_LT(r.result.end_time, s.arrivals_end());
   alarm(0);
 }
 
