@@ -24,7 +24,7 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
                   const std::string& device, const std::vector<int>& threads,
                   const std::vector<std::string>& dtypes, const std::string& grid, int reps,
                   const std::string& executor, bool in_context, InContextOptions io,
-                  const std::string& base, const GpuCalibration& gc, bool quiet) {
+                  const std::string& base, const GpuCalibration& gc, bool quiet, bool progress) {
   check_output_file("--out", out_path);
   if (!base.empty()) check_option_file("--base", base);
   CalibrateOptions o;
@@ -71,10 +71,11 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
     throw ConfigError("<command line>", 0, 0, "--in-context", "in-context calibration needs scenarios to run");
   if (!base.empty() && !in_context)
     throw ConfigError("<command line>", 0, 0, "--base", "--base only makes sense with --in-context");
-  if (!quiet) {
+  if (show_progress(quiet, progress))
     o.progress = [](int done, int total, const std::string&) {
       progress_bar(total > 0 ? static_cast<double>(done) / total : 1.0);
     };
+  if (!quiet) {
     double load[1] = {0};
     if (getloadavg(load, 1) == 1 && load[0] > 0.5 * std::thread::hardware_concurrency())
       std::cerr << "warning: load average " << load[0]
@@ -106,7 +107,7 @@ struct CalibrateArgs {
   GpuCalibration gpu;
   bool in_context = false;
   InContextOptions io;
-  bool quiet = false;
+  bool quiet = false, progress = false;
 };
 
 }  // namespace
@@ -144,9 +145,10 @@ Command add_calibrate(CLI::App& app) {
   cal->add_option("--base", a->base,
                   "with --in-context: start from this profile instead of measuring the grid and graphs");
   cal->add_flag("-q,--quiet", a->quiet, "no progress bar");
+  add_progress_flag(cal, a->progress);
   return {cal, [a](const Common& c) {
             return run_calibrate(c, a->scenarios, a->out, a->device, a->threads, a->dtypes, a->grid, a->reps,
-                                 a->executor, a->in_context, a->io, a->base, a->gpu, a->quiet);
+                                 a->executor, a->in_context, a->io, a->base, a->gpu, a->quiet, a->progress);
           }};
 }
 

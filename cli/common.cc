@@ -123,6 +123,10 @@ void progress_bar(double f) {
   std::fflush(stderr);
 }
 
+std::function<void(double)> progress_for(bool quiet, bool forced) {
+  return show_progress(quiet, forced) ? progress_bar : std::function<void(double)>();
+}
+
 void add_progress_flag(CLI::App* cmd, bool& forced, const std::string& detail) {
   cmd->add_flag("--progress", forced,
                 "show progress on stderr even when it is not a terminal (" + detail +

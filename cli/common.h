@@ -73,6 +73,9 @@ bool show_progress(bool quiet, bool forced);
 // Draws a one-line progress bar of fraction `f` on stderr (ends the line at 1).
 void progress_bar(double f);
 
+// progress_bar when show_progress(quiet, forced), else an empty function.
+std::function<void(double)> progress_for(bool quiet, bool forced);
+
 // A simulation's progress line on stderr: bar, the model's clock, requests ended, and model
 // events per second of wall time since the line was made.
 std::function<void(const SimProgress&)> sim_progress_line();

@@ -1,7 +1,5 @@
 // vlasim graph and vlasim passes: the operator graph a model card builds, and the speed-up
 // table of its graph passes.
-#include <unistd.h>
-
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -65,7 +63,7 @@ int run_graph(const Common& c, const std::string& card_name, int views, int prom
 
 // `vlasim passes`: the cumulative speed-up table of the graph passes (reports/passes.h).
 int run_passes(const Common& c, ModelChoice mc, const std::string& device, bool measure, int reps,
-               const std::string& dir, bool quiet) {
+               const std::string& dir, bool quiet, bool progress) {
   if (!dir.empty()) check_output_dir("--out", dir);
   PassTableOptions o;
   if (mc.passes) {
@@ -89,8 +87,7 @@ int run_passes(const Common& c, ModelChoice mc, const std::string& device, bool 
       return [ex, seg] { return ex->run(seg).total; };
     };
   }
-  const bool bar = !quiet && isatty(STDERR_FILENO);
-  const PassTable t = make_pass_table(s, model, o, bar ? progress_bar : std::function<void(double)>());
+  const PassTable t = make_pass_table(s, model, o, progress_for(quiet, progress));
   if (!quiet) std::cout << pass_table_markdown(t);
   if (!dir.empty()) {
     fs::create_directories(dir);
@@ -114,7 +111,7 @@ struct GraphArgs {
 struct PassesArgs {
   ModelChoice mc;
   std::string device, dir;
-  bool measure = false, quiet = false;
+  bool measure = false, quiet = false, progress = false;
   int reps = 5;
 };
 
@@ -156,8 +153,9 @@ Command add_passes(CLI::App& app) {
       ->capture_default_str()->check(whole_number(1, 1000));
   pss->add_option("-o,--out", a->dir, "directory for passes.md and passes.csv");
   pss->add_flag("-q,--quiet", a->quiet, "print nothing but errors");
+  add_progress_flag(pss, a->progress);
   return {pss, [a](const Common& c) {
-            return run_passes(c, a->mc, a->device, a->measure, a->reps, a->dir, a->quiet);
+            return run_passes(c, a->mc, a->device, a->measure, a->reps, a->dir, a->quiet, a->progress);
           }};
 }
 

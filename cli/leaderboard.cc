@@ -1,7 +1,5 @@
 // vlasim leaderboard and vlasim roofline: a model's predicted time, energy and cost on every
 // catalog GPU, and its roofline per device, stage and operator class.
-#include <unistd.h>
-
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -17,11 +15,10 @@ namespace {
 
 
 int run_leaderboard(const Common& c, const ModelChoice& mc, const LeaderboardOptions& o, const std::string& dir,
-                    bool quiet) {
+                    bool quiet, bool progress) {
   if (!dir.empty()) check_output_dir("--out", dir);
   const LeaderboardModel m = choose_model(c, mc);
-  const bool bar = !quiet && isatty(STDERR_FILENO);
-  const Leaderboard lb = make_leaderboard(m, c.catalog, c.cards, o, bar ? progress_bar : std::function<void(double)>());
+  const Leaderboard lb = make_leaderboard(m, c.catalog, c.cards, o, progress_for(quiet, progress));
   if (!quiet) std::cout << leaderboard_markdown(lb);
   if (!dir.empty()) {
     std::vector<std::string> warnings;
@@ -52,7 +49,7 @@ struct LeaderboardArgs {
   ModelChoice mc;
   LeaderboardOptions o;
   std::string dir;
-  bool quiet = false;
+  bool quiet = false, progress = false;
 };
 
 // The roofline command's options.
@@ -85,7 +82,8 @@ Command add_leaderboard(CLI::App& app) {
       ->capture_default_str()->check(number_in(0, 1, false));
   lboard->add_option("-o,--out", a->dir, "directory for leaderboard.md/.csv, the Pareto SVGs and roofline files");
   lboard->add_flag("-q,--quiet", a->quiet, "print nothing but errors");
-  return {lboard, [a](const Common& c) { return run_leaderboard(c, a->mc, a->o, a->dir, a->quiet); }};
+  add_progress_flag(lboard, a->progress);
+  return {lboard, [a](const Common& c) { return run_leaderboard(c, a->mc, a->o, a->dir, a->quiet, a->progress); }};
 }
 
 Command add_roofline(CLI::App& app) {

@@ -108,7 +108,7 @@ void publish_sweep(const SweepResult& r, const std::string& dir, bool quiet) {
 // per configuration for --goal capacity) printed and written to DIR/grid.md, grid.csv,
 // grid.svg. Runs in this process only.
 int run_sweep_grid(const std::function<SweepSpec(bool)>& setup, const std::vector<std::string>& sets,
-                   const std::string& dir, bool quiet) {
+                   const std::string& dir, bool quiet, const std::function<void(double)>& progress) {
   if (detect_mpi_launch().launched) {
     std::cerr << "error: vlasim sweep: a grid (several --set) runs in one process; run it without mpirun\n";
     return 2;
@@ -152,7 +152,6 @@ int run_sweep_grid(const std::function<SweepSpec(bool)>& setup, const std::vecto
     for (size_t k = 0; k < g.keys.size(); ++k) spec.fixed.emplace_back(g.keys[k], g.configs[c][k]);
     const std::string label = grid_label(g.keys, g.configs[c]);
     if (!quiet) std::cerr << "configuration " << c + 1 << " of " << g.configs.size() << ": " << label << "\n";
-    const std::function<void(double)> progress = quiet ? std::function<void(double)>() : progress_bar;
     try {
       g.sweeps.push_back(run_sweep(spec, progress));
       g.refused.emplace_back();
@@ -184,9 +183,9 @@ int run_sweep_cmd(const Common& c, const std::string& path, const std::vector<st
   auto setup = [&](bool lead) {
     return sweep_spec(c, path, sets, goal_name, slo, cap_gb, mem_device, dir, out, lead);
   };
-  const std::function<void(double)> progress = out.quiet ? std::function<void(double)>() : progress_bar;
+  const std::function<void(double)> progress = progress_for(out.quiet, out.progress);
   auto publish = [&](const SweepResult& r) { publish_sweep(r, dir, out.quiet); };
-  if (sets.size() > 1) return run_sweep_grid(setup, sets, dir, out.quiet);
+  if (sets.size() > 1) return run_sweep_grid(setup, sets, dir, out.quiet, progress);
   if (const MpiLaunch launch = detect_mpi_launch(); launch.launched) {
 #ifdef VLASIM_WITH_MPI
     return run_sweep_over_ranks(setup, progress, publish);
@@ -242,6 +241,7 @@ Command add_sweep(CLI::App& app) {
   sweep->add_option("--memory-device", a->mem_device, "device whose peak memory is weighed (default: the first)");
   sweep->add_option("-o,--out", a->dir, "directory for sweep.csv, sweep.md and sweep.svg");
   sweep->add_flag("-q,--quiet", a->out.quiet, "print only the best value");
+  add_progress_flag(sweep, a->out.progress);
   add_limit_options(sweep, a->out);
   return {sweep, [a](const Common& c) {
             return run_sweep_cmd(c, a->scenario, a->sets, a->goal, a->slo, a->cap_gb, a->mem_device, a->dir, a->out);

@@ -1,7 +1,5 @@
 // vlasim validate-papers: every published figure of scenarios/papers/figures.yaml predicted
 // and compared, each paper out of sample.
-#include <unistd.h>
-
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -14,12 +12,12 @@
 namespace vlasim::cli {
 namespace {
 
-int run_validate_papers(const Common& c, const std::string& path, const std::string& dir, bool quiet) {
+int run_validate_papers(const Common& c, const std::string& path, const std::string& dir, bool quiet,
+                        bool progress) {
   if (!dir.empty()) check_output_dir("--out", dir);
   check_option_file("figures", path);
   const FigureTable t = load_figure_table(path);
-  const bool bar = !quiet && isatty(STDERR_FILENO);
-  const Validation v = validate_papers(t, c.catalog, c.cards, bar ? progress_bar : std::function<void(double)>());
+  const Validation v = validate_papers(t, c.catalog, c.cards, progress_for(quiet, progress));
   const std::string md = validation_markdown(t, v);
   std::cout << md;
   if (!dir.empty()) {
@@ -34,7 +32,7 @@ int run_validate_papers(const Common& c, const std::string& path, const std::str
 // The validate-papers command's options.
 struct ValidatePapersArgs {
   std::string figures = "scenarios/papers/figures.yaml", dir;
-  bool quiet = false;
+  bool quiet = false, progress = false;
 };
 
 }  // namespace
@@ -47,7 +45,8 @@ Command add_validate_papers(CLI::App& app) {
   vpap->add_option("figures", a->figures, "figure table (default: scenarios/papers/figures.yaml)");
   vpap->add_option("-o,--out", a->dir, "folder for validate.md and validate.csv");
   vpap->add_flag("-q,--quiet", a->quiet, "no progress bar");
-  return {vpap, [a](const Common& c) { return run_validate_papers(c, a->figures, a->dir, a->quiet); }};
+  add_progress_flag(vpap, a->progress);
+  return {vpap, [a](const Common& c) { return run_validate_papers(c, a->figures, a->dir, a->quiet, a->progress); }};
 }
 
 }  // namespace vlasim::cli
