@@ -3,6 +3,7 @@
 // non-zero exit status; this file builds the command line and dispatches.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <utility>
@@ -16,17 +17,24 @@ using namespace vlasim::cli;
 
 namespace {
 
-// Reports a command line CLI11 refused and returns the exit status: 0 after --help, else 2.
+// Reports a command line CLI11 refused and returns the exit status: 0 after --help or
+// --version, else 2. A word where the command goes that names none is named as the error.
 int parse_failure(CLI::App& app, const CLI::ParseError& e) {
-  if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+  if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
   const CLI::App* sweep = app.get_subcommand("sweep");
   if (sweep->parsed() && detect_mpi_launch().rank > 0) return 2;  // mpirun: rank 0 says it once
-  std::cerr << "error: " << e.what();
   if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&e)) {
     std::vector<std::string> names;
     for (const CLI::App* s : std::as_const(app).get_subcommands([](const CLI::App*) { return true; }))
       names.push_back(s->get_name());
-    std::cerr << "; subcommands are: " << join_names(names);
+    const std::vector<std::string> words = app.remaining();  // what matched no option or command
+    const auto word = std::find_if(words.begin(), words.end(), [](const std::string& w) { return !w.starts_with('-'); });
+    if (word != words.end())
+      std::cerr << "error: unknown command '" << *word << "'; commands are: " << join_names(names);
+    else
+      std::cerr << "error: " << e.what() << "; subcommands are: " << join_names(names);
+  } else {
+    std::cerr << "error: " << e.what();
   }
   const std::vector<CLI::App*> given = app.get_subcommands();
   std::cerr << "\nsee 'vlasim" << (given.empty() ? "" : " " + given.front()->get_name())
@@ -41,6 +49,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   Common c;
   add_common_options(app, c);
+  app.set_version_flag("--version", std::string("vlasim ") + VLASIM_VERSION, "print the version and exit");
   // In the order `vlasim --help` lists them.
   const std::vector<Command> commands = {
       add_simulate(app),    add_execute(app),  add_compare(app),     add_calibrate(app),

@@ -24,6 +24,12 @@ expect_error "does not fit" 2 "over by" simulate "$src/tests/data/broken_scenari
 expect_error "unknown card" 2 "no model card 'nope'" graph nope
 expect_error "unknown list family" 2 "valid names are" list nope
 expect_error "no subcommand" 2 "subcommands are: simulate" 
+expect_error "unknown command" 2 "^error: unknown command 'frobnicate'; commands are: simulate, execute, .*, passes$" frobnicate
+expect_error "unknown command after a global option" 2 "unknown command 'frobnicate'" --catalog "$src/sim/catalog" frobnicate
+"$bin" --version >"$tmp/version"; rc=$?
+version=$(sed -n 's/^project(vlasim VERSION \([0-9.]*\) .*/\1/p' "$src/CMakeLists.txt")
+check "--version exits 0" test "$rc" -eq 0
+check "--version prints CMake's project version ($version)" grep -qx "vlasim $version" "$tmp/version"
 "$bin" --help >"$tmp/help"; rc=$?
 check "--help exits 0" test "$rc" -eq 0
 check "--help prints the subcommands" grep -q "simulate" "$tmp/help"
