@@ -15,7 +15,7 @@ find_package(CLI11 REQUIRED)
 find_package(Threads REQUIRED)
 
 # Optional: Boost.MPI over Open MPI (Debian: libboost-mpi-dev, which brings libopenmpi-dev)
-# lets `vlasim sweep` under mpirun spread its values over the ranks (vlasim_mpi.cc). Without
+# lets `vlasim sweep` under mpirun spread its values over the ranks (cli/mpi.cc). Without
 # it the build works and sweeps run in one process. Boost::mpi does not carry MPI itself, so
 # MPI's C++ target comes too (without the deprecated MPI C++ bindings).
 find_package(Boost 1.74 QUIET OPTIONAL_COMPONENTS mpi serialization)

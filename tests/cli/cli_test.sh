@@ -24,6 +24,12 @@ expect_error "does not fit" 2 "over by" simulate "$src/tests/data/broken_scenari
 expect_error "unknown card" 2 "no model card 'nope'" graph nope
 expect_error "unknown list family" 2 "valid names are" list nope
 expect_error "no subcommand" 2 "subcommands are: simulate" 
+expect_error "unknown command" 2 "^error: unknown command 'frobnicate'; commands are: simulate, execute, .*, passes$" frobnicate
+expect_error "unknown command after a global option" 2 "unknown command 'frobnicate'" --catalog "$src/sim/catalog" frobnicate
+"$bin" --version >"$tmp/version"; rc=$?
+version=$(sed -n 's/^project(vlasim VERSION \([0-9.]*\) .*/\1/p' "$src/CMakeLists.txt")
+check "--version exits 0" test "$rc" -eq 0
+check "--version prints CMake's project version ($version)" grep -qx "vlasim $version" "$tmp/version"
 "$bin" --help >"$tmp/help"; rc=$?
 check "--help exits 0" test "$rc" -eq 0
 check "--help prints the subcommands" grep -q "simulate" "$tmp/help"
@@ -140,6 +146,24 @@ check "--progress ends at 100% with requests and events/s" \
   grep -qE '100%  simulated [0-9.e+]+ s  100 requests  [0-9.e+]+ events/s' "$tmp/progress.err"
 "$bin" simulate "$src/scenarios/default.yaml" -q 2>"$tmp/noprogress.err" >/dev/null
 check "no progress line off a terminal without --progress" test ! -s "$tmp/noprogress.err"
+# Every long command draws its bar only when stderr is a terminal (here it is a file, as in
+# `scripts/run.sh > log`), even without -q; --progress forces the frames up to 100%.
+no_frames() { ! grep -q $'\r' "$1" && ! grep -qE '\] +[0-9]+%' "$1"; }
+frames_to_100() { grep -q $'\r' "$1" && grep -qE '\[#{40}\] 100%' "$1"; }
+progress_check() {  # progress_check NAME ARGS...
+  local name=$1; shift
+  "$bin" "$@" >/dev/null 2>"$tmp/bar.err"; local rc=$?
+  check "$name: exits 0 (got $rc)" test "$rc" -eq 0
+  check "$name: no progress frames in a file" no_frames "$tmp/bar.err"
+  "$bin" "$@" --progress >/dev/null 2>"$tmp/bar.err"; rc=$?
+  check "$name --progress: exits 0 (got $rc)" test "$rc" -eq 0
+  check "$name --progress: frames up to 100%" frames_to_100 "$tmp/bar.err"
+}
+progress_check "sweep" sweep "$src/scenarios/default.yaml" --set workload.0.rate_hz=1,2
+progress_check "grid sweep" sweep "$src/scenarios/default.yaml" --set workload.0.rate_hz=1,2 --set workload.0.deadline_ms=100,40
+progress_check "leaderboard" leaderboard pi0_tiny --devices rtx4090,h100-sxm
+progress_check "passes" passes pi0_tiny --device rtx4090
+progress_check "calibrate" calibrate --grid none -o "$tmp/progress_profile.json"
 
 # CET leaderboard and roofline (issue 14): refusals name the option; files on a rerun are the
 # same bytes; one CSV row per GPU-type catalog entry.

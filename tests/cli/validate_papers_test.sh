@@ -7,7 +7,9 @@ bin=$1; src=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 fail=0
-"$bin" validate-papers "$src/scenarios/papers/figures.yaml" -q -o "$tmp/a" >/dev/null || { echo "FAILED: exit $?"; exit 1; }
+"$bin" validate-papers "$src/scenarios/papers/figures.yaml" -o "$tmp/a" >/dev/null 2>"$tmp/err" || { echo "FAILED: exit $?"; cat "$tmp/err"; exit 1; }
+# stderr is a file here, not a terminal: no progress frames in it without --progress
+if grep -q $'\r' "$tmp/err" || grep -qE '\] +[0-9]+%' "$tmp/err"; then echo "FAILED: progress frames in a file"; fail=1; fi
 figures=$(grep -c '^  - id:' "$src/scenarios/papers/figures.yaml")
 evaluated=$(grep -c '^    eval:' "$src/scenarios/papers/figures.yaml")
 rows=$(($(wc -l <"$tmp/a/validate.csv") - 1))

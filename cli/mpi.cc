@@ -1,7 +1,7 @@
 // `vlasim sweep` over MPI ranks (Boost.MPI): rank r simulates the values i with
 // i % size == r, rank 0 gathers the rows, finishes the sweep and writes its outputs. The
 // sweep itself is reports/sweep.h's; this file only moves its rows and its errors.
-#include "vlasim_mpi.h"
+#include "cli/mpi.h"
 
 #include <boost/mpi/collectives.hpp>
 #include <boost/mpi/communicator.hpp>

@@ -1,0 +1,155 @@
+// vlasim calibrate: operators profiled on this machine's executor into a device profile.
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "executors/calibration/calibrate.h"
+#include "sim/profile.h"
+
+namespace vlasim::cli {
+namespace {
+
+// What a GPU calibration takes beyond a CPU's.
+struct GpuCalibration {
+  std::vector<int> sms;  // SM limits (--sms)
+  bool graph = false;    // --graph
+};
+
+int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, const std::string& out_path,
+                  const std::string& device, const std::vector<int>& threads,
+                  const std::vector<std::string>& dtypes, const std::string& grid, int reps,
+                  const std::string& executor, bool in_context, InContextOptions io,
+                  const std::string& base, const GpuCalibration& gc, bool quiet, bool progress) {
+  check_output_file("--out", out_path);
+  if (!base.empty()) check_option_file("--base", base);
+  CalibrateOptions o;
+  o.catalog_dir = c.catalog;
+  o.executor = executor;
+  o.catalog_device = device;
+  const Catalog catalog = Catalog::load_dir(c.catalog);
+  const DeviceSpec* spec = catalog.find(device);
+  const bool gpu = spec && spec->type == DeviceType::Gpu;
+  if (spec && !gpu && (!gc.sms.empty() || gc.graph))
+    throw ConfigError("<command line>", 0, 0, gc.graph ? "--graph" : "--sms",
+                      "SM limits and graph replay calibrate a GPU; --device " + device + " is not one");
+  if (gpu && in_context)
+    throw ConfigError("<command line>", 0, 0, "--in-context",
+                      "in-context calibration runs CPU core groups; a GPU is calibrated op by op (--graph for "
+                      "CUDA Graph replays)");
+  if (!threads.empty()) o.threads = threads;
+  o.sms = gc.sms;
+  o.graph = gc.graph;
+  if (gpu) o.dtypes = {DType::BF16};
+  if (!dtypes.empty()) {
+    o.dtypes.clear();
+    for (const auto& d : dtypes) {
+      DType t;
+      if (d == "auto") t = gpu ? DType::BF16 : native_cpu_dtype();
+      else if (!parse_dtype(d, &t))
+        throw ConfigError("<command line>", 0, 0, "--dtypes", "unknown dtype '" + d + "'; valid names are: auto, fp32, bf16");
+      if (std::string why = gpu ? "" : cpu_dtype_problem(t); !why.empty())
+        throw ConfigError("<command line>", 0, 0, "--dtypes", std::string("dtype ") + to_string(t) + ": " + why);
+      o.dtypes.push_back(t);
+    }
+  }
+  if (!parse_grid_level(grid, &o.grid))
+    throw ConfigError("<command line>", 0, 0, "--grid", "unknown grid '" + grid + "'; valid names are: none, quick, full");
+  o.repetitions = reps;
+  std::vector<Scenario> loaded;
+  for (const auto& path : scenarios) {
+    loaded.push_back(load_scenario(path, c.catalog, c.cards));
+    resolve_auto_dtypes(loaded.back(), native_cpu_dtype());
+    if (!quiet) tell_auto_dtypes(loaded.back());
+    add_scenario(o, loaded.back());
+  }
+  if (in_context && loaded.empty())
+    throw ConfigError("<command line>", 0, 0, "--in-context", "in-context calibration needs scenarios to run");
+  if (!base.empty() && !in_context)
+    throw ConfigError("<command line>", 0, 0, "--base", "--base only makes sense with --in-context");
+  if (show_progress(quiet, progress))
+    o.progress = [](int done, int total, const std::string&) {
+      progress_bar(total > 0 ? static_cast<double>(done) / total : 1.0);
+    };
+  if (!quiet) {
+    double load[1] = {0};
+    if (getloadavg(load, 1) == 1 && load[0] > 0.5 * std::thread::hardware_concurrency())
+      std::cerr << "warning: load average " << load[0]
+                << " on this machine; calibration measures best on an idle machine\n";
+  }
+  DeviceProfile profile = base.empty() ? calibrate(o) : load_profile(base);
+  if (!base.empty())
+    if (std::string why = profile_isa_problem(profile, base, host_info().isa); !why.empty())
+      throw ConfigError("<command line>", 0, 0, "--base", why);
+  if (in_context) {
+    io.executor = executor;
+    if (!quiet) std::cerr << "in context: running " << loaded.size() << " scenario(s) one request at a time...\n";
+    for (const InContextSummary& r : calibrate_in_context(profile, loaded, io))
+      std::printf("in context %-28s %3d requests: ops %.3f ms, segments %.3f ms, latency %.3f ms\n",
+                    r.scenario.c_str(), r.requests, r.op_seconds * 1e3, r.wall_seconds * 1e3,
+                    r.latency_seconds * 1e3);
+  }
+  save_profile(profile, out_path);
+  if (!quiet) std::cout << "wrote " << out_path << "\n";
+  return 0;
+}
+
+// The calibrate command's options.
+struct CalibrateArgs {
+  std::vector<std::string> scenarios, dtypes;
+  std::vector<int> threads;
+  std::string out = "profile.json", device = "epyc-2vcpu", grid = "full", executor = "onednn", base;
+  int reps = 5;
+  GpuCalibration gpu;
+  bool in_context = false;
+  InContextOptions io;
+  bool quiet = false, progress = false;
+};
+
+}  // namespace
+
+Command add_calibrate(CLI::App& app) {
+  auto a = std::make_shared<CalibrateArgs>();
+  CLI::App* cal = app.add_subcommand("calibrate", "profile operators on this machine's executor and write a device profile");
+  cal->add_option("scenarios", a->scenarios, "scenarios whose every operator shape is profiled too");
+  cal->add_option("-o,--out", a->out, "profile file to write")->capture_default_str();
+  cal->add_option("--device", a->device, "catalog entry the profile describes")->capture_default_str();
+  cal->add_option("--threads", a->threads, "core-group sizes to profile (default 1, plus the scenarios')")
+      ->delimiter(',')->check(whole_number(1, 4096));
+  cal->add_option("--sms", a->gpu.sms,
+                  "GPU --device: SM limits to profile, each on a green context (default the whole GPU, plus the "
+                  "scenarios' streams)")
+      ->delimiter(',')->check(whole_number(1, 4096));
+  cal->add_flag("--graph", a->gpu.graph,
+                "GPU --device: time each op as a CUDA Graph replay (for devices with graph_capture)");
+  cal->add_option("--dtypes", a->dtypes, "dtypes to profile: auto, fp32, bf16 (default auto: this CPU's native dtype, see `vlasim list host`, or bf16 on a GPU; plus the scenarios')")->delimiter(',');
+  cal->add_option("--grid", a->grid, "shape grid: none, quick or full")->capture_default_str();
+  cal->add_option("--reps", a->reps, "timed runs per operator (median)")->capture_default_str()->check(whole_number(1, 100000));
+  cal->add_option("--executor", a->executor, "executor name")->capture_default_str();
+  cal->add_flag("--in-context", a->in_context,
+                "also run the scenarios' own segments one request at a time through the real runtime "
+                "and keep those op times and the dispatch overhead");
+  cal->add_option("--context-requests", a->io.repetitions,
+                  "with --in-context: timed requests per scenario (more give the run-to-run "
+                  "variation's tail; fewer when slow)")
+      ->capture_default_str()
+      ->check(whole_number(5, 100000));
+  cal->add_option("--context-seconds", a->io.max_seconds,
+                  "with --in-context: about how long each scenario's timed requests may take")
+      ->capture_default_str()
+      ->check(number_in(0, 86400, true));
+  cal->add_option("--base", a->base,
+                  "with --in-context: start from this profile instead of measuring the grid and graphs");
+  cal->add_flag("-q,--quiet", a->quiet, "no progress bar");
+  add_progress_flag(cal, a->progress);
+  return {cal, [a](const Common& c) {
+            return run_calibrate(c, a->scenarios, a->out, a->device, a->threads, a->dtypes, a->grid, a->reps,
+                                 a->executor, a->in_context, a->io, a->base, a->gpu, a->quiet, a->progress);
+          }};
+}
+
+}  // namespace vlasim::cli

@@ -1,0 +1,106 @@
+// vlasim simulate: a scenario predicted by the discrete-event model.
+#include <csignal>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cli/commands.h"
+#include "reports/report.h"
+#include "scheduler/traffic_controller.h"
+
+namespace vlasim::cli {
+namespace {
+
+// Set by the first Ctrl-C of a simulation.
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+
+// Exit statuses of a simulation stopped early; its partial report is written all the same.
+constexpr int kExitWallLimit = 3;
+constexpr int kExitInterrupted = 130;
+
+int run_simulate(const Common& c, const std::string& path, long long seed, const OutputOptions& out) {
+  if (!out.dir.empty()) check_output_dir("--out", out.dir);
+  Prepared pr = prepare(c, path, seed, false, out.quiet);
+  SimOptions opt = out.sim_options();
+  if (show_progress(out.quiet, out.progress)) opt.progress = sim_progress_line();
+  // The first Ctrl-C stops the run at the next check and writes what ran; a second one kills.
+  struct sigaction sa = {};
+  sa.sa_handler = on_sigint;
+  sa.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &sa, nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  opt.should_stop = [&]() -> std::string {
+    if (g_interrupted) return "interrupted (SIGINT)";
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (out.max_wall_s > 0 && wall > out.max_wall_s)
+      return "--max-wall-s " + fmt_g(out.max_wall_s) + " reached";
+    return "";
+  };
+  // Constant memory: each record is counted and written as it leaves the simulation.
+  std::optional<ReportBuilder> builder;
+  std::optional<RequestsCsv> csv;
+  if (out.stream_records) {
+    builder.emplace(pr.s, true);
+    if (!out.dir.empty()) {
+      fs::create_directories(out.dir);
+      csv.emplace(pr.s, pr.plan, out.dir + "/requests.csv");
+    }
+    opt.on_record = [&](const RequestRecord& q) {
+      builder->add(q);
+      if (csv) csv->row(q);
+    };
+  }
+  // A live traffic controller routes the robots of workloads that name a group.
+  std::unique_ptr<LiveController> controller;
+  if (pr.s.controller.on()) {
+    controller = std::make_unique<LiveController>(pr.s);
+    opt.router = controller.get();
+  }
+  SimResult r = simulate(pr.s, pr.plan, opt);
+  signal(SIGINT, SIG_DFL);
+  if (csv) csv->close();
+  if (controller) {
+    const std::string md = controller_decisions_markdown(*controller);
+    if (!out.quiet)
+      std::cout << "\ncontroller (" << pr.s.controller.strategy << ", every " << fmt_g(pr.s.controller.interval_s)
+                << " s): " << controller->decisions().size() << " placements for the demand it saw\n" << md;
+    if (!out.dir.empty()) {
+      fs::create_directories(out.dir);
+      std::ofstream(out.dir + "/controller.md") << "# Traffic controller decisions\n\n" << md;
+      std::ofstream(out.dir + "/controller.csv") << controller_decisions_csv(*controller);
+    }
+  }
+  if (builder) {
+    const Report rep = builder->finish(pr.plan, r, "simulate");
+    write_outputs(pr, r, "simulate", out, &rep);
+  } else {
+    write_outputs(pr, r, "simulate", out);
+  }
+  if (r.stopped.empty()) return 0;
+  std::cerr << "stopped early: " << r.stopped << " at " << fmt_g(r.end_time)
+            << " s of simulated time; the report covers what ran\n";
+  return g_interrupted ? kExitInterrupted : kExitWallLimit;
+}
+
+}  // namespace
+
+Command add_simulate(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("simulate", "predict latency, throughput, memory and deadlines of a scenario");
+  add_run_options(cmd, *o);
+  add_limit_options(cmd, o->out);
+  cmd->add_option("--max-wall-s", o->out.max_wall_s,
+                  "stop after this many wall-clock seconds and write the report of what ran, "
+                  "marked partial (exit 3); Ctrl-C does the same (exit 130)")
+      ->check(number_in(0, 1e9, true));
+  cmd->add_flag("--stream-records", o->out.stream_records,
+                "constant memory for long runs: write each request's row to requests.csv as it "
+                "finishes and take percentiles from a histogram (within 0.1% of exact) instead "
+                "of keeping every record");
+  return {cmd, [o](const Common& c) { return run_simulate(c, o->scenario, o->seed, o->out); }};
+}
+
+}  // namespace vlasim::cli
