@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +68,15 @@ int main(int argc, char** argv) {
       if (*cmd.app) return cmd.run(c);
   } catch (const ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // An input too large for the memory this process may use (ulimit -v, a container's
+    // limit) is a bad input like another: named, exit 2 (issue 28).
+    std::string line = "vlasim";
+    for (int i = 1; i < argc; ++i) line += std::string(" ") + argv[i];
+    std::cerr << "error: out of memory running '" << line
+              << "': an allocation failed; the input needs more memory than this process may use "
+                 "(see --max-memory-gb and the limits in README)\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

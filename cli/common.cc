@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "executors/executor.h"
+#include "executors/stop_signal.h"
 #include "models/passes/passes.h"
 #include "reports/control.h"
 #include "reports/plot.h"
@@ -281,6 +282,7 @@ ExecResult run_for_real(const Prepared& pr, const OutputOptions& out, const std:
   opt.max_requests = out.max_requests;
   opt.max_memory_bytes = out.max_memory_gb * 1e9;
   opt.max_seconds = out.max_run_s;
+  opt.should_stop = [] { return StopSignals::reason(); };  // the command holds a StopSignals
   if (show_progress(out.quiet, out.progress)) opt.progress = progress_bar;
   if (!out.quiet)
     std::cerr << "measuring: " << pr.s.arrivals_end() << " s of arrivals in wall-clock time...\n";
@@ -291,6 +293,14 @@ ExecResult run_for_real(const Prepared& pr, const OutputOptions& out, const std:
     std::cerr << "error: " << r.failed << " requests failed in their executor; the first: "
               << r.first_error << "\n";
   return r;
+}
+
+int signal_stop(const SimResult& r) {
+  const int status = StopSignals::exit_status();
+  if (status)
+    std::cerr << "stopped early: " << (r.stopped.empty() ? StopSignals::reason() : r.stopped) << " after "
+              << fmt_g(r.horizon) << " s of arrivals; the report covers what ran, every request issued counted\n";
+  return status;
 }
 
 void add_model_options(CLI::App* cmd, ModelChoice& mc) {

@@ -141,8 +141,15 @@ void write_outputs(const Prepared& pr, const SimResult& r, const std::string& mo
                    const OutputOptions& out, const Report* streamed = nullptr);
 
 // Runs the prepared scenario on the real executors, telling the user what it does.
+// The caller holds a StopSignals (executors/stop_signal.h) until its outputs are written: a
+// SIGINT or SIGTERM ends the run at once with a partial result (signal_stop() below).
 ExecResult run_for_real(const Prepared& pr, const OutputOptions& out, const std::string& executor,
                         int warmup);
+
+// After a real run's outputs are written: 0 when no signal ended it; else says on stderr that
+// the run stopped early and that the report covers what ran, and returns 130 (SIGINT) or 143
+// (SIGTERM).
+int signal_stop(const SimResult& r);
 
 // What `leaderboard`, `roofline` and `passes` run: a card at its defaults (with the shape
 // options given), or a model of a scenario file (--model, default the first). A path ending in

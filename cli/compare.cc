@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "cli/commands.h"
+#include "executors/stop_signal.h"
 #include "reports/plot.h"
 #include "reports/compare.h"
 #include "reports/control.h"
@@ -28,6 +29,7 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
   Prepared pr = prepare(c, path, seed, true, out.quiet);
   SimOptions sopt = out.sim_options();
   SimResult predicted = simulate(pr.s, pr.plan, sopt);
+  StopSignals signals;  // SIGINT / SIGTERM: the comparison of what ran, exit 130 / 143
   ExecResult measured = run_for_real(pr, out, executor, warmup);
   Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured.result,
                                 op_times(pr.s, pr.plan, measured.op_seconds), margin);
@@ -68,6 +70,7 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
       std::cout << "\n";
     }
   }
+  if (const int stopped = signal_stop(measured.result)) return stopped;
   return measured.failed ? kExitExecutorFailed : 0;
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "executors/stop_signal.h"
 
 namespace vlasim::cli {
 namespace {
@@ -17,8 +18,10 @@ int run_execute(const Common& c, const std::string& path, long long seed, const 
                 const std::string& executor, int warmup) {
   if (!out.dir.empty()) check_output_dir("--out", out.dir);
   Prepared pr = prepare(c, path, seed, false, out.quiet);  // no prediction is compared
+  StopSignals signals;  // SIGINT / SIGTERM: the report of what ran, exit 130 / 143
   ExecResult r = run_for_real(pr, out, executor, warmup);
   write_outputs(pr, r.result, "execute", out);
+  if (const int stopped = signal_stop(r.result)) return stopped;
   return r.failed ? kExitExecutorFailed : 0;
 }
 

@@ -1,5 +1,4 @@
 // vlasim simulate: a scenario predicted by the discrete-event model.
-#include <csignal>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -7,33 +6,28 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "executors/stop_signal.h"
 #include "reports/report.h"
 #include "scheduler/traffic_controller.h"
 
 namespace vlasim::cli {
 namespace {
 
-// Set by the first Ctrl-C of a simulation.
-volatile std::sig_atomic_t g_interrupted = 0;
-extern "C" void on_sigint(int) { g_interrupted = 1; }
-
-// Exit statuses of a simulation stopped early; its partial report is written all the same.
+// Exit status of a simulation --max-wall-s stopped; its partial report is written all the
+// same (a signal's: 130 for SIGINT, 143 for SIGTERM, StopSignals).
 constexpr int kExitWallLimit = 3;
-constexpr int kExitInterrupted = 130;
 
 int run_simulate(const Common& c, const std::string& path, long long seed, const OutputOptions& out) {
   if (!out.dir.empty()) check_output_dir("--out", out.dir);
   Prepared pr = prepare(c, path, seed, false, out.quiet);
   SimOptions opt = out.sim_options();
   if (show_progress(out.quiet, out.progress)) opt.progress = sim_progress_line();
-  // The first Ctrl-C stops the run at the next check and writes what ran; a second one kills.
-  struct sigaction sa = {};
-  sa.sa_handler = on_sigint;
-  sa.sa_flags = SA_RESETHAND;
-  sigaction(SIGINT, &sa, nullptr);
+  // The first SIGINT or SIGTERM stops the run at the next check and the report of what ran is
+  // written; a second one kills. Alive until the report is written.
+  StopSignals signals;
   const auto t0 = std::chrono::steady_clock::now();
   opt.should_stop = [&]() -> std::string {
-    if (g_interrupted) return "interrupted (SIGINT)";
+    if (std::string why = StopSignals::reason(); !why.empty()) return why;
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (out.max_wall_s > 0 && wall > out.max_wall_s)
       return "--max-wall-s " + fmt_g(out.max_wall_s) + " reached";
@@ -60,7 +54,6 @@ int run_simulate(const Common& c, const std::string& path, long long seed, const
     opt.router = controller.get();
   }
   SimResult r = simulate(pr.s, pr.plan, opt);
-  signal(SIGINT, SIG_DFL);
   if (csv) csv->close();
   if (controller) {
     const std::string md = controller_decisions_markdown(*controller);
@@ -82,7 +75,7 @@ int run_simulate(const Common& c, const std::string& path, long long seed, const
   if (r.stopped.empty()) return 0;
   std::cerr << "stopped early: " << r.stopped << " at " << fmt_g(r.end_time)
             << " s of simulated time; the report covers what ran\n";
-  return g_interrupted ? kExitInterrupted : kExitWallLimit;
+  return StopSignals::exit_status() ? StopSignals::exit_status() : kExitWallLimit;
 }
 
 }  // namespace
@@ -94,7 +87,7 @@ Command add_simulate(CLI::App& app) {
   add_limit_options(cmd, o->out);
   cmd->add_option("--max-wall-s", o->out.max_wall_s,
                   "stop after this many wall-clock seconds and write the report of what ran, "
-                  "marked partial (exit 3); Ctrl-C does the same (exit 130)")
+                  "marked partial (exit 3); SIGINT (Ctrl-C) or SIGTERM does the same (exit 130 / 143)")
       ->check(number_in(0, 1e9, true));
   cmd->add_flag("--stream-records", o->out.stream_records,
                 "constant memory for long runs: write each request's row to requests.csv as it "

@@ -139,6 +139,36 @@ check "--max-wall-s stops with exit 3" test "$rc" -eq 3
 check "--max-wall-s says it stopped early" grep -q "stopped early: --max-wall-s 0.2 reached" "$tmp/partial.err"
 check "the partial report says so" grep -q '"partial": "--max-wall-s 0.2 reached"' "$tmp/partial/report.json"
 
+# SIGINT and SIGTERM end simulate and execute at once: the report of what ran, marked partial,
+# every request issued counted, exit 130 / 143 (issue 28). A background job of this
+# non-interactive shell starts with SIGINT ignored; it is caught all the same.
+signal_check() {  # signal_check NAME SIGNAL STATUS ARGS...
+  local name=$1 sig=$2 status=$3; shift 3
+  rm -rf "$tmp/sig"
+  local t0=$SECONDS
+  "$bin" "$@" -q -o "$tmp/sig" 2>"$tmp/sig.err" &
+  local pid=$!
+  sleep 2
+  kill -"$sig" "$pid"
+  wait "$pid"; local rc=$?
+  check "$name: exit $status on SIG$sig (got $rc)" test "$rc" -eq "$status"
+  check "$name: within 10 s of the signal (took $((SECONDS - t0)) s)" test $((SECONDS - t0)) -lt 12
+  check "$name: says it stopped early" grep -q "stopped early" "$tmp/sig.err"
+  check "$name: the report is marked partial" grep -q '"partial":' "$tmp/sig/report.json"
+}
+sed 's/duration_s: 20/duration_s: 120/' "$src/scenarios/default.yaml" >"$tmp/long.yaml"
+signal_check "execute" TERM 143 execute "$tmp/long.yaml"
+signal_check "execute" INT 130 execute "$tmp/long.yaml"
+signal_check "simulate" TERM 143 simulate "$tmp/day.yaml" --stream-records
+signal_check "simulate" INT 130 simulate "$tmp/day.yaml" --stream-records
+"$bin" execute "$tmp/long.yaml" -q -o "$tmp/sig" >/dev/null 2>&1 &
+pid=$!; sleep 2; kill -TERM "$pid"; wait "$pid"
+python3 - "$tmp/sig/report.json" <<'PY' || { failed=$((failed + 1)); echo "FAILED: a stopped execute counts every request it issued"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["requests"] >= r["finished"] and r["requests"] < 600, r
+PY
+
 # Progress: --progress forces the line off a terminal; it ends at 100% with the simulated time,
 # the requests ended and the events a second; without it (not a terminal here) nothing.
 "$bin" simulate "$src/scenarios/default.yaml" -q --progress 2>"$tmp/progress.err" >/dev/null
