@@ -1,4 +1,5 @@
 // vlasim calibrate: operators profiled on this machine's executor into a device profile.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -80,6 +81,12 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
     if (getloadavg(load, 1) == 1 && load[0] > 0.5 * std::thread::hardware_concurrency())
       std::cerr << "warning: load average " << load[0]
                 << " on this machine; calibration measures best on an idle machine\n";
+  }
+  if (!quiet && base.empty()) {
+    const CalibrationEstimate e = estimate_calibration(o);
+    std::cerr << "calibrating: " << e.measurements << " measurements (" << reps
+              << " timed runs per op, each op cut near " << fmt_g(o.max_seconds_per_op)
+              << " s), at most about " << fmt_g(std::ceil(e.max_seconds / 60)) << " min\n";
   }
   DeviceProfile profile = base.empty() ? calibrate(o) : load_profile(base);
   if (!base.empty())

@@ -139,6 +139,12 @@ check "--max-wall-s stops with exit 3" test "$rc" -eq 3
 check "--max-wall-s says it stopped early" grep -q "stopped early: --max-wall-s 0.2 reached" "$tmp/partial.err"
 check "the partial report says so" grep -q '"partial": "--max-wall-s 0.2 reached"' "$tmp/partial/report.json"
 
+# calibrate says before it starts how much it will measure and a ceiling on the time (issue 28).
+"$bin" calibrate --grid none --reps 100000 -o "$tmp/none.json" >/dev/null 2>"$tmp/cal.err"; rc=$?
+check "calibrate --grid none exits 0 (got $rc)" test "$rc" -eq 0
+check "calibrate states its measurements and time first" \
+  grep -qE '^calibrating: 4 measurements \(100000 timed runs per op, each op cut near 0.5 s\), at most about 1 min$' "$tmp/cal.err"
+
 # SIGINT and SIGTERM end simulate and execute at once: the report of what ran, marked partial,
 # every request issued counted, exit 130 / 143 (issue 28). A background job of this
 # non-interactive shell starts with SIGINT ignored; it is caught all the same.
