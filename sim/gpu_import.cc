@@ -322,6 +322,20 @@ std::vector<KernelSample> import_apxinf(const std::string& path) {
     for (size_t i = 0; at != std::string::npos && i <= nth; ++i) at = text.find("\"" + field + "\"", at + 1);
     return at == std::string::npos ? std::pair<int, int>{0, 0} : line_col(text, at);
   };
+  // The line of "field" in the n-th record's key object (after its n-th "key").
+  auto where_key = [&](const std::string& field, size_t nth) -> std::pair<int, int> {
+    size_t at = text.find("\"records\"");
+    for (size_t i = 0; at != std::string::npos && i <= nth; ++i) at = text.find("\"key\"", at + 1);
+    if (at != std::string::npos) {
+      const size_t f = text.find("\"" + field + "\"", at);
+      if (f != std::string::npos) at = f;
+    }
+    return at == std::string::npos ? std::pair<int, int>{0, 0} : line_col(text, at);
+  };
+  auto fail_key = [&](const std::string& key, const std::string& field, size_t nth, const std::string& msg) {
+    auto [l, c] = where_key(field, nth);
+    throw ConfigError(path, l, c, key, msg);
+  };
   auto fail = [&](const std::string& key, const std::string& field, size_t nth, const std::string& msg) {
     auto [l, c] = where(field, nth);
     throw ConfigError(path, l, c, key, msg);
@@ -355,20 +369,20 @@ std::vector<KernelSample> import_apxinf(const std::string& path) {
     if (!r.contains("key") || !r["key"].is_object()) fail(at + ".key", "milliseconds", i, at + " has no 'key' object");
     const auto& k = r["key"];
     for (auto& [kk, v] : k.items())
-      if (!key_keys.count(kk)) fail(at + ".key." + kk, "key", i, "unknown key '" + kk + "' in " + at + ".key");
+      if (!key_keys.count(kk)) fail_key(at + ".key." + kk, kk, i, "unknown key '" + kk + "' in " + at + ".key");
     int64_t dims[3];
     const char* names[3] = {"m", "n", "k"};
     for (int d = 0; d < 3; ++d) {
       if (!k.contains(names[d]) || !k[names[d]].is_number_integer() || k[names[d]].get<int64_t>() < 1 ||
           k[names[d]].get<int64_t>() > (int64_t(1) << 24))
-        fail(at + ".key." + names[d], "key", i, std::string(names[d]) + " must be a whole number from 1 to 16777216");
+        fail_key(at + ".key." + names[d], names[d], i, std::string(names[d]) + " must be a whole number from 1 to 16777216");
       dims[d] = k[names[d]].get<int64_t>();
     }
     for (const char* dt : {"op", "activation_dtype", "weight_dtype", "output_dtype"})
       if (k.value(dt, std::string()) != "bf16")
-        fail(at + ".key." + dt, "key", i, std::string(dt) + " must be bf16 (only bf16 GEMMs are imported)");
+        fail_key(at + ".key." + dt, dt, i, std::string(dt) + " must be bf16 (only bf16 GEMMs are imported)");
     if (k.value("epilogue", std::string()) != "none")
-      fail(at + ".key.epilogue", "key", i, "epilogue must be none (only plain GEMMs are imported)");
+      fail_key(at + ".key.epilogue", "epilogue", i, "epilogue must be none (only plain GEMMs are imported)");
     if (!r.contains("milliseconds") || !r["milliseconds"].is_number())
       fail(at + ".milliseconds", "milliseconds", i, "milliseconds must be a number");
     const double ms = r["milliseconds"].get<double>();
