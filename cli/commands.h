@@ -32,5 +32,7 @@ Command add_validate_papers(CLI::App& app);  // cli/validate_papers.cc
 Command add_list(CLI::App& app);             // cli/list.cc
 Command add_graph(CLI::App& app);            // cli/graph.cc
 Command add_passes(CLI::App& app);           // cli/graph.cc
+Command add_import(CLI::App& app);           // cli/import.cc
+Command add_gpu_eval(CLI::App& app);         // cli/import.cc
 
 }  // namespace vlasim::cli

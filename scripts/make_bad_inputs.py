@@ -983,6 +983,47 @@ def round2_cases():
         "scenarios/issue28_live_interval_1e-300.yaml", fleet)
 
 
+def gpu_import_cases():
+    # vlasim import (issue 29): malformed or truncated files, unknown columns, inconsistent
+    # units and unknown GPUs are named with file, line and column, exit 2.
+    vid = read("data/gpu_profiles/vidur/data/profiling/compute/h100/microsoft/phi-2/mlp.csv").splitlines(True)
+    head, rows = vid[0], vid[1:4]
+    imp = "{vlasim} import vidur {file} --device h100-sxm -o {tmp}/p.json"
+    add("gpu_import_vidur_truncated", imp, 2, "mlp.csv:4: && fields, the header && truncated",
+        "a Vidur mlp.csv cut in the middle of a row", "gpu_import/vidur_truncated/mlp.csv",
+        head + rows[0] + rows[1] + rows[2][: len(rows[2]) // 2])
+    add("gpu_import_vidur_unknown_column", imp, 2, "mlp.csv:1: && unknown column 'n_heads'",
+        "a Vidur mlp.csv with an unknown column", "gpu_import/vidur_unknown_column/mlp.csv",
+        head.replace(",n_head,", ",n_heads,") + "".join(rows))
+    cols = head.rstrip("\n").split(",")
+    med = cols.index("time_stats.add.median")
+    bad = rows[1].rstrip("\n").split(",")
+    bad[med] = "fast"
+    add("gpu_import_vidur_not_a_number", imp, 2, "mlp.csv:3: && time_stats.add.median && 'fast' is not a number",
+        "a time that is not a number", "gpu_import/vidur_not_a_number/mlp.csv",
+        head + rows[0] + ",".join(bad) + "\n")
+    sec = rows[0].rstrip("\n").split(",")
+    for i, c in enumerate(cols):
+        if c.startswith("time_stats.") and not c.endswith(".std"):
+            sec[i] = repr(float(sec[i]) / 1000)
+    add("gpu_import_vidur_seconds_not_ms", imp, 2, "mlp.csv:2: && not plausibly in milliseconds",
+        "times in seconds where Vidur writes milliseconds", "gpu_import/vidur_seconds/mlp.csv",
+        head + ",".join(sec) + "\n")
+    add("gpu_import_unknown_gpu", "{vlasim} import vidur {file} --device a41 -o {tmp}/p.json", 2,
+        "--device && unknown catalog entry 'a41'", "a GPU the catalog does not have",
+        "gpu_import/unknown_gpu/mlp.csv", head + "".join(rows))
+    apx = read("data/gpu_profiles/apxinf/configs/pi05/orin_sm87_bf16_v2_v3_h10_tactics.json")
+    ai = "{vlasim} import apxinf {file} --device jetson-agx-orin-64gb -o {tmp}/p.json"
+    cut = apx[:2000]
+    add("gpu_import_apxinf_truncated", ai, 2, "truncated.json:%d: && malformed JSON" % (cut.count("\n") + 1),
+        "an ApxInf tactics JSON cut short", "gpu_import/truncated.json", cut)
+    add("gpu_import_apxinf_unknown_key", ai, 2, "unknown_key.json:20: && unknown key 'mm'",
+        "an unknown key in an ApxInf record", "gpu_import/unknown_key.json",
+        apx.replace('"m": 1,', '"mm": 1,', 1))
+    add("gpu_import_apxinf_fp8", ai, 2, "fp8.json:22:9: && must be bf16", "an fp8 record",
+        "gpu_import/fp8.json", apx.replace('"op": "bf16"', '"op": "fp8"', 1))
+
+
 def main():
     # Everything here is generated except README.md, which is kept.
     os.makedirs(OUT, exist_ok=True)
@@ -1002,6 +1043,7 @@ def main():
     figure_and_placement_cases()
     live_controller_cases()
     round2_cases()
+    gpu_import_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
         f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")
         for c in cases:

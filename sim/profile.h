@@ -68,7 +68,9 @@ struct Measurement {
   double spread = 0;    // (75th - 25th percentile) / median over the timed runs
   int reps = 0;         // timed runs
   // "grid", "graph" (an op of a graph calibration was given, timed alone) or "in-context"
-  // (timed inside its scenario's segments by calibrate_in_context, executors/calibration)
+  // (timed inside its scenario's segments by calibrate_in_context, executors/calibration), or
+  // where `vlasim import` read it: "vidur:<file>:<line>", "apxinf:<file>:<line> (<cache>)"
+  // (sim/gpu_import.h)
   std::string source;
   bool operator==(const Measurement&) const = default;
 };

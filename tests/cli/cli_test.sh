@@ -24,7 +24,7 @@ expect_error "does not fit" 2 "over by" simulate "$src/tests/data/broken_scenari
 expect_error "unknown card" 2 "no model card 'nope'" graph nope
 expect_error "unknown list family" 2 "valid names are" list nope
 expect_error "no subcommand" 2 "subcommands are: simulate" 
-expect_error "unknown command" 2 "^error: unknown command 'frobnicate'; commands are: simulate, execute, .*, passes$" frobnicate
+expect_error "unknown command" 2 "^error: unknown command 'frobnicate'; commands are: simulate, execute, .*, passes, import, gpu-eval$" frobnicate
 expect_error "unknown command after a global option" 2 "unknown command 'frobnicate'" --catalog "$src/sim/catalog" frobnicate
 "$bin" --version >"$tmp/version"; rc=$?
 version=$(sed -n 's/^project(vlasim VERSION \([0-9.]*\) .*/\1/p' "$src/CMakeLists.txt")

@@ -15,7 +15,7 @@ namespace {
 
 TEST(Catalog, ShippedEntriesLoadWithSources) {
   Catalog c = Catalog::load_dir(default_catalog_dir());
-  for (const char* name : {"h100-sxm", "h200-sxm", "a100-sxm-80gb", "l20", "rtx4090",
+  for (const char* name : {"h100-sxm", "h200-sxm", "a100-sxm-80gb", "a40", "l20", "rtx4090",
                            "rtx-pro-6000-blackwell", "jetson-agx-orin-64gb", "jetson-agx-thor",
                            "xeon-platinum-8470q", "epyc-2vcpu", "pcie4-x16", "pcie5-x16"}) {
     const DeviceSpec* d = c.find(name);

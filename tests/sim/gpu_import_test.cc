@@ -1,0 +1,126 @@
+// Importers of public measured GPU kernel times (sim/gpu_import.h) on the vendored files
+// (data/gpu_profiles) and on bad files, and the GPU kernel model (sim/gpu_kernel_model.h).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "scenarios/config.h"
+#include "scratch.h"
+#include "sim/gpu_import.h"
+#include "sim/gpu_kernel_model.h"
+#include "sim/profile.h"
+
+namespace vlasim {
+namespace {
+
+const std::string kData = std::string(VLASIM_SOURCE_DIR) + "/data/gpu_profiles";
+const std::string kH100Llama = kData + "/vidur/data/profiling/compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv";
+const std::string kOrin = kData + "/apxinf/configs/pi05/orin_sm87_bf16_v2_v3_h10_tactics.json";
+
+const KernelSample* find_sig(const std::vector<KernelSample>& v, const std::string& sig) {
+  for (const KernelSample& s : v)
+    if (op_signature(s.op) == sig) return &s;
+  return nullptr;
+}
+
+TEST(GpuImport, VidurH100Llama2) {
+  const std::vector<KernelSample> s = import_vidur(kH100Llama);
+  // 1044 rows x 8 ops, equal shapes merged (norms and adds at every TP, repeated 2048/4096 rows).
+  EXPECT_EQ(s.size(), 5698u);
+  const KernelSample* up =
+      find_sig(s, "gemm/linear/fp16/m=4096,n=22016,k=4096,batch=1,bias=0,act=none,gate_up=0,residual=0,gate=0");
+  ASSERT_NE(up, nullptr);
+  EXPECT_NEAR(up->seconds, 0.993e-3, 1e-9);  // median of the two 4096-token TP1 rows (0.987, 0.999)
+  EXPECT_EQ(up->merged, 2);
+  EXPECT_EQ(up->source, "vidur:" + kH100Llama + ":2");
+  EXPECT_DOUBLE_EQ(up->op.flops, 2.0 * 4096 * 22016 * 4096);
+  const KernelSample* one =
+      find_sig(s, "gemm/linear/fp16/m=1,n=22016,k=4096,batch=1,bias=0,act=none,gate_up=0,residual=0,gate=0");
+  ASSERT_NE(one, nullptr);
+  EXPECT_NEAR(one->seconds, 0.064e-3, 1e-9);
+  EXPECT_NE(find_sig(s, "norm/rmsnorm/fp16/rows=1,width=4096"), nullptr);
+}
+
+TEST(GpuImport, VidurFolderHoldsBothModels) {
+  const std::vector<KernelSample> s = import_vidur(kData + "/vidur/data/profiling/compute/a40");
+  EXPECT_EQ(s.size(), 7511u);
+  EXPECT_NE(find_sig(s, "norm/layernorm/fp16/rows=1,width=2560"), nullptr);  // phi-2
+}
+
+TEST(GpuImport, ApxInfOrin) {
+  const std::vector<KernelSample> s = import_apxinf(kOrin);
+  EXPECT_EQ(s.size(), 52u);
+  EXPECT_EQ(op_signature(s[0].op), "gemm/linear/bf16/m=1,n=1024,k=1024,batch=1,bias=0,act=none,gate_up=0,residual=0,gate=0");
+  EXPECT_NEAR(s[0].seconds, 0.020280536264181137e-3, 1e-12);
+  EXPECT_EQ(s[0].reps, 30);
+}
+
+TEST(GpuImport, ProfileRoundTrips) {
+  Catalog cat = Catalog::load_dir(default_catalog_dir());
+  const DeviceProfile p = samples_to_profile(import_apxinf(kOrin), *cat.find("jetson-agx-orin-64gb"), "apxinf", "Orin");
+  ASSERT_EQ(p.sections.size(), 1u);
+  EXPECT_EQ(p.sections[0].threads, 16);  // the GPU's SMs (profile_width)
+  EXPECT_EQ(p.sections[0].dtype, DType::BF16);
+  EXPECT_EQ(p.sections[0].table.size(), 52u);
+  EXPECT_EQ(parse_profile(profile_to_json(p), "p.json"), p);
+}
+
+std::string error_of(const std::string& text, bool json) {
+  const std::string path = (testing::scratch_dir("gpu_import") / (json ? "bad.json" : "bad.csv")).string();
+  std::ofstream(path) << text;
+  try {
+    json ? import_apxinf(path) : import_vidur(path);
+  } catch (const ConfigError& e) {
+    return std::string(e.what()).substr(path.size());
+  }
+  return "accepted";
+}
+
+const std::string kHead =
+    "time_stats.add.min,time_stats.add.max,time_stats.add.mean,time_stats.add.median,time_stats.add.std,"
+    "n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers\n";
+
+TEST(GpuImport, BadVidurFilesNameLineAndColumn) {
+  EXPECT_EQ(error_of(kHead + "0.03,0.04,0.035,0.035,0.001,32,32,4096,11008,32000,True,1,1\n", false), "accepted");
+  EXPECT_EQ(error_of(kHead + "0.03,0.04,0.035,0.035,0.001,32,32,4096,11008\n", false).substr(0, 6), ":2:45:");
+  EXPECT_NE(error_of("time_stats.add.min,bogus\n1,2\n", false).find(":1:20: key 'bogus': unknown column"),
+            std::string::npos);
+  EXPECT_NE(error_of(kHead + "0.03,0.04,0.035,x,0.001,32,32,4096,11008,32000,True,1,1\n", false)
+                .find(":2:17: key 'time_stats.add.median': 'x' is not a number"),
+            std::string::npos);
+  // seconds where milliseconds are expected, and a median outside [min, max]
+  EXPECT_NE(error_of(kHead + "3e-5,4e-5,3.5e-5,3.5e-5,1e-6,32,32,4096,11008,32000,True,1,1\n", false)
+                .find("not plausibly in milliseconds"),
+            std::string::npos);
+  EXPECT_NE(error_of(kHead + "0.03,0.04,0.035,0.05,0.001,32,32,4096,11008,32000,True,1,1\n", false)
+                .find("outside [min, max]"),
+            std::string::npos);
+  EXPECT_NE(error_of(kHead, false).find("no data rows"), std::string::npos);
+  EXPECT_NE(error_of("", false).find("empty file"), std::string::npos);
+}
+
+TEST(GpuImport, BadApxInfFilesNameLineAndColumn) {
+  EXPECT_EQ(error_of("{\n \"schema\": \"apxinf.cuda.tuning.v1\",\n \"records\": [\n", true).substr(0, 3), ":4:");
+  const std::string rec = "{\"schema\": \"apxinf.cuda.tuning.v1\", \"records\": [\n{\"key\": {\"m\": 1, \"n\": 2, \"k\": 3, "
+                          "\"op\": \"bf16\", \"activation_dtype\": \"bf16\", \"weight_dtype\": \"bf16\", "
+                          "\"output_dtype\": \"bf16\", \"epilogue\": \"none\"},\n \"milliseconds\": ";
+  EXPECT_EQ(error_of(rec + "0.01}]}", true), "accepted");
+  EXPECT_NE(error_of(rec + "\"x\"}]}", true).find(":3:2: key 'records[0].milliseconds'"), std::string::npos);
+  EXPECT_NE(error_of(rec + "0.01, \"extra\": 1}]}", true).find("unknown key 'extra'"), std::string::npos);
+  EXPECT_NE(error_of(rec + "1e9}]}", true).find("not plausibly in milliseconds"), std::string::npos);
+}
+
+TEST(GpuKernelModel, AddsLatencyAndGrowsWithWork) {
+  Catalog cat = Catalog::load_dir(default_catalog_dir());
+  const DeviceSpec& h100 = *cat.find("h100-sxm");
+  GpuKernelParams p;
+  p.by_class["gemm"] = {5e-6, 0.9, 0.8, 4};
+  const double small = kernel_model_seconds(gemm_op(1, 22016, 4096, false, DType::F16), h100, p);
+  // weights 180 MB at 0.9 x 3.35 TB/s, plus the 5 us latency
+  EXPECT_NEAR(small, 5e-6 + 2.0 * 22016 * 4096 / (0.9 * 3350e9), 1e-6);
+  EXPECT_GT(kernel_model_seconds(gemm_op(4096, 22016, 4096, false, DType::F16), h100, p), small);
+}
+
+}  // namespace
+}  // namespace vlasim
