@@ -82,12 +82,13 @@ void fresh_context(double resolution_s = 1e-12) {
   if (resolution_s == 1e-9) sc_core::sc_set_time_resolution(1, sc_core::SC_NS);
 }
 
-// The slack within which two times at or below t are the same instant: the calendar's
-// picosecond, or a few units in the last place of t where doubles are coarser than that
-// (beyond about 9000 s), so a job due within rounding of now completes now instead of
-// being rescheduled at now forever.
-double same_time_slack(double t) {
-  return std::max(2e-12, 4 * (std::nextafter(t, INFINITY) - t));
+// The slack within which two times at or below t are the same instant on a clock of `tick`
+// seconds: two ticks, or a few units in the last place of t where doubles are coarser than
+// that (beyond about 9000 s at a picosecond), so a job due within rounding of now, or less
+// than a tick ahead (the calendar runs such an event now: Calendar::run), completes now
+// instead of being rescheduled at now forever.
+double same_time_slack(double t, double tick) {
+  return std::max(2 * tick, 4 * (std::nextafter(t, INFINITY) - t));
 }
 
 
@@ -124,8 +125,10 @@ class Background;
 class Calendar : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Calendar);
-  Calendar(sc_core::sc_module_name name, int domains, int streams, double quantum, double stop)
+  // `tick`: the context's time resolution in seconds (1e-12 or 1e-9: fresh_context).
+  Calendar(sc_core::sc_module_name name, int domains, int streams, double quantum, double stop, double tick)
       : sc_module(name),
+        tick_s_(tick),
         quantum_(time_.ticks(std::min(quantum, stop))),
         stop_(time_.ticks(stop)),
         stop_s_(stop),
@@ -153,8 +156,12 @@ class Calendar : public sc_core::sc_module {
     if (slot != running_) fix(slot);
   }
   void cancel(int slot) { schedule(slot, INFINITY); }
-  // The current simulated time in seconds (valid while a source runs).
+  // The current simulated time in seconds (valid while a source runs). An event runs when
+  // now() is within a tick of its time, so a source may run up to a tick before the time it
+  // asked for (never later, but for the rounding of now() to a double).
   double now() const { return now_; }
+  // The clock's tick in seconds: two times less than this apart are the same instant.
+  double tick() const { return tick_s_; }
   // The time of the last event run (seconds), or SystemC's time if later.
   double last_time() const { return time_.seconds(std::max(ticks_, sc_core::sc_time_stamp().value())); }
 
@@ -185,6 +192,7 @@ class Calendar : public sc_core::sc_module {
   void run();
 
   TimeScale time_;
+  double tick_s_;
   TimeScale::Ticks quantum_, stop_;
   double stop_s_;
   TimeScale::Ticks ticks_ = 0;  // the current time in SystemC ticks
@@ -339,7 +347,7 @@ void Domain::on_wake() {
   // Complete every job whose remaining time is within the clock's resolution.
   std::vector<Job>& done = done_;
   done.clear();
-  const double slack = same_time_slack(calendar_->now());
+  const double slack = same_time_slack(calendar_->now(), calendar_->tick());
   for (Job& j : jobs_)
     if (j.delay <= slack) j.delay = 0;
   for (size_t i = 0; i < jobs_.size();) {
@@ -402,21 +410,22 @@ class Background {
     calendar_->schedule(Calendar::kBackgroundSlot, 0.0);
   }
 
-  // Sets every touched resource to the loads active now and schedules the next change.
+  // Sets every touched resource to the loads active now (a change within a tick of now is
+  // now: the calendar runs this up to a tick early) and schedules the next change.
   void apply() {
-    double t = calendar_->now();
+    const double t = calendar_->now(), tick = calendar_->tick();
     // Sum the loads active now per (domain, resource) and set every touched resource.
     std::map<std::pair<int, int>, double> share;
     for (const auto& l : loads_) {
       share[{l.domain, l.compute}] += 0;
       share[{l.domain, l.memory}] += 0;
-      if (t + 1e-12 >= l.start && t < l.end - 1e-12) {
+      if (t + tick >= l.start && t < l.end - tick) {
         share[{l.domain, l.compute}] += l.c;
         if (l.memory != l.compute) share[{l.domain, l.memory}] += l.m;
       }
     }
     for (auto& [key, v] : share) domains_[key.first]->set_background(key.second, std::min(v, 0.95));
-    while (next_ < times_.size() && times_[next_] <= t + 1e-12) ++next_;
+    while (next_ < times_.size() && times_[next_] <= t + tick) ++next_;
     if (next_ < times_.size()) calendar_->schedule(Calendar::kBackgroundSlot, times_[next_]);
   }
 
@@ -440,9 +449,11 @@ void Calendar::run() {
   ticks_ = woke;
   for (;;) {
     now_ = time_.seconds(ticks_);
-    // Run every slot due now (times may differ below the clock's resolution); a source run
-    // here may schedule more slots due now, which run in this loop too.
-    for (int slot = node_[1].slot; node_[1].t <= now_ + 1e-12; slot = node_[1].slot) {
+    // Run every slot due now: within a tick of now, the step SystemC's rounding to its ticks
+    // would give a later one being zero or a tick (a nanosecond clock's events may be closer
+    // than that; a double's last place past ~9e6 s is coarser). A source run here may
+    // schedule more slots due now, which run in this loop too.
+    for (int slot = node_[1].slot; node_[1].t <= now_ + tick_s_; slot = node_[1].slot) {
       const double t = node_[1].t;
       node_[leaves_ + slot].t = INFINITY;  // consumed: the source schedules its next time itself
       running_ = slot;
@@ -461,8 +472,9 @@ void Calendar::run() {
       if (stop_ > woke) next_trigger(sc_time::from_value(stop_ - woke));
       return;
     }
-    // The step SystemC would take to the next event (next_trigger(sc_time(next - now, SC_SEC))).
-    const TimeScale::Ticks step = time_.ticks(next - now_);
+    // The step SystemC would take to the next event (next_trigger(sc_time(next - now, SC_SEC))),
+    // at least a tick (the event is more than a tick ahead), so time always moves.
+    const TimeScale::Ticks step = std::max<TimeScale::Ticks>(1, time_.ticks(next - now_));
     if (ticks_ + step > until) {
       next_trigger(sc_time::from_value(ticks_ + step - woke));
       return;
@@ -562,7 +574,7 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     flow.set_router(options.router);
   }
   Calendar calendar("calendar", plan.domains, static_cast<int>(s.streams.size()),
-                    options.quantum_s, limit);
+                    options.quantum_s, limit, resolution);
   for (int d = 0; d < plan.domains; ++d)
     domains.push_back(std::make_unique<Domain>(d, plan.domain_resources[d], &flow, &plan, &calendar));
   Workload workload(s, &flow, &calendar);
