@@ -164,6 +164,11 @@ class Calendar : public sc_core::sc_module {
   double tick() const { return tick_s_; }
   // The time of the last event run (seconds), or SystemC's time if later.
   double last_time() const { return time_.seconds(std::max(ticks_, sc_core::sc_time_stamp().value())); }
+  // Called after every kPollEvents events; when it answers true the calendar halts there:
+  // it runs nothing more and schedules nothing, so SystemC starves and sc_start returns.
+  void set_poll(std::function<bool()> poll) { poll_ = std::move(poll); }
+  bool halted() const { return halted_; }
+  static constexpr uint64_t kPollEvents = 128;
 
   uint64_t events = 0;       // slot runs
   uint64_t activations = 0;  // SystemC activations of the calendar
@@ -196,6 +201,8 @@ class Calendar : public sc_core::sc_module {
   TimeScale::Ticks quantum_, stop_;
   double stop_s_;
   TimeScale::Ticks ticks_ = 0;  // the current time in SystemC ticks
+  std::function<bool()> poll_;
+  bool halted_ = false;
   int domains_, leaves_ = 1;
   // [1, leaves): inner nodes, each the earlier of its children 2i and 2i+1; [leaves,
   // 2*leaves): slot k's next time at leaves+k (INFINITY: none).
@@ -463,6 +470,10 @@ void Calendar::run() {
       else workload_->fire(slot - 1 - domains_, t);
       running_ = -1;
       fix(slot);
+      if (events % kPollEvents == 0 && poll_ && poll_()) {
+        halted_ = true;
+        return;
+      }
     }
     const double next = node_[1].t;
     if (next == INFINITY) return;
@@ -581,8 +592,23 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   std::unique_ptr<Background> background;
   if (!s.background.empty()) background = std::make_unique<Background>(s, plan, domains, &calendar);
   calendar.bind(&domains, &workload, background.get());
+  // A stop asked for while the calendar runs: should_stop, asked at most every
+  // kStopAskSeconds of wall time (and where progress is reported), so a stop is heard within
+  // a fraction of a second whatever stretch of simulated time the run is in.
+  using Clock = std::chrono::steady_clock;
+  constexpr double kStopAskSeconds = 0.05;
+  Clock::time_point last_ask = Clock::now();
+  auto ask = [&] {
+    last_ask = Clock::now();
+    r.stopped = options.should_stop();
+    return !r.stopped.empty();
+  };
+  if (options.should_stop)
+    calendar.set_poll([&] {
+      return std::chrono::duration<double>(Clock::now() - last_ask).count() >= kStopAskSeconds && ask();
+    });
   if (options.progress || options.should_stop) {
-    // Run in slices so a long simulation can report progress and be stopped.
+    // Run in slices so a long simulation can report progress.
     const int slices = 50;
     for (int k = 1; k <= slices; ++k) {
       const double until = k == slices ? limit : limit * k / slices;  // end exactly at limit
@@ -593,17 +619,15 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
           sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity() < sc_time(until, SC_SEC))
         sc_core::sc_start(sc_time(until, SC_SEC) - sc_core::sc_time_stamp(),
                           sc_core::SC_EXIT_ON_STARVATION);
-      const bool done = k == slices || !sc_core::sc_pending_activity();  // nothing left: 100%
+      // Nothing left: 100% (unless the calendar halted, starving SystemC).
+      const bool done = !calendar.halted() && (k == slices || !sc_core::sc_pending_activity());
       if (options.progress)
         options.progress({done ? 1.0 : std::min(1.0, now_s() / limit), now_s(), flow.ended(),
                           static_cast<uint64_t>(calendar.events)});
       if (done) break;
-      if (k < slices && options.should_stop) {
-        r.stopped = options.should_stop();
-        if (!r.stopped.empty()) {
-          r.horizon = std::min(r.horizon, now_s());
-          break;
-        }
+      if (calendar.halted() || (k < slices && options.should_stop && ask())) {
+        r.horizon = std::min(r.horizon, calendar.last_time());
+        break;
       }
     }
   } else {

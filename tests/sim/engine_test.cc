@@ -364,8 +364,11 @@ TEST(Engine, AStopRequestEndsTheRunEarlyWithWhatRanAndWhy) {
   f.add_stream(m, 100.0, 100.0);
   f.s.drain_s = 0.5;  // limit 100.5 s: 50 slices of 2.01 s
   SimOptions o;
-  int asked = 0;
-  o.should_stop = [&]() -> std::string { return ++asked == 5 ? "enough" : ""; };
+  // Stop once the progress report has passed 10% (the end of the fifth slice); asks in
+  // between (on wall time) hear no.
+  double fraction = 0;
+  o.progress = [&](const SimProgress& p) { fraction = p.fraction; };
+  o.should_stop = [&]() -> std::string { return fraction >= 0.0999 ? "enough" : ""; };
   SimResult r = simulate(f.s, f.p, o);
   EXPECT_EQ(r.stopped, "enough");
   EXPECT_NEAR(r.horizon, 5 * 2.01, 1e-9);
@@ -374,6 +377,32 @@ TEST(Engine, AStopRequestEndsTheRunEarlyWithWhatRanAndWhy) {
   SimResult whole = simulate(f.s, f.p);
   EXPECT_TRUE(whole.stopped.empty());
   EXPECT_EQ(whole.requests.size(), 10000u);
+}
+
+// A stop is asked for on wall time (SimOptions::should_stop), not only where progress is
+// reported: a run whose work all falls in its first 2% of simulated time (10 M requests,
+// seconds of wall time) stops soon after it starts, long before that slice ends, and its
+// records cover what ran. (It ran the whole slice first: --max-wall-s 5 stopped after 68 s.)
+TEST(Engine, AStopRequestIsHeardInsideALongStretchOfWork) {
+  alarm(300);
+  Fixture f;
+  int m = f.add_model({{0, 5e-6, 1.0, 0.0}});
+  f.add_stream(m, 1e5, 100.0);
+  f.s.drain_s = 4900;  // limit 5000 s: the first slice (100 s) holds every arrival
+  SimOptions o;
+  size_t records = 0;
+  o.on_record = [&](const RequestRecord&) { ++records; };
+  int asked = 0;
+  o.should_stop = [&]() -> std::string { return ++asked, "stop"; };
+  SimResult r = simulate(f.s, f.p, o);
+  EXPECT_EQ(r.stopped, "stop");
+  EXPECT_EQ(asked, 1);
+  EXPECT_LT(r.horizon, 100.0);  // inside the first slice
+  EXPECT_LE(r.end_time, r.horizon + 1e-9);
+  EXPECT_GT(records, 0u);
+  EXPECT_LT(records, 10000000u);
+  EXPECT_NEAR(static_cast<double>(records), 1e5 * r.horizon, 3);
+  alarm(0);
 }
 
 TEST(Engine, UnfinishedRequestsAreReportedNotDropped) {
