@@ -41,13 +41,9 @@ class TimeScale {
  public:
   using Ticks = sc_time::value_type;
   // The time resolution a simulation that runs until `limit` seconds uses: SystemC's default
-  // picosecond while its ticks fit SystemC's signed 64-bit conversion (about 9.2e6 s), a
-  // nanosecond beyond (about 9.2e9 s); 0 if even that does not hold it.
-  static double resolution_for(double limit) {
-    if (limit * 1e12 < 9e18) return 1e-12;
-    if (limit * 1e9 < 9e18) return 1e-9;
-    return 0;
-  }
+  // picosecond while its ticks fit SystemC's signed 64-bit conversion (about 9e6 s), a
+  // nanosecond beyond (about 9e9 s); 0 if even that does not hold it (clock_tick_s).
+  static double resolution_for(double limit) { return clock_tick_s(limit); }
   TimeScale() {
     ticks_per_s_ = static_cast<double>(sc_time(1, SC_SEC).value());
     resolution_fs_ = 1e15 / ticks_per_s_;
