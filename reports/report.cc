@@ -279,6 +279,17 @@ void write_json(const Report& rep, const std::string& path) {
   out << j.dump(2) << '\n';
 }
 
+namespace {
+// The significant digits that write seconds value v to a picosecond (the simulator's finest
+// tick): 9 at least (what requests.csv always had), 17 at most (every digit of a double, so a
+// time near 1e7 s keeps its nanoseconds).
+int seconds_digits(double v) {
+  const double a = std::fabs(v);
+  if (!(a > 0) || !std::isfinite(a)) return 9;
+  return std::clamp(static_cast<int>(std::floor(std::log10(a))) + 13, 9, 17);
+}
+}  // namespace
+
 RequestsCsv::RequestsCsv(const Scenario& s, const Plan& p, const std::string& path)
     : s_(s), p_(p), path_(path), out_(open_out(path)) {
   out_ << "request,model,stream,cut,arrival_s,start_s,end_s,latency_s,deadline_s,met";
@@ -289,7 +300,7 @@ RequestsCsv::RequestsCsv(const Scenario& s, const Plan& p, const std::string& pa
 void RequestsCsv::row(const RequestRecord& q) {
   char buf[64];
   auto num = [&](double v) {
-    std::snprintf(buf, sizeof buf, "%.9g", v);
+    std::snprintf(buf, sizeof buf, "%.*g", seconds_digits(v), v);
     return std::string(buf);
   };
   int cut = p_.models[q.plan].cut;

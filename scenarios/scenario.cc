@@ -599,6 +599,17 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
         .fail("arrivals end at " + fmt_seconds(s.arrivals_end()) + " and drain_s is " +
               fmt_seconds(s.drain_s) + "; a scenario may span at most " +
               fmt_seconds(kMaxSimulatedSeconds) + " of simulated time");
+  // A period below the clock's tick would put arrivals on the same tick.
+  const double tick = clock_tick_s(s.arrivals_end() + s.drain_s);
+  for (const StreamDecl& sd : s.streams)
+    if (!sd.rate_pending && 1 / sd.rate_hz < tick) {
+      const char* key = sd.control.on() ? "control" : "rate_hz";
+      sd.where.required(key).fail(
+          "a period of " + fmt_seconds(1 / sd.rate_hz) + " (rate " + fmt_number(sd.rate_hz) +
+          " Hz) is below the simulator's clock tick of " + fmt_seconds(tick) +
+          (tick > 1e-12 ? " (a nanosecond: the scenario spans past 9e6 s)" : "") +
+          ": arrivals would fall on the same tick; lower the rate");
+    }
 
   ConfigNode bg = root.optional("background");
   if (bg.defined())

@@ -187,6 +187,13 @@ struct PolicyDecl {
 // three years). Times are kept as doubles in seconds, so up to it an instant is resolved to
 // 15 ns or better (to a picosecond up to ~9000 s).
 constexpr double kMaxSimulatedSeconds = 1e8;
+// The tick of the simulator's clock (SystemC's time resolution) for a run spanning `span`
+// seconds: a picosecond while SystemC's signed 64-bit count of ticks holds the span (up to
+// 9e6 s), a nanosecond beyond (up to 9e9 s, past kMaxSimulatedSeconds); 0 if neither does.
+// Events less than a tick apart run at the same tick.
+constexpr double clock_tick_s(double span) {
+  return span * 1e12 < 9e18 ? 1e-12 : span * 1e9 < 9e18 ? 1e-9 : 0;
+}
 // The most workload streams a scenario may have (entries times their count).
 constexpr long long kMaxStreams = 100000;
 

@@ -41,13 +41,9 @@ class TimeScale {
  public:
   using Ticks = sc_time::value_type;
   // The time resolution a simulation that runs until `limit` seconds uses: SystemC's default
-  // picosecond while its ticks fit SystemC's signed 64-bit conversion (about 9.2e6 s), a
-  // nanosecond beyond (about 9.2e9 s); 0 if even that does not hold it.
-  static double resolution_for(double limit) {
-    if (limit * 1e12 < 9e18) return 1e-12;
-    if (limit * 1e9 < 9e18) return 1e-9;
-    return 0;
-  }
+  // picosecond while its ticks fit SystemC's signed 64-bit conversion (about 9e6 s), a
+  // nanosecond beyond (about 9e9 s); 0 if even that does not hold it (clock_tick_s).
+  static double resolution_for(double limit) { return clock_tick_s(limit); }
   TimeScale() {
     ticks_per_s_ = static_cast<double>(sc_time(1, SC_SEC).value());
     resolution_fs_ = 1e15 / ticks_per_s_;
@@ -82,12 +78,13 @@ void fresh_context(double resolution_s = 1e-12) {
   if (resolution_s == 1e-9) sc_core::sc_set_time_resolution(1, sc_core::SC_NS);
 }
 
-// The slack within which two times at or below t are the same instant: the calendar's
-// picosecond, or a few units in the last place of t where doubles are coarser than that
-// (beyond about 9000 s), so a job due within rounding of now completes now instead of
-// being rescheduled at now forever.
-double same_time_slack(double t) {
-  return std::max(2e-12, 4 * (std::nextafter(t, INFINITY) - t));
+// The slack within which two times at or below t are the same instant on a clock of `tick`
+// seconds: two ticks, or a few units in the last place of t where doubles are coarser than
+// that (beyond about 9000 s at a picosecond), so a job due within rounding of now, or less
+// than a tick ahead (the calendar runs such an event now: Calendar::run), completes now
+// instead of being rescheduled at now forever.
+double same_time_slack(double t, double tick) {
+  return std::max(2 * tick, 4 * (std::nextafter(t, INFINITY) - t));
 }
 
 
@@ -124,8 +121,10 @@ class Background;
 class Calendar : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Calendar);
-  Calendar(sc_core::sc_module_name name, int domains, int streams, double quantum, double stop)
+  // `tick`: the context's time resolution in seconds (1e-12 or 1e-9: fresh_context).
+  Calendar(sc_core::sc_module_name name, int domains, int streams, double quantum, double stop, double tick)
       : sc_module(name),
+        tick_s_(tick),
         quantum_(time_.ticks(std::min(quantum, stop))),
         stop_(time_.ticks(stop)),
         stop_s_(stop),
@@ -153,10 +152,19 @@ class Calendar : public sc_core::sc_module {
     if (slot != running_) fix(slot);
   }
   void cancel(int slot) { schedule(slot, INFINITY); }
-  // The current simulated time in seconds (valid while a source runs).
+  // The current simulated time in seconds (valid while a source runs). An event runs when
+  // now() is within a tick of its time, so a source may run up to a tick before the time it
+  // asked for (never later, but for the rounding of now() to a double).
   double now() const { return now_; }
+  // The clock's tick in seconds: two times less than this apart are the same instant.
+  double tick() const { return tick_s_; }
   // The time of the last event run (seconds), or SystemC's time if later.
   double last_time() const { return time_.seconds(std::max(ticks_, sc_core::sc_time_stamp().value())); }
+  // Called after every kPollEvents events; when it answers true the calendar halts there:
+  // it runs nothing more and schedules nothing, so SystemC starves and sc_start returns.
+  void set_poll(std::function<bool()> poll) { poll_ = std::move(poll); }
+  bool halted() const { return halted_; }
+  static constexpr uint64_t kPollEvents = 128;
 
   uint64_t events = 0;       // slot runs
   uint64_t activations = 0;  // SystemC activations of the calendar
@@ -185,9 +193,12 @@ class Calendar : public sc_core::sc_module {
   void run();
 
   TimeScale time_;
+  double tick_s_;
   TimeScale::Ticks quantum_, stop_;
   double stop_s_;
   TimeScale::Ticks ticks_ = 0;  // the current time in SystemC ticks
+  std::function<bool()> poll_;
+  bool halted_ = false;
   int domains_, leaves_ = 1;
   // [1, leaves): inner nodes, each the earlier of its children 2i and 2i+1; [leaves,
   // 2*leaves): slot k's next time at leaves+k (INFINITY: none).
@@ -339,7 +350,7 @@ void Domain::on_wake() {
   // Complete every job whose remaining time is within the clock's resolution.
   std::vector<Job>& done = done_;
   done.clear();
-  const double slack = same_time_slack(calendar_->now());
+  const double slack = same_time_slack(calendar_->now(), calendar_->tick());
   for (Job& j : jobs_)
     if (j.delay <= slack) j.delay = 0;
   for (size_t i = 0; i < jobs_.size();) {
@@ -402,21 +413,22 @@ class Background {
     calendar_->schedule(Calendar::kBackgroundSlot, 0.0);
   }
 
-  // Sets every touched resource to the loads active now and schedules the next change.
+  // Sets every touched resource to the loads active now (a change within a tick of now is
+  // now: the calendar runs this up to a tick early) and schedules the next change.
   void apply() {
-    double t = calendar_->now();
+    const double t = calendar_->now(), tick = calendar_->tick();
     // Sum the loads active now per (domain, resource) and set every touched resource.
     std::map<std::pair<int, int>, double> share;
     for (const auto& l : loads_) {
       share[{l.domain, l.compute}] += 0;
       share[{l.domain, l.memory}] += 0;
-      if (t + 1e-12 >= l.start && t < l.end - 1e-12) {
+      if (t + tick >= l.start && t < l.end - tick) {
         share[{l.domain, l.compute}] += l.c;
         if (l.memory != l.compute) share[{l.domain, l.memory}] += l.m;
       }
     }
     for (auto& [key, v] : share) domains_[key.first]->set_background(key.second, std::min(v, 0.95));
-    while (next_ < times_.size() && times_[next_] <= t + 1e-12) ++next_;
+    while (next_ < times_.size() && times_[next_] <= t + tick) ++next_;
     if (next_ < times_.size()) calendar_->schedule(Calendar::kBackgroundSlot, times_[next_]);
   }
 
@@ -440,9 +452,11 @@ void Calendar::run() {
   ticks_ = woke;
   for (;;) {
     now_ = time_.seconds(ticks_);
-    // Run every slot due now (times may differ below the clock's resolution); a source run
-    // here may schedule more slots due now, which run in this loop too.
-    for (int slot = node_[1].slot; node_[1].t <= now_ + 1e-12; slot = node_[1].slot) {
+    // Run every slot due now: within a tick of now, the step SystemC's rounding to its ticks
+    // would give a later one being zero or a tick (a nanosecond clock's events may be closer
+    // than that; a double's last place past ~9e6 s is coarser). A source run here may
+    // schedule more slots due now, which run in this loop too.
+    for (int slot = node_[1].slot; node_[1].t <= now_ + tick_s_; slot = node_[1].slot) {
       const double t = node_[1].t;
       node_[leaves_ + slot].t = INFINITY;  // consumed: the source schedules its next time itself
       running_ = slot;
@@ -452,6 +466,10 @@ void Calendar::run() {
       else workload_->fire(slot - 1 - domains_, t);
       running_ = -1;
       fix(slot);
+      if (events % kPollEvents == 0 && poll_ && poll_()) {
+        halted_ = true;
+        return;
+      }
     }
     const double next = node_[1].t;
     if (next == INFINITY) return;
@@ -461,8 +479,9 @@ void Calendar::run() {
       if (stop_ > woke) next_trigger(sc_time::from_value(stop_ - woke));
       return;
     }
-    // The step SystemC would take to the next event (next_trigger(sc_time(next - now, SC_SEC))).
-    const TimeScale::Ticks step = time_.ticks(next - now_);
+    // The step SystemC would take to the next event (next_trigger(sc_time(next - now, SC_SEC))),
+    // at least a tick (the event is more than a tick ahead), so time always moves.
+    const TimeScale::Ticks step = std::max<TimeScale::Ticks>(1, time_.ticks(next - now_));
     if (ticks_ + step > until) {
       next_trigger(sc_time::from_value(ticks_ + step - woke));
       return;
@@ -562,15 +581,30 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     flow.set_router(options.router);
   }
   Calendar calendar("calendar", plan.domains, static_cast<int>(s.streams.size()),
-                    options.quantum_s, limit);
+                    options.quantum_s, limit, resolution);
   for (int d = 0; d < plan.domains; ++d)
     domains.push_back(std::make_unique<Domain>(d, plan.domain_resources[d], &flow, &plan, &calendar));
   Workload workload(s, &flow, &calendar);
   std::unique_ptr<Background> background;
   if (!s.background.empty()) background = std::make_unique<Background>(s, plan, domains, &calendar);
   calendar.bind(&domains, &workload, background.get());
+  // A stop asked for while the calendar runs: should_stop, asked at most every
+  // kStopAskSeconds of wall time (and where progress is reported), so a stop is heard within
+  // a fraction of a second whatever stretch of simulated time the run is in.
+  using Clock = std::chrono::steady_clock;
+  constexpr double kStopAskSeconds = 0.05;
+  Clock::time_point last_ask = Clock::now();
+  auto ask = [&] {
+    last_ask = Clock::now();
+    r.stopped = options.should_stop();
+    return !r.stopped.empty();
+  };
+  if (options.should_stop)
+    calendar.set_poll([&] {
+      return std::chrono::duration<double>(Clock::now() - last_ask).count() >= kStopAskSeconds && ask();
+    });
   if (options.progress || options.should_stop) {
-    // Run in slices so a long simulation can report progress and be stopped.
+    // Run in slices so a long simulation can report progress.
     const int slices = 50;
     for (int k = 1; k <= slices; ++k) {
       const double until = k == slices ? limit : limit * k / slices;  // end exactly at limit
@@ -581,17 +615,15 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
           sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity() < sc_time(until, SC_SEC))
         sc_core::sc_start(sc_time(until, SC_SEC) - sc_core::sc_time_stamp(),
                           sc_core::SC_EXIT_ON_STARVATION);
-      const bool done = k == slices || !sc_core::sc_pending_activity();  // nothing left: 100%
+      // Nothing left: 100% (unless the calendar halted, starving SystemC).
+      const bool done = !calendar.halted() && (k == slices || !sc_core::sc_pending_activity());
       if (options.progress)
         options.progress({done ? 1.0 : std::min(1.0, now_s() / limit), now_s(), flow.ended(),
                           static_cast<uint64_t>(calendar.events)});
       if (done) break;
-      if (k < slices && options.should_stop) {
-        r.stopped = options.should_stop();
-        if (!r.stopped.empty()) {
-          r.horizon = std::min(r.horizon, now_s());
-          break;
-        }
+      if (calendar.halted() || (k < slices && options.should_stop && ask())) {
+        r.horizon = std::min(r.horizon, calendar.last_time());
+        break;
       }
     }
   } else {

@@ -100,8 +100,10 @@ struct SimOptions {
   double quantum_s = 1e-3;
   // Called now and then (about every 2% of simulated time) with how far the run has got.
   std::function<void(const SimProgress&)> progress;
-  // Asked now and then (about every 2% of simulated time); a non-empty answer stops the run
-  // there and becomes SimResult::stopped.
+  // Asked where progress is reported and, in between, about every 50 ms of wall time
+  // (polled every few hundred events, so within a fraction of a second wherever the run is
+  // in simulated time); a non-empty answer stops the run there (after the event that ran
+  // last) and becomes SimResult::stopped.
   std::function<std::string()> should_stop;
   // Constant memory: given, each request's record goes here once, in arrival order, as soon
   // as it and every earlier request have finished (the rest at the end), and

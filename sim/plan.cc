@@ -562,6 +562,11 @@ void resolve_stream_loads(Scenario& s, const Plan& p) {
     if (sd.duration_s * sd.rate_hz < 1)
       sd.where.required("duration_s").fail("shorter than one period (" + std::to_string(1 / sd.rate_hz) +
                                            " s at this load): the stream would issue no request");
+    if (const double tick = clock_tick_s(s.arrivals_end() + s.drain_s); 1 / sd.rate_hz < tick) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "a period of %g s at this load is below the simulator's clock tick of %g s", 1 / sd.rate_hz, tick);
+      sd.where.required("load").fail(std::string(buf) + ": arrivals would fall on the same tick; lower the load");
+    }
   }
 }
 

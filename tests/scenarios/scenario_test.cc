@@ -212,6 +212,35 @@ TEST(Scenario, RunsOverTheWorkLimitsAreRefusedBeforeTheyStart) {
   }
 }
 
+// A stream whose period is below the clock's tick (a picosecond; a nanosecond when the run
+// spans past 9.2e6 s) is refused at its rate_hz, naming the tick; one just above it loads.
+TEST(Scenario, ARatePastTheClocksTickIsRefusedAtItsKey) {
+  const std::string base = read(kRoot + "/scenarios/default.yaml");
+  auto load = [&](const std::string& workload, const std::string& extra = "") {
+    std::string text = base;
+    const std::string from = "rate_hz: 5, jitter_ms: 2, deadline_ms: 200, duration_s: 20";
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos);
+    text.replace(at, from.size(), workload);
+    return load_scenario_text(text + extra, "edited.yaml", default_catalog_dir(), default_cards_dir());
+  };
+  auto refused = [&](const std::string& workload, const std::string& extra, const std::string& tick) {
+    SCOPED_TRACE(workload + " " + extra);
+    try {
+      load(workload, extra);
+      ADD_FAILURE() << "accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.key(), "workload[0].rate_hz") << e.what();
+      EXPECT_EQ(e.file(), "edited.yaml");
+      EXPECT_GT(e.line(), 0);
+      EXPECT_NE(std::string(e.what()).find(tick), std::string::npos) << e.what();
+    }
+  };
+  refused("rate_hz: 1e13, duration_s: 1e-12", "", "1e-12 s");
+  refused("rate_hz: 2e9, duration_s: 1e-6", "drain_s: 1e7\n", "1e-09 s");
+  EXPECT_NO_THROW(load("rate_hz: 1e9, duration_s: 1e-6"));  // 1 ns: a thousand ticks
+}
+
 // Constant-memory runs (SimOptions::on_record) hand over every record once, in arrival order,
 // unfinished ones included; their requests.csv is byte-identical to a kept run's, and their
 // report agrees: counts, attainment and max exactly, the mean to rounding, percentiles within

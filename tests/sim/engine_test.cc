@@ -268,6 +268,73 @@ TEST(Engine, RequestsLateInSimulatedTimeFinishInTheirTimeAndTheRunEnds) {
   alarm(0);
 }
 
+// A scenario whose times fall between a nanosecond clock's ticks: segments of a fraction of a
+// nanosecond past a whole one, shared and alone, a background load, and two streams whose
+// arrivals are 0.3 ns apart, all starting at each of `starts` (arrivals 3 s long), spanning
+// `span` seconds in all (the drain fills the rest). Returns each request's latency in arrival
+// order (-1: unfinished).
+std::vector<double> sub_tick_latencies(std::vector<double> starts, double span, double quantum = 1e-3) {
+  Fixture f;
+  int a = f.add_model({{0, 0.0100000003, 1.0, 0.3}, {2, 0.0031000002, 1.0, 0.0}});
+  int b = f.add_model({{1, 0.0070000004, 0.4, 1.0}});
+  for (double start : starts) {
+    f.add_stream(a, 7.0, 3.0, start);
+    f.add_stream(b, 13.0, 3.0, start + 0.0123);
+    f.add_stream(a, 2.0, 3.0, start + 0.0123 + 3e-10);
+    BackgroundLoad l;
+    l.device = "gpu0";
+    l.compute = 0.3;
+    l.start_s = start + 1.00000000017;
+    l.end_s = start + 2.00000000041;
+    f.s.background.push_back(l);
+  }
+  f.s.drain_s = span - f.s.arrivals_end();
+  SimOptions o;
+  o.quantum_s = quantum;
+  SimResult r = simulate(f.s, f.p, o);
+  std::vector<double> v;
+  for (const auto& q : r.requests) v.push_back(q.finished() ? q.latency() : -1);
+  return v;
+}
+
+// Past 9.2e6 s of span the clock ticks in nanoseconds from time zero on: an event less than
+// a tick ahead (a job's last fraction of a nanosecond, an arrival 0.3 ns after another, a
+// background change) runs at the nearest tick instead of stepping the clock by zero ticks
+// forever, whatever the quantum, and latencies stay within a few ticks of the picosecond
+// clock's. (This spun in Calendar::run, --max-wall-s and Ctrl-C unheard: issue 28.) An alarm
+// ends the process if it spins.
+TEST(Engine, ANanosecondClockRunsEventsCloserThanATickAndTheRunEnds) {
+  alarm(120);
+  const std::vector<double> ps = sub_tick_latencies({0}, 100);
+  ASSERT_EQ(ps.size(), 21u + 39u + 6u);
+  for (double span : {9.3e6, 5e7}) {
+    SCOPED_TRACE(span);
+    const std::vector<double> ns = sub_tick_latencies({0}, span);
+    ASSERT_EQ(ns.size(), ps.size());
+    for (size_t i = 0; i < ps.size(); ++i) {
+      ASSERT_GT(ns[i], 0) << i;
+      EXPECT_NEAR(ns[i], ps[i], 2e-8) << i;
+    }
+    EXPECT_EQ(sub_tick_latencies({0}, span, 0), ns);  // the quantum changes no result
+  }
+  alarm(0);
+}
+
+// A run spanning exactly the documented limit (kMaxSimulatedSeconds), with the same requests
+// at its start and in its last seconds, finishes with every request in its time (late ones
+// within a few units in the last place of a double there, 15 ns).
+TEST(Engine, ASpanAtTheDocumentedLimitFinishesInItsTime) {
+  alarm(120);
+  const std::vector<double> base = sub_tick_latencies({0}, 100);
+  const std::vector<double> both = sub_tick_latencies({0, kMaxSimulatedSeconds - 5}, kMaxSimulatedSeconds);
+  ASSERT_EQ(both.size(), 2 * base.size());
+  for (size_t i = 0; i < both.size(); ++i) {
+    ASSERT_GT(both[i], 0) << i;
+    EXPECT_NEAR(both[i], base[i % base.size()], 1e-7) << i;
+  }
+  alarm(0);
+}
+
 TEST(Engine, RefusesASpanItsClockCannotHold) {
   Fixture f;
   int m = f.add_model({{0, 0.001, 1.0, 0.0}});
@@ -297,8 +364,11 @@ TEST(Engine, AStopRequestEndsTheRunEarlyWithWhatRanAndWhy) {
   f.add_stream(m, 100.0, 100.0);
   f.s.drain_s = 0.5;  // limit 100.5 s: 50 slices of 2.01 s
   SimOptions o;
-  int asked = 0;
-  o.should_stop = [&]() -> std::string { return ++asked == 5 ? "enough" : ""; };
+  // Stop once the progress report has passed 10% (the end of the fifth slice); asks in
+  // between (on wall time) hear no.
+  double fraction = 0;
+  o.progress = [&](const SimProgress& p) { fraction = p.fraction; };
+  o.should_stop = [&]() -> std::string { return fraction >= 0.0999 ? "enough" : ""; };
   SimResult r = simulate(f.s, f.p, o);
   EXPECT_EQ(r.stopped, "enough");
   EXPECT_NEAR(r.horizon, 5 * 2.01, 1e-9);
@@ -307,6 +377,32 @@ TEST(Engine, AStopRequestEndsTheRunEarlyWithWhatRanAndWhy) {
   SimResult whole = simulate(f.s, f.p);
   EXPECT_TRUE(whole.stopped.empty());
   EXPECT_EQ(whole.requests.size(), 10000u);
+}
+
+// A stop is asked for on wall time (SimOptions::should_stop), not only where progress is
+// reported: a run whose work all falls in its first 2% of simulated time (10 M requests,
+// seconds of wall time) stops soon after it starts, long before that slice ends, and its
+// records cover what ran. (It ran the whole slice first: --max-wall-s 5 stopped after 68 s.)
+TEST(Engine, AStopRequestIsHeardInsideALongStretchOfWork) {
+  alarm(300);
+  Fixture f;
+  int m = f.add_model({{0, 5e-6, 1.0, 0.0}});
+  f.add_stream(m, 1e5, 100.0);
+  f.s.drain_s = 4900;  // limit 5000 s: the first slice (100 s) holds every arrival
+  SimOptions o;
+  size_t records = 0;
+  o.on_record = [&](const RequestRecord&) { ++records; };
+  int asked = 0;
+  o.should_stop = [&]() -> std::string { return ++asked, "stop"; };
+  SimResult r = simulate(f.s, f.p, o);
+  EXPECT_EQ(r.stopped, "stop");
+  EXPECT_EQ(asked, 1);
+  EXPECT_LT(r.horizon, 100.0);  // inside the first slice
+  EXPECT_LE(r.end_time, r.horizon + 1e-9);
+  EXPECT_GT(records, 0u);
+  EXPECT_LT(records, 10000000u);
+  EXPECT_NEAR(static_cast<double>(records), 1e5 * r.horizon, 3);
+  alarm(0);
 }
 
 TEST(Engine, UnfinishedRequestsAreReportedNotDropped) {

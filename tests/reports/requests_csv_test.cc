@@ -1,0 +1,90 @@
+// requests.csv's numbers: times late in a long run keep the clock's resolution.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "reports/report.h"
+#include "scratch.h"
+
+namespace vlasim {
+namespace {
+
+// The cells of line `n` (0: the header) of CSV file `path` (no quoted cells).
+std::vector<std::string> csv_line(const std::string& path, int n) {
+  std::ifstream in(path);
+  std::string line;
+  for (int i = 0; i <= n; ++i) std::getline(in, line);
+  std::vector<std::string> cells;
+  std::stringstream ss(line);
+  for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+  return cells;
+}
+
+// A request's times, written and read back, are within the clock's tick of what it recorded
+// (or a double's last place where that is coarser): a picosecond early in a run, a
+// nanosecond (the tick past 9.2e6 s of span) near 1e7 s, 15 ns at the 1e8 s limit, so a
+// segment of tens of nanoseconds there does not start and end at the same written time.
+// (With 9 significant digits, times near 1e7 s were rounded to 10 ms.)
+TEST(RequestsCsv, TimesKeepTheClocksResolutionLateInALongRun) {
+  Scenario s;
+  s.models.resize(1);
+  s.models[0].name = "m";
+  s.streams.resize(1);
+  s.streams[0].name = "st";
+  Plan p;
+  p.models.resize(1);
+  struct Case {
+    double arrival, start, end, tick;
+  };
+  const std::vector<Case> cases = {
+      {0.201141271123, 0.201141271123, 0.223927277456, 1e-12},
+      {9999999.123456789, 9999999.123456814, 9999999.123456839, 1e-9},
+      {99999990.000000015, 99999990.00000003, 99999990.00000006, 1e-9},
+  };
+  const std::string path = (testing::scratch_dir("requests_csv") / "requests.csv").string();
+  RequestsCsv csv(s, p, path);
+  uint64_t id = 0;
+  for (const Case& c : cases) {
+    RequestRecord q;
+    q.id = id++;
+    q.arrival = c.arrival;
+    q.start = c.start;
+    q.end = c.end;
+    q.deadline = c.arrival + 0.1;
+    q.stages_done = 1;
+    q.stage_latency[0] = c.end - c.start;
+    csv.row(q);
+  }
+  csv.close();
+  const std::vector<std::string> head = csv_line(path, 0);
+  ASSERT_EQ(head[4], "arrival_s");
+  ASSERT_EQ(head[6], "end_s");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    const Case& c = cases[i];
+    const double tol = std::max(c.tick, std::nextafter(c.end, INFINITY) - c.end);
+    const std::vector<std::string> row = csv_line(path, static_cast<int>(i) + 1);
+    ASSERT_GE(row.size(), 11u);
+    const double arrival = std::strtod(row[4].c_str(), nullptr), start = std::strtod(row[5].c_str(), nullptr),
+                 end = std::strtod(row[6].c_str(), nullptr), latency = std::strtod(row[7].c_str(), nullptr),
+                 deadline = std::strtod(row[8].c_str(), nullptr), vision = std::strtod(row[10].c_str(), nullptr);
+    EXPECT_NEAR(arrival, c.arrival, tol);
+    EXPECT_NEAR(start, c.start, tol);
+    EXPECT_NEAR(end, c.end, tol);
+    EXPECT_NEAR(deadline, c.arrival + 0.1, tol);
+    EXPECT_NEAR(latency, c.end - c.arrival, 1e-12);
+    EXPECT_NEAR(vision, c.end - c.start, 1e-12);
+    EXPECT_LT(start, end);
+  }
+  // Short numbers stay as short as they were.
+  EXPECT_EQ(csv_line(path, 1)[4], "0.201141271123");
+}
+
+}  // namespace
+}  // namespace vlasim
