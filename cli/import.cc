@@ -55,7 +55,7 @@ const std::vector<DataSet> kDataSets = {
 };
 
 struct EvalArgs {
-  std::string data = "data/gpu_profiles", out = "reports";
+  std::string data = "data/gpu_profiles", out = "reports", fit_out;
   bool quiet = false;
 };
 
@@ -72,6 +72,12 @@ int run_gpu_eval(const Common& c, const EvalArgs& a) {
   fs::create_directories(a.out);
   write_file(a.out + "/gpu_cost_model.md", gpu_evaluation_markdown(e, data));
   write_file(a.out + "/gpu_cost_model.csv", gpu_evaluation_csv(e));
+  if (!a.fit_out.empty())
+    write_file(a.fit_out,
+               kernel_params_csv(e.all_fit,
+                                 "Kernel GPU op model parameters (sim/gpu_kernel_model.h), fitted on every GPU vendored in\n"
+                                 "data/gpu_profiles/ by `vlasim gpu-eval --fit-out`. Generated: rebuild with\n"
+                                 "scripts/gpu_profiles.sh, do not edit. Read by the `kernel` cost model."));
   if (!a.quiet) std::cout << "wrote " << a.out << "/gpu_cost_model.md, gpu_cost_model.csv\n";
   return 0;
 }
@@ -100,6 +106,8 @@ Command add_gpu_eval(CLI::App& app) {
       "vendored measured kernel times; writes gpu_cost_model.md and .csv");
   cmd->add_option("data", a->data, "vendored data folder (default: data/gpu_profiles)");
   cmd->add_option("-o,--out", a->out, "folder for gpu_cost_model.md and .csv (default: reports)");
+  cmd->add_option("--fit-out", a->fit_out,
+                  "also write the kernel model fitted on every GPU, as the kernel cost model reads it");
   cmd->add_flag("-q,--quiet", a->quiet, "no summary line");
   return {cmd, [a](const Common& c) { return run_gpu_eval(c, *a); }};
 }

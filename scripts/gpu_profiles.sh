@@ -2,7 +2,8 @@
 # Rebuilds every table derived from the vendored measured GPU kernel times
 # (data/gpu_profiles/README.md): one vlasim profile per GPU (vlasim import) under
 # BUILD_DIR/gpu_profiles/, and reports/gpu_cost_model.md and .csv (vlasim gpu-eval, leave one
-# GPU out). Usage: scripts/gpu_profiles.sh [BUILD_DIR] (default build).
+# GPU out), and sim/kernel_fit/kernel_model.csv (the kernel cost model's parameters, fitted on
+# every GPU). Usage: scripts/gpu_profiles.sh [BUILD_DIR] (default build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -17,4 +18,4 @@ done
   --device jetson-agx-orin-64gb -o "$out/apxinf-jetson-agx-orin-64gb.json"
 "$vlasim" import apxinf "$d/apxinf/configs/pi05/thor_sm110_bf16_v2_v3_h10_tactics.json" \
   --device jetson-agx-thor -o "$out/apxinf-jetson-agx-thor.json"
-"$vlasim" gpu-eval "$d" -o reports
+"$vlasim" gpu-eval "$d" -o reports --fit-out sim/kernel_fit/kernel_model.csv

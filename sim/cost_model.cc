@@ -1,5 +1,6 @@
 #include "sim/cost_model.h"
 
+#include "sim/gpu_kernel_model.h"
 #include "sim/profile.h"
 #include "sim/shaped_cost_model.h"
 
@@ -86,6 +87,7 @@ CostModelRegistry& cost_models() {
            }});
     register_profiled_cost_model(r);
     register_shaped_cost_model(r);
+    register_kernel_cost_model(r);
     return r;
   }();
   return r;

@@ -7,7 +7,11 @@
 #include <sstream>
 
 #include "sim/cost_model.h"
+#include "scenarios/data_dir.h"
 #include "sim/shaped_cost_model.h"
+
+#include <fstream>
+#include <stdexcept>
 
 namespace vlasim {
 
@@ -167,6 +171,75 @@ double kernel_model_seconds(const Op& op, const DeviceSpec& d, const GpuKernelPa
   const KernelClassFit f = it == p.by_class.end() ? KernelClassFit{} : it->second;
   return f.latency_s + combine(terms(op, d, f), f.p);
 }
+
+std::string kernel_params_csv(const GpuKernelParams& p, const std::string& note) {
+  std::ostringstream o;
+  std::istringstream lines(note);
+  for (std::string l; std::getline(lines, l);) o << "# " << l << "\n";
+  o << "class,latency_s,bw_frac,compute_frac,p\n" << std::setprecision(6);
+  for (auto& [c, f] : p.by_class)
+    o << c << "," << f.latency_s << "," << f.bw_frac << "," << f.compute_frac << "," << f.p << "\n";
+  return o.str();
+}
+
+GpuKernelParams parse_kernel_params(const std::string& text, const std::string& where) {
+  GpuKernelParams p;
+  std::istringstream in(text);
+  int line = 0;
+  bool header = false;
+  for (std::string l; std::getline(in, l);) {
+    ++line;
+    if (l.empty() || l[0] == '#') continue;
+    auto fail = [&](const std::string& m) {
+      throw std::runtime_error(where + ":" + std::to_string(line) + ": " + m);
+    };
+    if (!header) {
+      if (l != "class,latency_s,bw_frac,compute_frac,p") fail("expected the header class,latency_s,bw_frac,compute_frac,p");
+      header = true;
+      continue;
+    }
+    std::vector<std::string> f;
+    std::istringstream row(l);
+    for (std::string x; std::getline(row, x, ',');) f.push_back(x);
+    if (f.size() != 5) fail("expected 5 fields, got " + std::to_string(f.size()));
+    if (f[0] != "gemm" && f[0] != "norm" && f[0] != "elementwise") fail("unknown class '" + f[0] + "'");
+    double v[4];
+    for (int i = 0; i < 4; ++i) {
+      size_t used = 0;
+      try {
+        v[i] = std::stod(f[i + 1], &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != f[i + 1].size() || !std::isfinite(v[i]) || v[i] <= 0) fail("'" + f[i + 1] + "' is not a positive number");
+    }
+    if (v[0] > 1e-2 || v[1] > 2 || v[2] > 2 || v[3] > 64) fail("value out of range");
+    p.by_class[f[0]] = {v[0], v[1], v[2], v[3]};
+  }
+  if (!header) throw std::runtime_error(where + ": no header line");
+  return p;
+}
+
+std::string default_kernel_fit_path() {
+  return find_data_dir("VLASIM_KERNEL_FIT", "kernel_fit", VLASIM_KERNEL_FIT_DIR) + "/kernel_model.csv";
+}
+
+namespace {
+
+class KernelCost : public CostModel {
+ public:
+  explicit KernelCost(GpuKernelParams p) : p_(std::move(p)), shaped_(cost_models().find("shaped")->make(Params{})) {}
+  OpCost op_cost(const Op& op, const DeviceInstance& dev, const UnitDecl& unit) const override;
+  OpCost transfer_cost(double bytes, const LinkInstance& link, bool h2d) const override {
+    return shaped_->transfer_cost(bytes, link, h2d);
+  }
+
+ private:
+  GpuKernelParams p_;
+  std::unique_ptr<CostModel> shaped_;
+};
+
+}  // namespace
 
 GpuKernelParams fit_kernel_model(const std::vector<const GpuSamples*>& fit, const Catalog& cat) {
   std::map<std::string, std::vector<FitPoint>> by;
@@ -328,6 +401,50 @@ std::string gpu_evaluation_csv(const GpuEvaluation& e) {
     o << c.model << "," << c.gpu << "," << c.cls << "," << c.regime << "," << c.n << "," << c.median_abs << ","
       << c.time_weighted << "," << c.bias << "\n";
   return o.str();
+}
+
+OpCost KernelCost::op_cost(const Op& op, const DeviceInstance& dev, const UnitDecl& unit) const {
+  OpCost c = shaped_->op_cost(op, dev, unit);
+  if (dev.spec.type != DeviceType::Gpu || stream_sms(dev, unit) < dev.spec.sms) return c;
+  auto it = p_.by_class.find(kernel_class(op));
+  if (it == p_.by_class.end()) return c;
+  const KernelClassFit& f = it->second;
+  const Terms t = terms(op, dev.spec, f);
+  const double kernel = f.latency_s + combine(t, f.p);
+  // The shaped model's wrapping: the gap between kernels, and eagerly the host's floor.
+  const double with_gap = kernel + dev.spec.graph_launch_s;
+  c.seconds = dev.graph_capture ? with_gap : std::max(with_gap, ShapedParams{}.host_op_s);
+  c.memory_seconds = t.memory;
+  c.compute_seconds = t.compute;
+  c.overhead_seconds = c.seconds - combine(t, f.p);
+  return c;
+}
+
+void register_kernel_cost_model(CostModelRegistry& r) {
+  r.add({"kernel",
+         "GPU GEMMs, norms and elementwise ops from the kernel model fitted on measured kernel times "
+         "(latency + (memory^p + tile-wave compute^p)^(1/p), sim/gpu_kernel_model.h); the rest as shaped",
+         {{"fit", "kernel model parameters CSV (vlasim gpu-eval --fit-out); default: the shipped fit over every "
+                  "vendored GPU",
+           "sim/kernel_fit/kernel_model.csv"}},
+         [](const Params& prm) -> std::unique_ptr<CostModel> {
+           const std::string path = prm.get_string("fit", "");
+           const std::string file = path.empty() ? default_kernel_fit_path() : path;
+           std::ifstream in(file);
+           if (!in) {
+             if (path.empty()) throw std::runtime_error("cannot read the kernel model fit " + file);
+             prm.node().required("fit").fail("cannot read '" + file + "'");
+           }
+           std::ostringstream text;
+           text << in.rdbuf();
+           try {
+             return std::make_unique<KernelCost>(parse_kernel_params(text.str(), file));
+           } catch (const std::runtime_error& e) {
+             if (path.empty()) throw;
+             prm.node().required("fit").fail(e.what());
+           }
+           return nullptr;
+         }});
 }
 
 }  // namespace vlasim

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sim/gpu_import.h"
+#include "sim/cost_model.h"
 #include "sim/hardware.h"
 
 namespace vlasim {
@@ -37,6 +38,19 @@ struct GpuKernelParams {
 std::string kernel_class(const Op& op);
 // Predicted seconds of `op` alone on the whole GPU `d`.
 double kernel_model_seconds(const Op& op, const DeviceSpec& d, const GpuKernelParams& p);
+
+// The parameters as a small CSV (a header comment `note`, then class,latency_s,bw_frac,
+// compute_frac,p rows), and back; `where` names the text in errors (std::runtime_error).
+std::string kernel_params_csv(const GpuKernelParams& p, const std::string& note);
+GpuKernelParams parse_kernel_params(const std::string& text, const std::string& where);
+// The parameters shipped with vlasim (sim/kernel_fit/kernel_model.csv: fitted on every
+// vendored GPU by `vlasim gpu-eval --fit-out`, scripts/gpu_profiles.sh), or $VLASIM_KERNEL_FIT.
+std::string default_kernel_fit_path();
+
+// Registry entry "kernel": GEMMs, norms and elementwise ops on a whole GPU priced by the
+// kernel model with the shipped (or a given) fit, plus the shaped model's launch gap and eager
+// host floor; attention, other ops, SM partitions and CPU units as the shaped model.
+void register_kernel_cost_model(CostModelRegistry& r);
 
 // Measured times of one catalog GPU.
 struct GpuSamples {
