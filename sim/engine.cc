@@ -610,9 +610,10 @@ void check_work(const Scenario& s, const SimWork& w, const SimOptions& options) 
     const std::string over = "the scenario is overloaded: " + w.bottleneck + " is asked for " +
                              percent(w.overload) + " of what it can serve, so about " + g(w.backlog) +
                              " requests would be waiting when arrivals end";
-    if (s.queue_limit > 0 && w.backlog > static_cast<double>(s.queue_limit)) {
-      why = over + "; queue_limit " + g(static_cast<double>(s.queue_limit)) + " keeps up to about " +
-            g(w.backlog_bytes / 1e9) + " GB of their records; the limit is " + g(options.max_memory_bytes / 1e9) +
+    if (s.queue_limit > 0) {
+      why = over + "; queue_limit " + g(static_cast<double>(s.queue_limit)) + " lets " +
+            g(w.backlog_bytes / kBytesPerRequest) + " of them wait, about " + g(w.backlog_bytes / 1e9) +
+            " GB of records; the limit is " + g(options.max_memory_bytes / 1e9) +
             " GB: lower queue_limit (arrivals past it are dropped and counted) or raise --max-memory-gb";
       at = s.queue_limit_where;
     } else {
