@@ -105,6 +105,7 @@ ReportBuilder::ReportBuilder(const Scenario& s, bool streaming)
 void ReportBuilder::add(const RequestRecord& q) {
   ++requests_;
   failed_ += q.failed;
+  dropped_ += q.dropped;
   ++count_[q.model];
   with_deadline_[q.model] += q.deadline > 0;
   first_arrival_ = std::min(first_arrival_, q.arrival);
@@ -143,6 +144,7 @@ Report ReportBuilder::finish(const Plan& p, const SimResult& r, const std::strin
   rep.trace_truncated = r.trace_truncated;
   rep.requests = requests_;
   rep.failed = failed_;
+  rep.dropped = dropped_;
   rep.partial = r.stopped;
   rep.latency = all_.stats();
   rep.finished = rep.latency.count;
@@ -230,6 +232,7 @@ void write_json(const Report& rep, const std::string& path) {
   j["requests"] = rep.requests;
   j["finished"] = rep.finished;
   if (rep.failed) j["failed"] = rep.failed;
+  if (rep.dropped) j["dropped"] = rep.dropped;
   j["latency"] = to_json(rep.latency);
   j["throughput_hz"] = rep.throughput_hz;
   j["deadline_attainment"] = rep.deadline_attainment;
@@ -364,6 +367,8 @@ std::string summary_text(const Report& rep) {
   os << buf;
   if (rep.failed)
     os << "FAILED: " << rep.failed << " requests ended in an executor error (not finished)\n";
+  if (rep.dropped)
+    os << "DROPPED: " << rep.dropped << " requests dropped at a full queue (queue_limit; not finished)\n";
   if (!rep.partial.empty())
     os << "PARTIAL: " << rep.partial << "; the figures cover what ran until then\n";
   for (const auto& m : rep.models) {

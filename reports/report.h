@@ -51,6 +51,7 @@ struct Report {
   double horizon_s = 0, end_s = 0;
   size_t requests = 0, finished = 0;
   size_t failed = 0;  // a real run's requests whose executor failed (RequestRecord::failed)
+  size_t dropped = 0;  // requests dropped at a full queue (Scenario::queue_limit)
   LatencyStats latency;
   double throughput_hz = 0, deadline_attainment = 1;
   std::vector<ModelMetrics> models;
@@ -97,7 +98,7 @@ class ReportBuilder {
   std::vector<LatencySeries> model_;
   std::vector<std::vector<LatencySeries>> stage_;  // [model][stage]
   std::vector<size_t> count_, met_, with_deadline_;
-  size_t requests_ = 0, total_met_ = 0, failed_ = 0;
+  size_t requests_ = 0, total_met_ = 0, failed_ = 0, dropped_ = 0;
   double first_arrival_ = INFINITY, last_end_ = 0;
 };
 

@@ -417,13 +417,17 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   s.file = root.file();
   if (!root.is_map()) root.fail("a scenario is a map");
   root.check_keys({"name", "description", "seed", "hardware", "models", "workload", "policies",
-                   "drain_s", "background", "controller"});
+                   "drain_s", "background", "controller", "queue_limit"});
   s.name = root.required("name").as_string();
   s.description = root.get_string("description", "");
   long long seed = root.get_int("seed", 1);
   if (seed < 0) root.required("seed").fail("seed must not be negative");
   s.seed = static_cast<uint64_t>(seed);
   s.drain_s = root.get_positive("drain_s", 60);
+  if (root.has("queue_limit")) {
+    s.queue_limit_where = root.required("queue_limit");
+    s.queue_limit = root.get_count("queue_limit", 0, 1, 1000000000000LL);
+  }
 
   Catalog catalog = Catalog::load_dir(catalog_dir);
   parse_hardware(root.required("hardware"), catalog, s);

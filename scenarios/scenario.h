@@ -208,6 +208,11 @@ struct Scenario {
   ControllerDecl controller;
   PolicyDecl queue, pipeline, cost_model, batching;
   double drain_s = 60;  // simulated time allowed after the last arrival for queues to empty
+  // `queue_limit: N`: the most requests that may wait (arrived, not yet started) at once over
+  // the whole scenario; an arrival that finds N waiting is dropped (RequestRecord::dropped)
+  // and counted in the report. 0: no bound (an overload keeps every request waiting).
+  long long queue_limit = 0;
+  ConfigNode queue_limit_where;
 
   // Index of the device called `name`, or -1.
   int device_index(const std::string& name) const;

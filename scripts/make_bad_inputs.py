@@ -1024,6 +1024,66 @@ def gpu_import_cases():
         "gpu_import/fp8.json", apx.replace('"op": "bf16"', '"op": "fp8"', 1))
 
 
+# ---------------------------------------------------------------------------------------------
+# Issue 28, items 1, 4 and 6 (engine, second round): long spans on the nanosecond clock, rates
+# past the clock's tick, overload under --stream-records, and stops heard on wall time.
+# ---------------------------------------------------------------------------------------------
+def engine_round2_cases():
+    d = strip_comments(read("scenarios/default.yaml"))
+    robion = strip_comments(read("scenarios/systems/robion_h100.yaml"))
+    DEF_WL = "rate_hz: 5, jitter_ms: 2, deadline_ms: 200, duration_s: 20"
+
+    def wl(text, old, new):
+        assert old in text, old
+        return text.replace(old, new, 1)
+
+    sim = "{vlasim} simulate {file} -q -o {tmp}/out"
+    cases = [
+        # Was a defect, fixed since: each of these spun in Calendar::run (zero-tick steps on the
+        # nanosecond clock), --max-wall-s and the first Ctrl-C unheard.
+        ("issue28_drain_9e6", d + "drain_s: 9e6\n", sim + " --max-wall-s 2", 0, "",
+         "default.yaml with drain_s 9e6 (nanosecond clock) and --max-wall-s 2: finishes"),
+        ("issue28_rate_0001_over_9e6", wl(d, DEF_WL, "rate_hz: 0.001, deadline_ms: 200, duration_s: 9e6"), sim, 0, "",
+         "rate_hz 0.001 over 9e6 s: finishes"),
+        ("issue28_span_at_limit", wl(d, "duration_s: 20}", "duration_s: 20, start_s: 99999970}") + "drain_s: 10\n",
+         sim, 0, "", "arrivals in the last 30 s of a span of exactly 1e8 s: finishes"),
+        ("issue28_sweep_drain_9e6", d + "drain_s: 60\n",
+         "{vlasim} sweep {file} --set drain_s=60,9e6 -q -o {tmp}/out", 0, "", "sweep --set drain_s=60,9e6: finishes"),
+        # Was a defect, fixed since: stops came at 2% steps of simulated time only (robion at
+        # 5e6 s with --max-wall-s 5 stopped after 68 s); at 1e7 s this spun as well.
+        ("issue28_robion_1e7_streamed_wall", wl(robion, "duration_s: 10}", "duration_s: 1e7}"),
+         sim + " --max-requests 2e9 --stream-records --max-wall-s 3", 3, "--max-wall-s 3 reached",
+         "robion_h100 at duration_s 1e7, streamed, --max-wall-s 3: stops within the timeout with exit 3"),
+        # Was a defect, fixed since: grew to 3.75 GB and died of bad_alloc in SystemC.
+        ("issue28_overload_streamed", wl(d, DEF_WL, "rate_hz: 100, jitter_ms: 2, deadline_ms: 200, duration_s: 999000"),
+         sim + " --stream-records", 2, "issue28_overload_streamed.yaml:18 && workload[0] && overloaded && queue_limit",
+         "default at rate_hz 100 over 999000 s, streamed: refused before it runs, naming queue_limit"),
+        ("issue28_overload_queue_limit",
+         wl(d, DEF_WL, "rate_hz: 100, jitter_ms: 2, deadline_ms: 200, duration_s: 999000") + "queue_limit: 100\n",
+         sim + " --stream-records --max-wall-s 3; rc=$?; grep -q '\"dropped\"' {tmp}/out/report.json && exit $rc", 3,
+         "--max-wall-s 3 reached",
+         "the same with queue_limit 100: runs in flat memory, drops counted in report.json (stopped by --max-wall-s 3)"),
+        ("issue28_queue_limit_over_memory",
+         wl(d, DEF_WL, "rate_hz: 100, jitter_ms: 2, deadline_ms: 200, duration_s: 999000") + "queue_limit: 100000000\n",
+         sim + " --stream-records", 2, "issue28_queue_limit_over_memory.yaml:22 && queue_limit && --max-memory-gb",
+         "an overloaded streamed run whose queue_limit lets more wait than the memory limit holds: refused at queue_limit"),
+        # Was a defect, fixed since: accepted though its period is below the clock's tick.
+        ("issue28_rate_1e13", wl(d, DEF_WL, "rate_hz: 1e13, duration_s: 1e-12"), sim, 2,
+         "issue28_rate_1e13.yaml:18 && rate_hz && clock tick of 1e-12 s", "rate_hz 1e13 (period 0.1 ps): refused"),
+        ("issue28_rate_2e9_ns_clock", wl(d, DEF_WL, "rate_hz: 2e9, duration_s: 1e-6") + "drain_s: 1e7\n", sim, 2,
+         "issue28_rate_2e9_ns_clock.yaml:18 && rate_hz && clock tick of 1e-09 s",
+         "rate_hz 2e9 in a scenario spanning 1e7 s (a nanosecond tick): refused"),
+        ("issue28_queue_limit_zero", d + "queue_limit: 0\n", sim, 2, "issue28_queue_limit_zero.yaml:22 && queue_limit",
+         "queue_limit 0"),
+        ("issue28_queue_limit_text", d + "queue_limit: many\n", sim, 2, "issue28_queue_limit_text.yaml:22 && queue_limit",
+         "queue_limit: many"),
+        ("issue28_queue_limit_fraction", d + "queue_limit: 2.5\n", sim, 2,
+         "issue28_queue_limit_fraction.yaml:22 && queue_limit", "queue_limit 2.5"),
+    ]
+    for cid, text, cmd, code, expect, desc in cases:
+        add(cid, cmd, code, expect, desc, "scenarios/%s.yaml" % cid, text)
+
+
 def main():
     # Everything here is generated except README.md, which is kept.
     os.makedirs(OUT, exist_ok=True)
@@ -1044,6 +1104,7 @@ def main():
     live_controller_cases()
     round2_cases()
     gpu_import_cases()
+    engine_round2_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
         f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")
         for c in cases:

@@ -492,53 +492,159 @@ void Calendar::run() {
 
 }  // namespace
 
+namespace {
+std::string fmt3(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+// A ratio as a whole percentage: 10 -> "1000%".
+std::string percent(double ratio) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * ratio);
+  return buf;
+}
+}  // namespace
+
 SimWork estimate_work(const Scenario& s, const Plan& plan, size_t trace_limit) {
-  // Measured: ~160 bytes a request (its 96-byte record, grown by doubling, and queue state).
-  constexpr double kBytesPerRequest = 200;
+  // kBytesPerRequest: measured ~160 bytes a request (its 96-byte record, grown by doubling,
+  // and queue state).
   SimWork w;
   double most = -1;
+  std::vector<double> n(s.streams.size());
   for (size_t i = 0; i < s.streams.size(); ++i) {
     const StreamDecl& sd = s.streams[i];
-    const double n = std::ceil(sd.rate_hz * sd.duration_s) + 1;
-    w.requests += n;
+    n[i] = std::ceil(sd.rate_hz * sd.duration_s) + 1;
+    w.requests += n[i];
     double segs = 0;
     for (const ModelPlan& mp : plan.models)
       if (mp.model == sd.model) segs = std::max(segs, static_cast<double>(mp.segments.size()));
-    w.segments += n * segs;
-    if (n > most) {
-      most = n;
+    w.segments += n[i] * segs;
+    if (n[i] > most) {
+      most = n[i];
       w.busiest_stream = i;
     }
   }
   w.trace_bytes = std::min<double>(trace_limit, w.segments) * sizeof(TraceEvent);
   w.memory_bytes = w.requests * kBytesPerRequest + w.trace_bytes;
+
+  // Overload, as a lower bound. Each unit's demand: seconds of work a second of arrivals puts
+  // on it, a segment at the cheapest per-request time of the batch sizes the unit may run.
+  // Each model's: its requests' alone time over the requests its pipeline lets in flight
+  // (Little's law: no more than window / alone_seconds a second finish). Streams a controller
+  // routes (their instance is chosen as they run) and the stale chain of a V-AEFusion plan
+  // (which overlaps its VLM) are left out of the bound.
+  std::vector<double> unit_demand(plan.units.size(), 0.0), model_demand(plan.models.size(), 0.0);
+  std::unique_ptr<PipelinePolicy> pipe;
+  if (plan.models.size() >= s.models.size() && !s.pipeline.name.empty())
+    pipe = pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
+  auto runs = [](const StreamDecl& sd, const Segment& seg) {
+    if (sd.stages == 0) return true;
+    for (int st = 0; st < kStages; ++st)
+      if (((sd.stages >> st) & 1) && seg.stage_seconds[st] > 0) return true;
+    return false;
+  };
+  auto counted = [&](const StreamDecl& sd) {
+    return sd.group.empty() && sd.model >= 0 && static_cast<size_t>(sd.model) < plan.models.size();
+  };
+  for (const StreamDecl& sd : s.streams) {
+    if (!counted(sd)) continue;
+    const ModelPlan& mp = plan.models[static_cast<size_t>(sd.model)];
+    for (size_t k = 0; k < mp.segments.size(); ++k) {
+      const Segment& seg = mp.segments[k];
+      if (!runs(sd, seg) || seg.unit < 0 || static_cast<size_t>(seg.unit) >= plan.units.size()) continue;
+      double per_request = seg.seconds;
+      for (const BatchVariant& v : mp.batched)
+        if (v.size <= plan.units[static_cast<size_t>(seg.unit)].batch && k < v.segments.size())
+          per_request = std::min(per_request, v.segments[k].seconds / v.size);
+      unit_demand[static_cast<size_t>(seg.unit)] += sd.rate_hz * per_request;
+    }
+    if (sd.stages == 0 && mp.fork < 0 && pipe)
+      model_demand[static_cast<size_t>(sd.model)] += sd.rate_hz * mp.alone_seconds / pipe->window(mp.pipeline_stages);
+  }
+  double most_backlog = 0;
+  for (size_t i = 0; i < s.streams.size(); ++i) {
+    const StreamDecl& sd = s.streams[i];
+    if (!counted(sd)) continue;
+    const ModelPlan& mp = plan.models[static_cast<size_t>(sd.model)];
+    double rho = model_demand[static_cast<size_t>(sd.model)];
+    std::string at = s.models[static_cast<size_t>(sd.model)].name;
+    for (const Segment& seg : mp.segments)
+      if (runs(sd, seg) && seg.unit >= 0 && static_cast<size_t>(seg.unit) < plan.units.size() &&
+          unit_demand[static_cast<size_t>(seg.unit)] > rho) {
+        rho = unit_demand[static_cast<size_t>(seg.unit)];
+        at = plan.units[static_cast<size_t>(seg.unit)].name;
+      }
+    if (rho > w.overload) {
+      w.overload = rho;
+      w.bottleneck = at;
+    }
+    if (!(rho > 1)) continue;
+    const double backlog = n[i] * (1 - 1 / rho);
+    w.backlog += backlog;
+    if (backlog > most_backlog) {
+      most_backlog = backlog;
+      w.backlog_stream = i;
+    }
+  }
+  const double kept = s.queue_limit > 0 ? std::min(w.backlog, static_cast<double>(s.queue_limit)) : w.backlog;
+  w.backlog_bytes = kept * kBytesPerRequest;
   return w;
 }
 
 void check_work(const Scenario& s, const SimWork& w, const SimOptions& options) {
-  auto g = [](double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g", v);
-    return std::string(buf);
-  };
+  const auto g = fmt3;
   std::string why;
-  if (!(w.requests <= options.max_requests))
+  ConfigNode at;  // where the refusal points; the busiest stream's entry when undefined
+  if (!(w.requests <= options.max_requests)) {
     why = "the scenario would simulate " + g(w.requests) + " requests; the limit is " +
           g(options.max_requests) + " (--max-requests raises it)";
-  else if (!((options.on_record ? w.trace_bytes : w.memory_bytes) <= options.max_memory_bytes))
+  } else if (!options.on_record && !(w.memory_bytes <= options.max_memory_bytes)) {
     why = "the scenario would keep about " + g(w.memory_bytes / 1e9) + " GB of records for its " +
           g(w.requests) + " requests; the limit is " + g(options.max_memory_bytes / 1e9) +
           " GB (--max-memory-gb raises it; simulate --stream-records keeps none)";
+  } else if (options.on_record && !(w.trace_bytes <= options.max_memory_bytes)) {
+    why = "the scenario's trace would keep about " + g(w.trace_bytes / 1e9) + " GB; the limit is " +
+          g(options.max_memory_bytes / 1e9) + " GB (--max-memory-gb raises it; --trace-limit lowers the trace)";
+  } else if (options.on_record && !(w.trace_bytes + w.backlog_bytes <= options.max_memory_bytes)) {
+    const std::string over = "the scenario is overloaded: " + w.bottleneck + " is asked for " +
+                             percent(w.overload) + " of what it can serve, so about " + g(w.backlog) +
+                             " requests would be waiting when arrivals end";
+    if (s.queue_limit > 0) {
+      why = over + "; queue_limit " + g(static_cast<double>(s.queue_limit)) + " lets " +
+            g(w.backlog_bytes / kBytesPerRequest) + " of them wait, about " + g(w.backlog_bytes / 1e9) +
+            " GB of records; the limit is " + g(options.max_memory_bytes / 1e9) +
+            " GB: lower queue_limit (arrivals past it are dropped and counted) or raise --max-memory-gb";
+      at = s.queue_limit_where;
+    } else {
+      why = over + ", about " + g(w.backlog_bytes / 1e9) + " GB of records; the limit is " +
+            g(options.max_memory_bytes / 1e9) + " GB. Set queue_limit: N in the scenario to drop arrivals "
+            "that find N requests waiting (counted in the report), lower the rate, or raise --max-memory-gb";
+      if (w.backlog_stream < s.streams.size()) at = s.streams[w.backlog_stream].where;
+    }
+  }
   if (why.empty()) return;
-  if (w.busiest_stream < s.streams.size() && s.streams[w.busiest_stream].where.defined())
-    s.streams[w.busiest_stream].where.fail(why);
+  if (!at.defined() && w.busiest_stream < s.streams.size()) at = s.streams[w.busiest_stream].where;
+  if (at.defined()) at.fail(why);
   throw std::invalid_argument("simulate: " + why);
+}
+
+std::string overload_note(const Scenario& s, const SimWork& w) {
+  if (!(w.backlog > 0)) return "";
+  std::string note = "overloaded: " + w.bottleneck + " is asked for " + percent(w.overload) +
+                     " of what it can serve (at best), so about " + fmt3(w.backlog) +
+                     " requests would be waiting when arrivals end; ";
+  if (s.queue_limit > 0)
+    return note + "queue_limit " + fmt3(static_cast<double>(s.queue_limit)) +
+           " drops each arrival that finds that many waiting (dropped requests are counted in the report)";
+  return note + "every one waits (no queue_limit), and latencies grow with the run";
 }
 
 SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& options) {
   if (!(options.quantum_s >= 0))
     throw std::invalid_argument("simulate: quantum_s must be >= 0, not " + std::to_string(options.quantum_s));
-  check_work(s, estimate_work(s, plan, options.trace_limit), options);
+  const SimWork work = estimate_work(s, plan, options.trace_limit);
+  check_work(s, work, options);
   SimResult r;
   r.horizon = s.arrivals_end();
   double limit = r.horizon + s.drain_s;
@@ -599,9 +705,25 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     r.stopped = options.should_stop();
     return !r.stopped.empty();
   };
-  if (options.should_stop)
+  // A constant-memory run whose held records pass the memory limit (an overload the estimate
+  // did not foresee: devices shared, background loads, bursts) stops there instead of
+  // growing until it fails; checked on events, so where it stops does not depend on the host.
+  const double held_limit =
+      options.on_record ? std::max(0.0, options.max_memory_bytes - work.trace_bytes) / kBytesPerRequest : INFINITY;
+  auto over_memory = [&] {
+    if (!(static_cast<double>(flow.held()) > held_limit)) return false;
+    r.stopped = "the records held passed the memory limit (" + fmt3(static_cast<double>(flow.held())) +
+                " requests not yet handed on, " + fmt3(static_cast<double>(flow.waiting())) +
+                " of them waiting; the limit is " + fmt3(options.max_memory_bytes / 1e9) +
+                " GB): the scenario is overloaded beyond the estimate; set queue_limit: N in the scenario to drop "
+                "arrivals that find N requests waiting, lower the rate, or raise --max-memory-gb";
+    return true;
+  };
+  if (options.should_stop || options.on_record)
     calendar.set_poll([&] {
-      return std::chrono::duration<double>(Clock::now() - last_ask).count() >= kStopAskSeconds && ask();
+      return over_memory() ||
+             (options.should_stop &&
+              std::chrono::duration<double>(Clock::now() - last_ask).count() >= kStopAskSeconds && ask());
     });
   if (options.progress || options.should_stop) {
     // Run in slices so a long simulation can report progress.
@@ -628,6 +750,7 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     }
   } else {
     sc_core::sc_start(sc_time(limit, SC_SEC), sc_core::SC_EXIT_ON_STARVATION);
+    if (calendar.halted()) r.horizon = std::min(r.horizon, calendar.last_time());
   }
   flow.flush();
   r.end_time = calendar.last_time();

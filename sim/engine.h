@@ -30,6 +30,8 @@ struct RequestRecord {
   // (while the stage runs, the request flow keeps the stage's start there).
   uint8_t stages_done = 0;
   bool failed = false;  // a real run's executor failed one of its segments (it did not finish)
+  // It arrived to find Scenario::queue_limit requests waiting, so it never ran (not finished).
+  bool dropped = false;
   double arrival = 0, start = -1, end = -1;
   double deadline = 0;  // absolute; 0 when the stream has none
   double stage_latency[kStages] = {};
@@ -106,8 +108,10 @@ struct SimOptions {
   // last) and becomes SimResult::stopped.
   std::function<std::string()> should_stop;
   // Constant memory: given, each request's record goes here once, in arrival order, as soon
-  // as it and every earlier request have finished (the rest at the end), and
-  // SimResult::requests stays empty; the memory limit then weighs the trace only.
+  // as it and every earlier request have ended (the rest at the end), and
+  // SimResult::requests stays empty; the memory limit then weighs the trace and the records
+  // an overload would keep waiting (check_work), and a run whose held records pass it stops
+  // there (SimResult::stopped says so).
   std::function<void(const RequestRecord&)> on_record;
   // Routes the requests of streams whose workload names a group of instances (a scenario
   // with `controller:`); required for such a scenario, unused otherwise. Not owned.
@@ -124,14 +128,38 @@ struct SimWork {
   double memory_bytes = 0;  // the records it keeps: a request's record and queue state, the trace
   double trace_bytes = 0;   // the trace's part of it
   size_t busiest_stream = 0;  // the stream issuing the most requests
+  // Overload: the units' and models' demand over what they can serve, each unit at its
+  // largest batch and alone on its device, each model within its pipeline's window (a lower
+  // bound: contention, background loads, bursts and routed streams add to it). `overload` is
+  // the largest such ratio (> 1: overloaded), at `bottleneck` (a unit's or model's name).
+  double overload = 0;
+  std::string bottleneck;
+  // Requests waiting when arrivals end at that overload (0 when every unit keeps up), and
+  // the stream adding most to them; a constant-memory run keeps their records.
+  double backlog = 0;
+  size_t backlog_stream = 0;
+  // The bytes of the records the backlog keeps, up to Scenario::queue_limit requests.
+  double backlog_bytes = 0;
 };
 SimWork estimate_work(const Scenario& s, const Plan& plan, size_t trace_limit);
+
+// Bytes a request takes while the simulation holds it: its record and queue state.
+inline constexpr double kBytesPerRequest = 200;
 
 // Throws ConfigError at the busiest stream's entry (std::invalid_argument for a scenario built
 // in code) when `w` passes options.max_requests or options.max_memory_bytes, naming the
 // estimate, the limit and the command-line option that raises it (--max-requests,
-// --max-memory-gb).
+// --max-memory-gb). A constant-memory run (options.on_record) weighs its trace and its
+// backlog (w.backlog_bytes): past the limit it is refused at the stream adding most to the
+// backlog, naming the overloaded unit and queue_limit, or at queue_limit when that bound is
+// what does not fit.
 void check_work(const Scenario& s, const SimWork& w, const SimOptions& options);
+
+// One line to tell the user before a run when estimate `w` finds it overloaded: the
+// bottleneck, the requests that would wait, and what queue_limit does with them (drops
+// those past it, counted in the report) or that without it every one waits; "" when the
+// units keep up.
+std::string overload_note(const Scenario& s, const SimWork& w);
 
 // Runs one simulation in a fresh SystemC context (several may run one after another in one
 // process; not concurrently). The same scenario, plan and seed give the same result. Refuses

@@ -102,7 +102,7 @@ RequestFlow::RequestFlow(const Scenario& s, const Plan& p, SimResult& out, size_
 }
 
 void RequestFlow::release() {
-  while (!live_.empty() && (live_.front().finished() || live_.front().failed)) {
+  while (!live_.empty() && (live_.front().finished() || live_.front().failed || live_.front().dropped)) {
     sink_(live_.front());
     live_.pop_front();
     ++live_base_;
@@ -126,6 +126,13 @@ void RequestFlow::arrive(int stream, double t, double now) {
   rec.stream = stream;
   rec.arrival = t;
   rec.deadline = sd.deadline_s > 0 ? t + sd.deadline_s : 0;
+  if (s_.queue_limit > 0 && waiting_count_ >= static_cast<size_t>(s_.queue_limit)) {
+    rec.dropped = true;
+    ++dropped_;
+    if (sink_) release();  // rec may be gone from here on
+    return;
+  }
+  ++waiting_count_;
   const size_t key = flow_key(rec);
   if (in_flight_[key] < window_[key]) admit(rec.id, now);
   else waiting_[key].push_back(rec.id);
@@ -407,6 +414,7 @@ void RequestFlow::start_lockstep(int l, double now) {
 void RequestFlow::mark_start(RequestRecord& rec, double now) {
   if (rec.start >= 0) return;
   rec.start = now;
+  --waiting_count_;
   // The context it reads: the latest end of the model's last stage before its stream's first.
   if (const uint8_t mask = s_.streams[static_cast<size_t>(rec.stream)].stages; mask != 0) {
     int first = 0;

@@ -42,7 +42,8 @@ class RequestFlow {
   // Hands the sink every record still held, finished or not (at the end of a run).
   void flush();
 
-  // A request of stream `stream` arrived at time t (also the current time).
+  // A request of stream `stream` arrived at time t (also the current time). With
+  // Scenario::queue_limit requests waiting it is dropped instead: its record ends there.
   void arrive(int stream, double t) { arrive(stream, t, t); }
   // A request of stream `stream` arrived at time t, handed over at the current time
   // now >= t (a real run's arrival thread may hand it over late): its record keeps t, its
@@ -61,7 +62,12 @@ class RequestFlow {
   size_t requests() const { return issued_; }
   size_t finished() const { return finished_; }
   size_t failed() const { return failed_; }
-  size_t ended() const { return finished_ + failed_; }
+  size_t dropped() const { return dropped_; }  // at a full queue (Scenario::queue_limit)
+  size_t ended() const { return finished_ + failed_ + dropped_; }
+  // Requests arrived and not yet started (nor dropped).
+  size_t waiting() const { return waiting_count_; }
+  // Records held: with a sink, those from the oldest request not ended on; else all.
+  size_t held() const { return sink_ ? live_.size() : out_.requests.size(); }
 
  private:
   RequestRecord& rec(uint64_t id) { return sink_ ? live_[id - live_base_] : out_.requests[id]; }
@@ -124,7 +130,7 @@ class RequestFlow {
   size_t flow_key(const RequestRecord& rec) const;
   // Per scenario model and stage: when the stage last ended (in any request).
   std::vector<std::array<double, kStages>> last_stage_end_;
-  size_t finished_ = 0, failed_ = 0;
+  size_t finished_ = 0, failed_ = 0, dropped_ = 0, waiting_count_ = 0;
   RecordSink sink_;
   Router* router_ = nullptr;
   std::deque<RequestRecord> live_;  // with a sink: records from id live_base_ on

@@ -418,6 +418,126 @@ TEST(Engine, UnfinishedRequestsAreReportedNotDropped) {
   EXPECT_LT(done, 15u);
 }
 
+// queue_limit: an arrival that finds that many requests waiting (arrived, not started) is
+// dropped: it never runs, its record says so, and it ends at once (a streamed run hands it
+// on in order). Waiting never passes the limit; kept and streamed runs agree.
+TEST(Engine, AQueueLimitDropsArrivalsBeyondItAndCountsThem) {
+  Fixture f;
+  int m = f.add_model({{0, 0.1003, 1.0, 0.0}});
+  f.add_stream(m, 100.0, 1.0, 0.0005);  // 10x overload; no arrival at a completion's time
+  f.s.drain_s = 0.5;
+  f.s.queue_limit = 5;
+  SimResult r = simulate(f.s, f.p);
+  ASSERT_EQ(r.requests.size(), 100u);
+  size_t dropped = 0, finished = 0;
+  for (const RequestRecord& q : r.requests) {
+    dropped += q.dropped;
+    finished += q.finished();
+    if (q.dropped) EXPECT_TRUE(q.start < 0 && !q.finished()) << q.id;
+    // Waiting when q arrived (q itself not counted): earlier arrivals not dropped and not
+    // started by then.
+    size_t waiting = 0;
+    for (const RequestRecord& e : r.requests)
+      if (e.id < q.id && !e.dropped && !(e.start >= 0 && e.start <= q.arrival)) ++waiting;
+    EXPECT_LE(waiting, 5u) << q.id;
+    EXPECT_EQ(q.dropped, waiting == 5u) << q.id;
+  }
+  EXPECT_GT(dropped, 80u);
+  EXPECT_LT(dropped, 90u);
+  EXPECT_GE(finished, 10u);
+  // Streamed: the same records, in order.
+  std::vector<RequestRecord> streamed;
+  SimOptions o;
+  o.on_record = [&](const RequestRecord& q) { streamed.push_back(q); };
+  simulate(f.s, f.p, o);
+  ASSERT_EQ(streamed.size(), r.requests.size());
+  for (size_t i = 0; i < streamed.size(); ++i) {
+    EXPECT_EQ(streamed[i].id, i);
+    EXPECT_EQ(streamed[i].dropped, r.requests[i].dropped) << i;
+    EXPECT_EQ(streamed[i].end, r.requests[i].end) << i;
+  }
+  // Without the limit nothing is dropped.
+  f.s.queue_limit = 0;
+  for (const RequestRecord& q : simulate(f.s, f.p).requests) EXPECT_FALSE(q.dropped);
+}
+
+// A streamed run (constant memory) whose queues would grow past the memory limit under
+// overload is refused before it starts, naming the overloaded unit, the backlog and
+// queue_limit; with a queue_limit whose waiting requests fit it runs. The estimate is a
+// lower bound: each unit alone at its best batch.
+TEST(Engine, AnOverloadedStreamedRunIsRefusedBeforeItStartsUnlessItDrops) {
+  Fixture f;
+  int m = f.add_model({{0, 0.100, 1.0, 0.0}, {2, 0.010, 1.0, 0.0}});
+  f.add_stream(m, 100.0, 1e5);  // 1e7 requests
+  // A serial pipeline: one request in flight, 110 ms each, so the model serves 9.1 a second.
+  SimWork serial = estimate_work(f.s, f.p, 20000);
+  EXPECT_NEAR(serial.overload, 11.0, 1e-9);
+  EXPECT_EQ(serial.bottleneck, "m0");
+  EXPECT_NEAR(serial.backlog, 1e7 * (1 - 1 / 11.0), 1e3);
+  // Four in flight: gpu0.s0 (100 ms a request) is the bottleneck, 10x over.
+  f.s.pipeline.name = "async";
+  f.s.pipeline.params = Params(ConfigNode::load_string("depth: 4", "<test>"));
+  SimWork w = estimate_work(f.s, f.p, 20000);
+  EXPECT_NEAR(w.overload, 10.0, 1e-9);
+  EXPECT_EQ(w.bottleneck, "gpu0.s0");
+  EXPECT_NEAR(w.backlog, 1e7 * 0.9, 1e3);
+  SimOptions o;
+  o.on_record = [](const RequestRecord&) {};
+  try {
+    check_work(f.s, w, o);
+    FAIL() << "an overloaded streamed run accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    for (const char* part : {"gpu0.s0", "1000%", "9e+06", "queue_limit", "--max-memory-gb"})
+      EXPECT_NE(what.find(part), std::string::npos) << part << ": " << what;
+  }
+  EXPECT_THROW(simulate(f.s, f.p, o), std::invalid_argument);
+  // Kept records are refused as before (all 1e7 of them); streamed, dropping keeps it small.
+  EXPECT_THROW(check_work(f.s, w, SimOptions{}), std::invalid_argument);
+  f.s.queue_limit = 1000;
+  const SimWork bounded = estimate_work(f.s, f.p, 20000);
+  EXPECT_NEAR(bounded.backlog, 1e7 * 0.9, 1e3);
+  EXPECT_LE(bounded.backlog_bytes, 1000 * 200.0 + 1);
+  EXPECT_NO_THROW(check_work(f.s, bounded, o));
+  EXPECT_NE(overload_note(f.s, bounded).find("dropped"), std::string::npos) << overload_note(f.s, bounded);
+  // A queue_limit whose waiting requests would not fit is refused too.
+  f.s.queue_limit = 100000000;
+  EXPECT_THROW(check_work(f.s, estimate_work(f.s, f.p, 20000), o), std::invalid_argument);
+  // A stream the units keep up with has no backlog.
+  Fixture g;
+  int n = g.add_model({{0, 0.005, 1.0, 0.0}});
+  g.add_stream(n, 100.0, 1e5);
+  EXPECT_EQ(estimate_work(g.s, g.p, 20000).backlog, 0);
+  EXPECT_EQ(overload_note(g.s, estimate_work(g.s, g.p, 20000)), "");
+}
+
+// Past the estimate (two GPU streams each within its own unit's time but sharing the SMs),
+// a streamed run whose waiting requests pass the memory limit stops there, saying why,
+// instead of growing until it dies.
+TEST(Engine, AStreamedRunWhoseQueuesOutgrowTheMemoryLimitStops) {
+  Fixture f;
+  int a = f.add_model({{0, 0.006, 1.0, 0.0}});
+  int b = f.add_model({{1, 0.006, 1.0, 0.0}});
+  f.add_stream(a, 100.0, 100.0);  // 60% of gpu0.s0, 60% of gpu0.s1: 120% of the SMs
+  f.add_stream(b, 100.0, 100.0);
+  f.s.pipeline.name = "async";
+  f.s.pipeline.params = Params(ConfigNode::load_string("depth: 1000000", "<test>"));
+  EXPECT_EQ(estimate_work(f.s, f.p, 0).backlog, 0);
+  SimOptions o;
+  o.trace_limit = 0;
+  o.max_memory_bytes = 400 * 200;  // 400 requests' records
+  size_t records = 0;
+  o.on_record = [&](const RequestRecord&) { ++records; };
+  SimResult r = simulate(f.s, f.p, o);
+  EXPECT_NE(r.stopped.find("--max-memory-gb"), std::string::npos) << r.stopped;
+  EXPECT_NE(r.stopped.find("queue_limit"), std::string::npos) << r.stopped;
+  EXPECT_LT(r.horizon, 100.0);
+  EXPECT_GT(records, 0u);
+  // Unbounded memory: the run ends, overloaded.
+  o.max_memory_bytes = 1e9;
+  EXPECT_EQ(simulate(f.s, f.p, o).stopped, "");
+}
+
 TEST(Engine, QuantumChangesSystemCActivationsNotResults) {
   // Shared GPU streams, a CPU stage, Poisson arrivals, a background load, overload and a
   // drain that stops the run with work pending: every figure must be the same whatever the

@@ -1,10 +1,11 @@
-// requests.csv's numbers: times late in a long run keep the clock's resolution.
+// Reports: requests.csv keeps the clock's resolution late in a long run; dropped requests are counted.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -84,6 +85,50 @@ TEST(RequestsCsv, TimesKeepTheClocksResolutionLateInALongRun) {
   }
   // Short numbers stay as short as they were.
   EXPECT_EQ(csv_line(path, 1)[4], "0.201141271123");
+}
+
+// Requests dropped at a full queue (queue_limit) are counted in the report, its JSON and
+// its summary; they count as requests (not met), not as finished or failed.
+TEST(Report, CountsDroppedRequests) {
+  Scenario s;
+  s.name = "q";
+  s.models.resize(1);
+  s.models[0].name = "m";
+  s.streams.resize(1);
+  s.streams[0].name = "st";
+  Plan p;
+  p.models.resize(1);
+  SimResult r;
+  for (uint64_t i = 0; i < 5; ++i) {
+    RequestRecord q;
+    q.id = i;
+    q.arrival = 0.1 * static_cast<double>(i);
+    q.deadline = q.arrival + 1;
+    if (i < 3) {
+      q.start = q.arrival;
+      q.end = q.arrival + 0.05;
+    } else {
+      q.dropped = true;
+    }
+    r.requests.push_back(q);
+  }
+  const Report rep = make_report(s, p, r, "simulate");
+  EXPECT_EQ(rep.requests, 5u);
+  EXPECT_EQ(rep.finished, 3u);
+  EXPECT_EQ(rep.dropped, 2u);
+  EXPECT_EQ(rep.failed, 0u);
+  EXPECT_NEAR(rep.deadline_attainment, 0.6, 1e-12);
+  EXPECT_NE(summary_text(rep).find("2 requests dropped"), std::string::npos) << summary_text(rep);
+  const std::string path = (testing::scratch_dir("report_dropped") / "report.json").string();
+  write_json(rep, path);
+  std::ifstream in(path);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"dropped\": 2"), std::string::npos) << json;
+  r.requests.resize(3);
+  write_json(make_report(s, p, r, "simulate"), path);
+  std::ifstream again(path);
+  const std::string none((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(none.find("dropped"), std::string::npos);  // reports without drops are unchanged
 }
 
 }  // namespace
