@@ -53,6 +53,11 @@ int run_simulate(const Common& c, const std::string& path, long long seed, const
     controller = std::make_unique<LiveController>(pr.s);
     opt.router = controller.get();
   }
+  // Said before the run: an overload that will leave requests waiting, and what queue_limit
+  // does with them (a run sure to exceed --max-memory-gb is refused by simulate() itself).
+  if (!out.quiet)
+    if (const std::string note = overload_note(pr.s, estimate_work(pr.s, pr.plan, opt.trace_limit)); !note.empty())
+      std::cerr << "note: " << note << "\n";
   SimResult r = simulate(pr.s, pr.plan, opt);
   if (csv) csv->close();
   if (controller) {

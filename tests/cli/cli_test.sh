@@ -139,6 +139,13 @@ check "--max-wall-s stops with exit 3" test "$rc" -eq 3
 check "--max-wall-s says it stopped early" grep -q "stopped early: --max-wall-s 0.2 reached" "$tmp/partial.err"
 check "the partial report says so" grep -q '"partial": "--max-wall-s 0.2 reached"' "$tmp/partial/report.json"
 
+# An overloaded run says so before it starts: the bottleneck, the requests left waiting, and
+# what queue_limit would do with them (issue 28).
+sed 's/rate_hz: 5,/rate_hz: 100,/; s/duration_s: 20/duration_s: 5/' "$src/scenarios/default.yaml" >"$tmp/overload.yaml"
+"$bin" simulate "$tmp/overload.yaml" -o "$tmp/overload" >/dev/null 2>"$tmp/overload.err"; rc=$?
+check "an overloaded simulate exits 0 (got $rc)" test "$rc" -eq 0
+check "an overloaded simulate says so before the run" grep -q "^note: overloaded: pi0s is asked for .* no queue_limit" "$tmp/overload.err"
+
 # calibrate says before it starts how much it will measure and a ceiling on the time (issue 28).
 "$bin" calibrate --grid none --reps 100000 -o "$tmp/none.json" >/dev/null 2>"$tmp/cal.err"; rc=$?
 check "calibrate --grid none exits 0 (got $rc)" test "$rc" -eq 0
