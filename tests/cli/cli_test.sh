@@ -144,7 +144,7 @@ check "the partial report says so" grep -q '"partial": "--max-wall-s 0.2 reached
 sed 's/rate_hz: 5,/rate_hz: 100,/; s/duration_s: 20/duration_s: 5/' "$src/scenarios/default.yaml" >"$tmp/overload.yaml"
 "$bin" simulate "$tmp/overload.yaml" -o "$tmp/overload" >/dev/null 2>"$tmp/overload.err"; rc=$?
 check "an overloaded simulate exits 0 (got $rc)" test "$rc" -eq 0
-check "an overloaded simulate says so before the run" grep -q "^note: overloaded: pi0s is asked for .* no queue_limit" "$tmp/overload.err"
+check "an overloaded simulate says so before the run" grep -q "^note: overloaded: pi0s is asked for .*(no queue_limit)" "$tmp/overload.err"
 
 # calibrate says before it starts how much it will measure and a ceiling on the time (issue 28).
 "$bin" calibrate --grid none --reps 100000 -o "$tmp/none.json" >/dev/null 2>"$tmp/cal.err"; rc=$?
