@@ -969,6 +969,14 @@ def round2_cases():
         "rows=list(csv.reader(open(sys.argv[1], newline=\"\"))); "
         "sys.exit(0 if len({len(r) for r in rows}) == 1 and rows[1][2] == \"cam,era\\nx=1 \\\"q\\\"\" else 3)' "
         "{tmp}/out/requests.csv", 0, "", "a workload name needing CSV quotes", "scenarios/issue28_csv_name.yaml", named)
+    # execute ran an overloaded 1000 Hz second to the end of its queue (35 s, every request
+    # finished) instead of stopping at arrivals end + drain_s: now about 2 s, the rest unfinished.
+    drain = default.replace("rate_hz: 5, jitter_ms: 2", "rate_hz: 1000, jitter_ms: 0").replace(
+        "duration_s: 20}", "duration_s: 1}\ndrain_s: 1")
+    add("issue28_execute_stops_at_its_drain",
+        "{vlasim} execute {file} -q -o {tmp}/out && python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); "
+        "sys.exit(0 if r[\"requests\"] > r[\"finished\"] else 3)' {tmp}/out/report.json", 0, "",
+        "execute of an overloaded second with drain_s 1", "scenarios/issue28_execute_drain.yaml", drain)
     # A NUL in a card name ended the message there.
     add("issue28_card_with_nul", SIM, 2, "issue28_card_with_nul.yaml:16 && models[0].card && pi0\\x00small",
         "a card name holding a NUL", "scenarios/issue28_card_with_nul.yaml",
