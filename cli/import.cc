@@ -2,7 +2,11 @@
 // vlasim device profile for a catalog GPU (sim/gpu_import.h); and vlasim gpu-eval: the
 // leave-one-GPU-out evaluation of the GPU cost models on the vendored data
 // (sim/gpu_kernel_model.h, data/gpu_profiles/README.md).
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
+#include <optional>
+#include <set>
 #include <memory>
 #include <string>
 
@@ -10,6 +14,7 @@
 #include "reports/plot.h"
 #include "sim/gpu_import.h"
 #include "sim/gpu_kernel_model.h"
+#include "sim/torch_trace.h"
 
 namespace vlasim::cli {
 namespace {
@@ -25,9 +30,16 @@ const DeviceSpec& gpu_entry(const Catalog& cat, const std::string& name) {
 struct ImportArgs {
   std::string format, path, device, out;
   bool quiet = false;
+  // trace only: the card and its shape, the inference range's name
+  std::string card, dtype, inference;
+  int views = 0, prompt = -1, chunk = 0, steps = 0, batch = 1;
+  std::optional<std::vector<std::string>> passes;
 };
 
+int run_import_trace(const Common& c, const ImportArgs& a);
+
 int run_import(const Common& c, const ImportArgs& a) {
+  if (a.format == "trace") return run_import_trace(c, a);
   const Catalog cat = Catalog::load_dir(c.catalog);
   const DeviceSpec& d = gpu_entry(cat, a.device);
   check_output_file("--out", a.out);
@@ -37,6 +49,116 @@ int run_import(const Common& c, const ImportArgs& a) {
   if (!a.quiet)
     std::cout << "imported " << s.size() << " ops (" << a.format << ", " << a.path << ") for " << d.name << " ("
               << d.sms << " SMs) into " << a.out << "\n";
+  return 0;
+}
+
+
+// Stage figures of a trace: per stage the mean over inferences of its first start to last end.
+void print_stages(const TorchTrace& t, const std::vector<TraceInference>& inf, const std::string& name) {
+  std::printf("%zu inferences (record_function '%s'): mean %.3f ms\n", inf.size(), name.c_str(), [&] {
+    double s = 0;
+    for (const TraceInference& i : inf) s += i.end_us - i.start_us;
+    return s / double(inf.size()) / 1e3;
+  }());
+  for (Stage st : {Stage::Vision, Stage::Prefix, Stage::Action, Stage::Decode, Stage::Head}) {
+    double s = 0;
+    size_t n = 0;
+    for (const TraceInference& i : inf)
+      if (i.stage_start_us[int(st)] >= 0) s += i.stage_end_us[int(st)] - i.stage_start_us[int(st)], ++n;
+    if (n) std::printf("  %-7s %zu ranges, mean %.3f ms\n", to_string(st), n, s / double(n) / 1e3);
+  }
+  (void)t;
+}
+
+int run_import_trace(const Common& c, const ImportArgs& a) {
+  const Catalog cat = Catalog::load_dir(c.catalog);
+  const DeviceSpec& d = gpu_entry(cat, a.device);
+  if (a.card.empty()) throw ConfigError("<command line>", 0, 0, "--card", "import trace needs --card CARD (the model the trace ran)");
+  check_output_file("--out", a.out);
+  ConfigNode where(YAML::Node(a.card), std::make_shared<const std::string>("<command line>"), "--card");
+  const ModelCard card = find_card(c.cards, a.card, where);
+  RunShape shape = card.defaults;
+  if (a.views > 0) shape.views = a.views;
+  if (a.prompt >= 0) shape.prompt = a.prompt;
+  if (a.chunk > 0) shape.chunk = a.chunk;
+  if (a.steps > 0) shape.steps = a.steps;
+  shape.batch = a.batch;
+  if (!a.dtype.empty() && !parse_dtype(a.dtype, &shape.dtype))
+    throw ConfigError("<command line>", 0, 0, "--dtype", "unknown dtype '" + a.dtype + "'; valid names are: fp32, bf16, fp16, int8");
+  if (a.passes) shape.passes = passes_option(*a.passes, card, shape);
+  OpGraph g;
+  try {
+    g = build_graph(card, shape);
+  } catch (const GraphTooLarge& e) {
+    throw ConfigError("<command line>", 0, 0, "--card", card.name + ": " + e.what());
+  }
+  const TorchTrace t = read_torch_trace(a.path);
+  std::printf("%s: %s trace, %zu events: %zu ops on %zu threads, %zu record_function ranges\n", a.path.c_str(),
+              t.kineto ? "Kineto" : "legacy (no Kineto)", t.events, t.ops.size(), t.threads.size(), t.ranges.size());
+  if (t.kernels + t.copies + t.sets > 0)
+    std::printf("  device: %s; %zu kernels, %zu copies, %zu sets on %zu streams, %.3f ms; %.1f%% of it launched by an op\n",
+                t.device_name.empty() ? "not named" : t.device_name.c_str(), t.kernels, t.copies, t.sets,
+                t.streams.size(), t.device_us() / 1e3, t.device_us() > 0 ? 100 * t.launched_us / t.device_us() : 0.0);
+  std::vector<TraceInference> inf;
+  std::string inf_name;
+  bool have_stages = true;
+  try {
+    inf = trace_inferences(t, a.inference, &inf_name);
+  } catch (const ConfigError& e) {
+    if (!a.inference.empty()) throw;
+    have_stages = false;
+    std::printf("  no inferences: %s\n", e.message().c_str());
+  }
+  if (have_stages) print_stages(t, inf, inf_name);
+  if (!t.shapes || t.kernels + t.copies + t.sets == 0) {
+    std::printf("no per-op figures: the trace has %s (record with torch.profiler, record_shapes=True, on a GPU); "
+                "stage-level figures only (vlasim compare SCENARIO --trace %s); no profile written\n",
+                !t.shapes ? "no Input Dims" : "no kernels", a.path.c_str());
+    return 0;
+  }
+  const TraceMatch m = match_trace(t, g, inf);
+  std::printf("matched %zu of %zu %s ops (%s, %s); %.1f%% of the device time%s (%.3f of %.3f ms)\n",
+              m.graph_ops_matched, m.graph_ops, card.name.c_str(), to_string(shape.dtype),
+              shape.passes && shape.passes->empty() ? "no passes" : "card's passes",
+              m.total_s > 0 ? 100 * m.matched_s / m.total_s : 0.0, inf.empty() ? "" : " inside inferences",
+              m.matched_s * 1e3, m.total_s * 1e3);
+  int shown = 0;
+  std::vector<std::pair<double, std::string>> un;
+  for (const auto& [k, u] : m.unmatched) un.push_back({u.seconds, k});
+  std::sort(un.rbegin(), un.rend());
+  for (const auto& [sec, k] : un) {
+    if (shown++ == 8) break;
+    std::printf("  unmatched trace op %-50s x%d %.3f ms\n", k.c_str(), m.unmatched.at(k).count, sec * 1e3);
+  }
+  shown = 0;
+  for (const auto& [k, n] : m.unseen) {
+    if (shown++ == 8) break;
+    std::printf("  never seen in the trace: %-44s %d ops\n", k.c_str(), n);
+  }
+  for (const std::string& note : m.notes) std::printf("  note: %s\n", note.c_str());
+  std::vector<KernelSample> samples;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (m.op_seconds[i] <= 0) continue;
+    const Op& o = g.op(int(i));
+    if (!seen.insert(op_signature(o)).second) continue;
+    KernelSample s;
+    s.op = o;
+    s.label = graph_op_key(o);
+    s.seconds = m.op_seconds[i];
+    s.reps = m.op_occurrences[i];
+    s.source = "trace:" + a.path + ":" + graph_op_key(o);
+    samples.push_back(std::move(s));
+  }
+  if (samples.empty()) {
+    std::printf("no graph op matched: no profile written\n");
+    return 0;
+  }
+  const DeviceProfile p = samples_to_profile(samples, d, "torch-trace", t.device_name.empty() ? a.path : t.device_name);
+  save_profile(p, a.out);
+  if (!a.quiet)
+    std::cout << "imported " << samples.size() << " op shapes (trace " << a.path << ") for " << d.name << " (" << d.sms
+              << " SMs) into " << a.out << "\n";
   return 0;
 }
 
@@ -89,12 +211,27 @@ Command add_import(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "import",
       "public measured GPU kernel times as a device profile: 'vidur' (a Vidur mlp.csv, or a folder of them) or "
-      "'apxinf' (an ApxInf tactics JSON), for a catalog GPU");
-  cmd->add_option("format", a->format, "vidur or apxinf")->required()->check(CLI::IsMember({"vidur", "apxinf"}));
+      "'apxinf' (an ApxInf tactics JSON), for a catalog GPU; or 'trace' (a PyTorch profiler trace, .json or .json.gz, "
+      "matched to the graph of --card)");
+  cmd->add_option("format", a->format, "vidur, apxinf or trace")->required()->check(CLI::IsMember({"vidur", "apxinf", "trace"}));
   cmd->add_option("path", a->path, "file (or, for vidur, a folder searched for mlp.csv)")->required();
   cmd->add_option("--device", a->device, "catalog GPU the data was measured on (e.g. h100-sxm)")->required();
   cmd->add_option("-o,--out", a->out, "profile JSON to write")->required();
   cmd->add_flag("-q,--quiet", a->quiet, "no summary line");
+  cmd->add_option("--card", a->card, "trace: model card the traced model follows");
+  cmd->add_option("--views", a->views, "trace: camera views")->check(whole_number(1, kMaxViews));
+  cmd->add_option("--prompt", a->prompt, "trace: prompt tokens")->check(whole_number(0, kMaxPrompt));
+  cmd->add_option("--chunk", a->chunk, "trace: action chunk")->check(whole_number(1, kMaxChunk));
+  cmd->add_option("--steps", a->steps, "trace: denoising / decoding steps")->check(whole_number(1, kMaxSteps));
+  cmd->add_option("--batch", a->batch, "trace: batch size")->check(whole_number(1, kMaxBatch));
+  cmd->add_option("--dtype", a->dtype, "trace: fp32, bf16, fp16 or int8");
+  cmd->add_option_function<std::vector<std::string>>(
+         "--passes", [a](const std::vector<std::string>& v) { a->passes = v; },
+         "trace: graph passes, comma-separated, or none (default: the card's)")
+      ->delimiter(',');
+  cmd->add_option("--inference", a->inference,
+                  "trace: name of the record_function range around each inference (default: the most frequent range "
+                  "holding a stage range)");
   return {cmd, [a](const Common& c) { return run_import(c, *a); }};
 }
 

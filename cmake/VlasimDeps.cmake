@@ -11,6 +11,7 @@ find_package(Boost 1.74 REQUIRED)            # Boost.Graph is header-only for ou
 find_package(yaml-cpp REQUIRED)
 find_package(dnnl REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+find_package(ZLIB REQUIRED)                  # gzip-compressed PyTorch profiler traces (sim/torch_trace.h)
 find_package(CLI11 REQUIRED)
 find_package(Threads REQUIRED)
 

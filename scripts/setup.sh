@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(cmake g++ make pkg-config libsystemc-dev libboost-graph-dev libyaml-cpp-dev libdnnl-dev
       googletest libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev
-      nlohmann-json3-dev gnuplot-nox ocl-icd-opencl-dev time libboost-mpi-dev openmpi-bin
+      nlohmann-json3-dev zlib1g-dev gnuplot-nox ocl-icd-opencl-dev time libboost-mpi-dev openmpi-bin
       coinor-libcbc-dev)
 "$here/scripts/install_packages.sh" "${pkgs[@]}"
 build=${BUILD_DIR:-$here/build}

@@ -1,0 +1,686 @@
+#include "sim/torch_trace.h"
+
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <istream>
+#include <set>
+#include <sstream>
+#include <streambuf>
+#include <unordered_map>
+
+#include "scenarios/config.h"
+
+namespace vlasim {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Reads a file through zlib (plain files pass through), counting bytes; past kMaxTraceBytes
+// or on a zlib error it stops and says why.
+class GzBuf : public std::streambuf {
+ public:
+  explicit GzBuf(gzFile f) : f_(f) {}
+  uint64_t bytes = 0;
+  std::string error;  // why reading stopped early, "" at a clean end
+
+ protected:
+  int_type underflow() override {
+    if (!error.empty() || !f_) return traits_type::eof();
+    const int n = gzread(f_, buf_, sizeof buf_);
+    if (n < 0) {
+      int code = 0;
+      const char* m = gzerror(f_, &code);
+      error = std::string("cannot decompress: ") + (m ? m : "zlib error") + " (a damaged or truncated gzip file)";
+      return traits_type::eof();
+    }
+    if (n == 0) {
+      int code = 0;
+      gzerror(f_, &code);
+      if (code != Z_OK && code != Z_STREAM_END) error = "cannot decompress (a damaged gzip file)";
+      return traits_type::eof();
+    }
+    bytes += uint64_t(n);
+    if (bytes > kMaxTraceBytes) {
+      error = "more than " + std::to_string(kMaxTraceBytes >> 20) +
+              " MB of JSON; traces over that are refused (profile fewer steps: torch.profiler.schedule(active=N))";
+      return traits_type::eof();
+    }
+    setg(buf_, buf_, buf_ + n);
+    return traits_type::to_int_type(buf_[0]);
+  }
+
+ private:
+  gzFile f_;
+  char buf_[1 << 16];
+};
+
+enum class Cat { Skip, Op, Range, Kernel, Copy, Set, Launch, GpuRange };
+
+Cat kineto_cat(const std::string& c) {
+  std::string l = c;
+  for (char& ch : l) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  if (l == "cpu_op" || l == "operator") return Cat::Op;
+  if (l == "user_annotation") return Cat::Range;
+  if (l == "kernel") return Cat::Kernel;
+  if (l == "gpu_memcpy" || l == "memcpy") return Cat::Copy;
+  if (l == "gpu_memset" || l == "memset") return Cat::Set;
+  if (l == "cuda_runtime" || l == "cuda_driver" || l == "runtime") return Cat::Launch;
+  return Cat::Skip;
+}
+
+// One event as read, before its category is known to matter.
+struct Ev {
+  std::string name, ph, cat, pid, tid;
+  bool has_cat = false, has_ts = false, has_dur = false, has_name = false, has_corr = false;
+  double ts = 0, dur = 0;
+  int64_t corr = 0, stream = -1;
+  std::vector<std::vector<int64_t>> dims;
+  std::vector<std::string> types;
+  bool has_dims = false;
+};
+
+// Kept device and launch events.
+struct DevEv {
+  Cat cat;
+  double ts, dur;
+  int64_t corr, stream;
+  size_t event;
+};
+struct LaunchEv {
+  double ts;
+  int thread;
+  int64_t corr;
+};
+
+std::string num_text(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
+// The SAX handler: walks the document keeping one event at a time.
+class Reader : public nlohmann::json_sax<json> {
+ public:
+  explicit Reader(const std::string& name) : name_(name) {}
+  TorchTrace t;
+  std::vector<DevEv> dev;
+  std::vector<LaunchEv> launches;
+  bool saw_events = false;
+  bool root_array = false;
+
+  bool null() override { return scalar(Val{}); }
+  bool boolean(bool) override { return scalar(Val{}); }
+  bool number_integer(number_integer_t v) override { return scalar(Val{true, double(v), int64_t(v)}); }
+  bool number_unsigned(number_unsigned_t v) override {
+    return scalar(Val{true, double(v), v > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(v)});
+  }
+  bool number_float(number_float_t v, const string_t&) override {
+    return scalar(Val{true, double(v), std::isfinite(v) && std::fabs(v) < 9e18 ? int64_t(v) : 0});
+  }
+  bool string(string_t& s) override { return scalar(Val{false, 0, 0, true, &s}); }
+  bool binary(binary_t&) override { return scalar(Val{}); }
+
+  bool start_object(std::size_t) override {
+    const size_t d = stack_.size();
+    if (is_events_array(d)) {
+      in_ev_ = true;
+      ev_ = Ev{};
+      ev_depth_ = d + 1;
+    } else if (in_ev_ && d == ev_depth_ + 1 && keys_[d - 1] == "args") {
+      // args object
+    } else if (d == 1 && !root_array && keys_[0] == "deviceProperties") {
+    }
+    stack_.push_back(true);
+    keys_.push_back("");
+    return true;
+  }
+  bool end_object() override {
+    stack_.pop_back();
+    keys_.pop_back();
+    if (in_ev_ && stack_.size() + 1 == ev_depth_) {
+      in_ev_ = false;
+      finish_event();
+    }
+    after_value();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    const size_t d = stack_.size();
+    if (d == 0) {
+      root_array = true;
+      saw_events = true;
+    }
+    if (d == 2 && !root_array && keys_[0] == "traceEvents") {
+    }
+    if (in_ev_ && d == ev_depth_ + 1 && keys_[d - 1] == "Input Dims" && keys_[ev_depth_ - 1] == "args") {
+      ev_.has_dims = true;
+    }
+    if (in_ev_ && d == ev_depth_ + 2 && dims_open(d)) ev_.dims.emplace_back();
+    stack_.push_back(false);
+    keys_.push_back("");
+    if (d == 1 && !root_array && keys_[0] == "traceEvents") saw_events = true;
+    return true;
+  }
+  bool end_array() override {
+    stack_.pop_back();
+    keys_.pop_back();
+    after_value();
+    return true;
+  }
+  bool key(string_t& k) override {
+    keys_.back() = k;
+    return true;
+  }
+  bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) override {
+    std::string m = e.what();
+    const size_t p = m.find("] ");
+    if (p != std::string::npos) m = m.substr(p + 2);
+    throw ConfigError(name_, 0, 0, where(), "malformed JSON at byte " + std::to_string(pos) + ": " + m);
+  }
+
+  // "traceEvents[i]" or "[i]" for the event being read (or the last one).
+  std::string where() const {
+    return (root_array ? std::string("[") : std::string("traceEvents[")) + std::to_string(t.events) + "]";
+  }
+
+ private:
+  struct Val {
+    bool num = false;
+    double d = 0;
+    int64_t i = 0;
+    bool str = false;
+    std::string* s = nullptr;
+  };
+  const std::string& name_;
+  std::vector<bool> stack_;  // true: object
+  std::vector<std::string> keys_;
+  bool in_ev_ = false;
+  size_t ev_depth_ = 0;  // stack size inside the event object
+  Ev ev_;
+  std::unordered_map<std::string, int> thread_ids_;
+
+  // The array at stack depth d holds events.
+  bool is_events_array(size_t d) const {
+    if (in_ev_ || d == 0 || stack_[d - 1]) return false;
+    if (d == 1) return root_array;
+    return d == 2 && !root_array && stack_[0] && keys_[0] == "traceEvents";
+  }
+  bool dims_open(size_t d) const {
+    return d >= ev_depth_ + 2 && keys_[ev_depth_ - 1] == "args" && keys_[ev_depth_] == "Input Dims";
+  }
+  void after_value() {}
+
+  bool scalar(const Val& v) {
+    const size_t d = stack_.size();
+    if (d == 1 && !root_array && stack_[0] && keys_[0] == "deviceProperties") return true;
+    if (d == 3 && !root_array && keys_[0] == "deviceProperties" && keys_[2] == "name" && v.str &&
+        t.device_name.empty())
+      t.device_name = *v.s;
+    if (!in_ev_) return true;
+    if (d == ev_depth_) {
+      const std::string& k = keys_[d - 1];
+      if (k == "name" && v.str) ev_.name = *v.s, ev_.has_name = true;
+      else if (k == "ph" && v.str) ev_.ph = *v.s;
+      else if (k == "cat" && v.str) ev_.cat = *v.s, ev_.has_cat = true;
+      else if (k == "ts" && v.num) ev_.ts = v.d, ev_.has_ts = true;
+      else if (k == "dur" && v.num) ev_.dur = v.d, ev_.has_dur = true;
+      else if (k == "pid") ev_.pid = v.str ? *v.s : v.num ? num_text(v.d) : "";
+      else if (k == "tid") ev_.tid = v.str ? *v.s : v.num ? num_text(v.d) : "";
+      else if (k == "ts" || k == "dur")
+        throw ConfigError(name_, 0, 0, where() + "." + k, "'" + k + "' is not a number");
+    } else if (d == ev_depth_ + 1 && keys_[ev_depth_ - 1] == "args") {
+      const std::string& k = keys_[d - 1];
+      if (k == "correlation" && v.num) ev_.corr = v.i, ev_.has_corr = true;
+      else if (k == "stream" && v.num) ev_.stream = v.i;
+    } else if (d == ev_depth_ + 2 && keys_[ev_depth_ - 1] == "args" && keys_[ev_depth_] == "Input type") {
+      ev_.types.push_back(v.str ? *v.s : "");
+    } else if (d == ev_depth_ + 3 && dims_open(d) && v.num && !ev_.dims.empty()) {
+      if (ev_.dims.back().size() < 16) ev_.dims.back().push_back(v.i);
+    }
+    return true;
+  }
+
+  int thread_of(const Ev& e) {
+    const std::string key = e.pid + "/" + e.tid;
+    auto [it, fresh] = thread_ids_.try_emplace(key, int(t.threads.size()));
+    if (fresh) t.threads.push_back(key);
+    return it->second;
+  }
+
+  void finish_event() {
+    const std::string w = where();
+    ++t.events;
+    if (ev_.ph != "X") return;  // metadata, instants, flows, counters
+    Cat c;
+    if (ev_.has_cat) {
+      t.kineto = true;
+      c = kineto_cat(ev_.cat);
+    } else {
+      // legacy: "ns::op" names are ops, others record_function ranges
+      c = ev_.name.find("::") != std::string::npos ? Cat::Op : Cat::Range;
+    }
+    if (c == Cat::Skip) return;
+    if (!ev_.has_name && (c == Cat::Op || c == Cat::Range))
+      throw ConfigError(name_, 0, 0, w + ".name", "an 'X' event without a name");
+    if (!ev_.has_ts) throw ConfigError(name_, 0, 0, w + ".ts", "an 'X' event without 'ts' (its start, us)");
+    if (!ev_.has_dur) throw ConfigError(name_, 0, 0, w + ".dur", "an 'X' event without 'dur' (its duration, us)");
+    if (!std::isfinite(ev_.ts) || ev_.ts < 0)
+      throw ConfigError(name_, 0, 0, w + ".ts", "start " + num_text(ev_.ts) + " is negative or not finite");
+    if (!std::isfinite(ev_.dur) || ev_.dur < 0)
+      throw ConfigError(name_, 0, 0, w + ".dur",
+                        "negative or non-finite duration " + num_text(ev_.dur) + " ('" + ev_.name + "')");
+    switch (c) {
+      case Cat::Op: {
+        TraceOp o;
+        o.name = ev_.name;
+        o.ts_us = ev_.ts;
+        o.dur_us = ev_.dur;
+        o.thread = thread_of(ev_);
+        o.dims = std::move(ev_.dims);
+        o.types = std::move(ev_.types);
+        if (ev_.has_dims) t.shapes = true;
+        o.event = t.events - 1;
+        t.ops.push_back(std::move(o));
+        break;
+      }
+      case Cat::Range:
+        t.ranges.push_back({ev_.name, ev_.ts, ev_.dur, thread_of(ev_), -1});
+        break;
+      case Cat::Kernel:
+      case Cat::Copy:
+      case Cat::Set:
+        if (!ev_.has_corr)
+          throw ConfigError(name_, 0, 0, w + ".args.correlation",
+                            "a device event without 'correlation' (which launch call it belongs to)");
+        dev.push_back({c, ev_.ts, ev_.dur, ev_.corr, ev_.stream, t.events - 1});
+        break;
+      case Cat::Launch:
+        if (ev_.has_corr) launches.push_back({ev_.ts, thread_of(ev_), ev_.corr});
+        break;
+      default:
+        break;
+    }
+  }
+};
+
+struct ByStart {
+  template <class T>
+  bool operator()(const T& a, const T& b) const {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.ts_us != b.ts_us) return a.ts_us < b.ts_us;
+    return a.dur_us > b.dur_us;
+  }
+};
+
+TorchTrace finish(Reader& r, const std::string& name) {
+  TorchTrace t = std::move(r.t);
+  t.path = name;
+  if (!r.saw_events)
+    throw ConfigError(name, 0, 0, "traceEvents",
+                      "no 'traceEvents' list: not a PyTorch profiler trace (torch.profiler's export_chrome_trace)");
+  std::stable_sort(t.ops.begin(), t.ops.end(), ByStart{});
+  std::stable_sort(t.ranges.begin(), t.ranges.end(), ByStart{});
+  // Nesting of ops per thread.
+  std::vector<int> stack;
+  for (size_t i = 0; i < t.ops.size(); ++i) {
+    TraceOp& o = t.ops[i];
+    while (!stack.empty()) {
+      const TraceOp& top = t.ops[size_t(stack.back())];
+      if (top.thread != o.thread || o.ts_us >= top.ts_us + top.dur_us) stack.pop_back();
+      else break;
+    }
+    o.parent = stack.empty() ? -1 : stack.back();
+    stack.push_back(int(i));
+  }
+  // Launch calls by correlation.
+  std::unordered_map<int64_t, size_t> launch_of;
+  for (size_t i = 0; i < r.launches.size(); ++i) launch_of.emplace(r.launches[i].corr, i);
+  struct LaunchEnd {
+    int thread;
+    double ts, end;
+  };
+  std::vector<LaunchEnd> ends;
+  // Each device event: its launching op (the outermost op around its launch call) and range.
+  for (const DevEv& d : r.dev) {
+    double* sum = d.cat == Cat::Kernel ? &t.kernel_us : d.cat == Cat::Copy ? &t.copy_us : &t.set_us;
+    size_t* count = d.cat == Cat::Kernel ? &t.kernels : d.cat == Cat::Copy ? &t.copies : &t.sets;
+    *sum += d.dur;
+    ++*count;
+    ++t.streams[d.stream];
+    auto it = launch_of.find(d.corr);
+    if (it == launch_of.end())
+      throw ConfigError(name, 0, 0,
+                        (r.root_array ? "[" : "traceEvents[") + std::to_string(d.event) + "].args.correlation",
+                        "a " + std::string(d.cat == Cat::Kernel ? "kernel" : d.cat == Cat::Copy ? "copy" : "memset") +
+                            " with correlation " + std::to_string(d.corr) +
+                            " that no launch call (cuda_runtime / cuda_driver) has: a broken trace");
+    const LaunchEv& l = r.launches[it->second];
+    const double end = d.ts + d.dur;
+    // innermost op around the launch: last op on that thread starting at or before it that
+    // contains it, walking up parents.
+    TraceOp key;
+    key.thread = l.thread;
+    key.ts_us = l.ts;
+    key.dur_us = -1;
+    auto pos = std::upper_bound(t.ops.begin(), t.ops.end(), key, ByStart{});
+    int inner = -1;
+    if (pos != t.ops.begin()) {
+      int c = int(pos - t.ops.begin()) - 1;
+      while (c >= 0) {
+        const TraceOp& o = t.ops[size_t(c)];
+        if (o.thread == l.thread && o.ts_us <= l.ts && l.ts <= o.ts_us + o.dur_us) break;
+        c = o.thread == l.thread ? o.parent : -1;
+      }
+      inner = c;
+    }
+    if (inner >= 0) {
+      t.launched_us += d.dur;
+      for (int c = inner; c >= 0; c = t.ops[size_t(c)].parent) {
+        TraceOp& o = t.ops[size_t(c)];
+        o.device_us += d.dur;
+        o.device_end_us = std::max(o.device_end_us, end);
+      }
+    }
+    ends.push_back({l.thread, l.ts, end});
+  }
+  // Each range's last device end: the latest end of the launches inside it (a segment tree).
+  std::sort(ends.begin(), ends.end(), [](const LaunchEnd& a, const LaunchEnd& b) {
+    return a.thread != b.thread ? a.thread < b.thread : a.ts < b.ts;
+  });
+  const size_t n = ends.size();
+  std::vector<double> tree(2 * n, -1);  // a segment tree of the ends (max)
+  for (size_t i = 0; i < n; ++i) tree[n + i] = ends[i].end;
+  for (size_t i = n; i-- > 1;) tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
+  for (TraceRange& q : t.ranges) {
+    auto lo = std::lower_bound(ends.begin(), ends.end(), LaunchEnd{q.thread, q.ts_us, 0},
+                               [](const LaunchEnd& a, const LaunchEnd& b) {
+                                 return a.thread != b.thread ? a.thread < b.thread : a.ts < b.ts;
+                               });
+    auto hi = std::upper_bound(ends.begin(), ends.end(), LaunchEnd{q.thread, q.ts_us + q.dur_us, 0},
+                               [](const LaunchEnd& a, const LaunchEnd& b) {
+                                 return a.thread != b.thread ? a.thread < b.thread : a.ts < b.ts;
+                               });
+    if (lo >= hi) continue;
+    const size_t a = size_t(lo - ends.begin()), b = size_t(hi - ends.begin());  // [a, b)
+    double m = -1;
+    for (size_t l = a + n, r = b + n; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) m = std::max(m, tree[l++]);
+      if (r & 1) m = std::max(m, tree[--r]);
+    }
+    q.device_end_us = m;
+  }
+  return t;
+}
+
+void parse_stream(std::istream& in, Reader& r, const std::string& name, const GzBuf* buf) {
+  try {
+    json::sax_parse(in, &r, json::input_format_t::json, true);
+  } catch (const ConfigError&) {
+    if (buf && !buf->error.empty()) throw ConfigError(name, 0, 0, r.where(), buf->error);
+    throw;
+  }
+  if (buf && !buf->error.empty()) throw ConfigError(name, 0, 0, r.where(), buf->error);
+}
+
+}  // namespace
+
+TorchTrace parse_torch_trace(const std::string& text, const std::string& name) {
+  if (text.size() > kMaxTraceBytes)
+    throw ConfigError(name, 0, 0, "", "more than " + std::to_string(kMaxTraceBytes >> 20) + " MB of JSON");
+  Reader r(name);
+  std::istringstream in(text);
+  parse_stream(in, r, name, nullptr);
+  return finish(r, name);
+}
+
+TorchTrace read_torch_trace(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw ConfigError(path, 0, 0, "", "cannot read the trace: no such file (or not a regular file)");
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) throw ConfigError(path, 0, 0, "", std::string("cannot open the trace: ") + std::strerror(errno));
+  GzBuf buf(f);
+  std::istream in(&buf);
+  Reader r(path);
+  try {
+    parse_stream(in, r, path, &buf);
+  } catch (...) {
+    gzclose(f);
+    throw;
+  }
+  gzclose(f);
+  return finish(r, path);
+}
+
+namespace {
+
+int64_t prod(const std::vector<int64_t>& d, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t i = from; i < std::min(to, d.size()); ++i) {
+    if (d[i] < 0 || (d[i] > 0 && p > INT64_MAX / d[i])) return -1;
+    p *= d[i];
+  }
+  return p;
+}
+
+std::string gemm_key(int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || k <= 0) return "";
+  return "gemm m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
+}
+
+std::string elems_key(const std::string& what, int64_t e) {
+  return e > 0 ? what + " " + std::to_string(e) : "";
+}
+
+// The name without its namespace and in-place / out suffixes: "aten::add_" -> "add".
+std::string base_name(const std::string& n) {
+  const size_t c = n.rfind("::");
+  std::string b = c == std::string::npos ? n : n.substr(c + 2);
+  while (!b.empty() && b.back() == '_') b.pop_back();
+  while (!b.empty() && b.front() == '_') b.erase(b.begin());
+  return b;
+}
+
+}  // namespace
+
+std::string trace_op_key(const TraceOp& op) {
+  const std::vector<std::vector<int64_t>>& d = op.dims;
+  const std::string b = base_name(op.name);
+  auto at = [&](size_t i) -> const std::vector<int64_t>& {
+    static const std::vector<int64_t> none;
+    return i < d.size() ? d[i] : none;
+  };
+  if (b == "linear" && at(0).size() >= 1 && at(1).size() == 2 && at(0).back() == at(1)[1])
+    return gemm_key(prod(at(0), 0, at(0).size() - 1), at(1)[0], at(1)[1]);
+  if (b == "addmm" && at(1).size() == 2 && at(2).size() == 2 && at(1)[1] == at(2)[0])
+    return gemm_key(at(1)[0], at(2)[1], at(1)[1]);
+  if ((b == "mm" || b == "matmul") && at(0).size() >= 2 && at(1).size() == 2 && at(0).back() == at(1)[0])
+    return gemm_key(prod(at(0), 0, at(0).size() - 1), at(1)[1], at(1)[0]);
+  if ((b == "conv2d" || b == "convolution") && at(0).size() == 4 && at(1).size() == 4) {
+    const std::vector<int64_t>&x = at(0), &w = at(1);
+    if (w[2] <= 0 || w[3] <= 0 || x[2] % w[2] || x[3] % w[3]) return "";  // patch convs only (stride = kernel)
+    return gemm_key(x[0] * (x[2] / w[2]) * (x[3] / w[3]), w[0], w[1] * w[2] * w[3]);
+  }
+  if (b == "scaled_dot_product_attention" && at(0).size() == 4 && at(1).size() == 4)
+    return "attention bh=" + std::to_string(at(0)[0] * at(0)[1]) + " q=" + std::to_string(at(0)[2]) +
+           " kv=" + std::to_string(at(1)[2]) + " d=" + std::to_string(at(0)[3]);
+  if (d.empty() || at(0).empty()) return "";
+  if (b == "layer_norm") return elems_key("norm layernorm", prod(at(0)));
+  if (b == "rms_norm") return elems_key("norm rmsnorm", prod(at(0)));
+  if (b == "group_norm") return elems_key("norm groupnorm", prod(at(0)));
+  int64_t out = 0;  // elements of a broadcast result
+  for (const std::vector<int64_t>& x : d)
+    if (!x.empty()) out = std::max(out, prod(x));
+  if (b == "gelu") return elems_key("eltwise gelu", out);
+  if (b == "silu") return elems_key("eltwise silu", out);
+  if (b == "add") return elems_key("eltwise add", out);
+  if (b == "mul") return elems_key("eltwise mul", out);
+  if (b == "sub") return elems_key("eltwise sub", out);
+  if (b == "softmax") return elems_key("eltwise softmax", out);
+  if (b == "embedding" && at(0).size() == 2 && d.size() >= 2)
+    return elems_key("embedding", prod(at(1)) * at(0)[1]);
+  return "";
+}
+
+std::string graph_op_key(const Op& o) {
+  switch (o.kind) {
+    case OpKind::Gemm:
+      return gemm_key(o.m * std::max<int64_t>(o.batch, 1), o.n, o.k);
+    case OpKind::Attention:
+      return "attention bh=" + std::to_string(o.batch * o.heads) + " q=" + std::to_string(o.q_len) +
+             " kv=" + std::to_string(o.kv_len) + " d=" + std::to_string(o.head_dim);
+    case OpKind::Norm:
+      return elems_key(std::string("norm ") + to_string(o.fn), o.rows * o.width);
+    case OpKind::Elementwise:
+      switch (o.fn) {
+        case OpFn::Gelu: return elems_key("eltwise gelu", o.rows * o.width);
+        case OpFn::Silu: return elems_key("eltwise silu", o.rows * o.width);
+        case OpFn::Add:
+        case OpFn::BiasAdd: return elems_key("eltwise add", o.rows * o.width);
+        case OpFn::Mul: return elems_key("eltwise mul", o.rows * o.width);
+        case OpFn::Sub: return elems_key("eltwise sub", o.rows * o.width);
+        case OpFn::Softmax: return elems_key("eltwise softmax", o.rows * o.width);
+        default: return "";
+      }
+    case OpKind::Embedding:
+      return elems_key("embedding", o.rows * o.width);
+    default:
+      return "";
+  }
+}
+
+std::vector<TraceInference> trace_inferences(const TorchTrace& t, const std::string& name, std::string* chosen) {
+  auto stage_of = [](const std::string& n, Stage* s) { return parse_stage(n, s); };
+  auto inside = [](const TraceRange& in, const TraceRange& r) {
+    return r.thread == in.thread && r.ts_us >= in.ts_us && r.ts_us + r.dur_us <= in.ts_us + in.dur_us;
+  };
+  std::string pick = name;
+  if (pick.empty()) {
+    // candidates: names of ranges holding a stage range, by count
+    std::map<std::string, size_t> count;
+    for (const TraceRange& r : t.ranges) {
+      Stage s;
+      if (!stage_of(r.name, &s)) ++count[r.name];
+    }
+    std::vector<const TraceRange*> stages;
+    for (const TraceRange& r : t.ranges) {
+      Stage s;
+      if (stage_of(r.name, &s)) stages.push_back(&r);
+    }
+    std::set<std::string> holds;
+    for (const TraceRange& r : t.ranges) {
+      Stage s;
+      if (stage_of(r.name, &s) || holds.count(r.name)) continue;
+      for (const TraceRange* x : stages)
+        if (inside(r, *x)) {
+          holds.insert(r.name);
+          break;
+        }
+    }
+    size_t best = 0;
+    for (const std::string& n : holds)
+      if (count[n] > best) best = count[n], pick = n;
+    if (pick.empty()) {
+      std::set<std::string> names;
+      for (const TraceRange& r : t.ranges)
+        if (names.size() < 12) names.insert(r.name);
+      throw ConfigError(t.path, 0, 0, "user_annotation",
+                        "no record_function range holds a range named after a stage (vision, prefix, action, "
+                        "decode, head), so the trace has no inferences to compare; its ranges are: " +
+                            (names.empty() ? std::string("none") : join_names({names.begin(), names.end()})));
+    }
+  }
+  std::vector<TraceInference> out;
+  for (const TraceRange& r : t.ranges) {
+    if (r.name != pick) continue;
+    TraceInference in;
+    in.start_us = r.ts_us;
+    in.end_us = std::max(r.ts_us + r.dur_us, r.device_end_us);
+    for (const TraceRange& x : t.ranges) {
+      Stage s;
+      if (!stage_of(x.name, &s) || !inside(r, x)) continue;
+      const int k = int(s);
+      const double end = std::max(x.ts_us + x.dur_us, x.device_end_us);
+      if (in.stage_start_us[k] < 0 || x.ts_us < in.stage_start_us[k]) in.stage_start_us[k] = x.ts_us;
+      in.stage_end_us[k] = std::max(in.stage_end_us[k], end);
+    }
+    out.push_back(in);
+  }
+  if (out.empty())
+    throw ConfigError(t.path, 0, 0, "user_annotation", "no record_function range named '" + pick + "'");
+  std::sort(out.begin(), out.end(), [](const TraceInference& a, const TraceInference& b) { return a.start_us < b.start_us; });
+  if (chosen) *chosen = pick;
+  return out;
+}
+
+TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<TraceInference>& inferences) {
+  TraceMatch m;
+  m.device = t.kernels + t.copies + t.sets > 0;
+  std::map<std::string, std::vector<int>> graph_keys;
+  m.graph_ops = g.size();
+  for (size_t i = 0; i < g.size(); ++i) {
+    const std::string k = graph_op_key(g.op(int(i)));
+    if (!k.empty()) graph_keys[k].push_back(int(i));
+  }
+  auto in_inference = [&](const TraceOp& o) {
+    if (inferences.empty()) return true;
+    for (const TraceInference& in : inferences)
+      if (o.ts_us >= in.start_us && o.ts_us <= in.end_us) return true;
+    return false;
+  };
+  std::map<std::string, std::vector<double>> times;
+  std::map<std::string, size_t> type_mismatch;
+  for (const TraceOp& o : t.ops) {
+    if (o.parent >= 0 || !in_inference(o)) continue;
+    const double s = (m.device ? o.device_us : o.dur_us) * 1e-6;
+    m.total_s += s;
+    const std::string k = trace_op_key(o);
+    if (!k.empty() && graph_keys.count(k)) {
+      times[k].push_back(s);
+      m.matched_s += s;
+      for (const std::string& ty : o.types) {
+        const bool f32 = ty == "float", bf16 = ty == "c10::BFloat16", f16 = ty == "c10::Half";
+        if (!(f32 || bf16 || f16)) continue;
+        const DType dt = f32 ? DType::F32 : bf16 ? DType::BF16 : DType::F16;
+        if (dt != g.op(graph_keys[k].front()).dtype) ++type_mismatch[ty];
+        break;
+      }
+    } else if (s > 0 || !k.empty()) {
+      TraceMatch::Unmatched& u = m.unmatched[k.empty() ? o.name : k];
+      ++u.count;
+      u.seconds += s;
+    }
+  }
+  // device time no op launched counts against coverage (wherever it ran)
+  if (m.device) m.total_s += std::max(0.0, t.device_us() - t.launched_us) * 1e-6;
+  m.op_seconds.assign(g.size(), 0);
+  m.op_occurrences.assign(g.size(), 0);
+  for (auto& [k, ids] : graph_keys) {
+    auto it = times.find(k);
+    if (it == times.end()) {
+      m.unseen[k] += int(ids.size());
+      continue;
+    }
+    std::vector<double> v = it->second;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    const double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    for (int id : ids) {
+      m.op_seconds[size_t(id)] = med;
+      m.op_occurrences[size_t(id)] = int(n);
+      ++m.graph_ops_matched;
+    }
+  }
+  for (const auto& [ty, n] : type_mismatch)
+    m.notes.push_back(std::to_string(n) + " matched trace ops read " + ty + " inputs, not the graph's " +
+                      to_string(g.op(0).dtype));
+  return m;
+}
+
+}  // namespace vlasim

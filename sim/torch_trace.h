@@ -1,0 +1,125 @@
+// PyTorch profiler traces (Chrome trace JSON, optionally gzip-compressed) as measured data:
+// read, tie each GPU kernel to the op that launched it, find the stages and inferences the
+// user marked with record_function, and match the trace's ops to a vlasim graph's ops.
+//
+// Two forms are read:
+//   - Kineto (torch.profiler, PyTorch >= 1.8 built with Kineto): {"traceEvents": [...]} with
+//     complete events ("ph": "X") by category: cpu_op (args "Input Dims" / "Input type" when
+//     record_shapes=True), user_annotation (record_function ranges), kernel, gpu_memcpy and
+//     gpu_memset on CUDA streams (args "stream", "correlation"), and cuda_runtime /
+//     cuda_driver launch calls carrying the same "correlation". Other categories are skipped.
+//   - legacy (torch.autograd.profiler with use_kineto=False, and Kineto-less builds such as
+//     Debian's python3-torch 1.13): a top-level array of "X" events without "cat": names
+//     "aten::..." (and other "ns::op" names) are ops, any other name a record_function range.
+//     No shapes, no kernels: stage-level figures only.
+// A kernel's launching op is the outermost op (cpu_op) around the launch call of equal
+// correlation on the call's thread; its "device time" is the kernel's duration.
+//
+// Bounds: at most kMaxTraceBytes of JSON are read (after gzip), parsed as a stream (events are
+// kept in a compact form, only those of the categories above), so memory stays bounded
+// whatever the file. Errors are ConfigError naming the file, line 0 and the key: the event as
+// "traceEvents[i]" (legacy: "[i]") and its field, e.g. "traceEvents[12].dur".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/graph.h"
+
+namespace vlasim {
+
+// Largest trace read, in bytes of JSON after decompression.
+inline constexpr uint64_t kMaxTraceBytes = uint64_t{128} << 20;
+
+// A CPU op (cpu_op, or a legacy "ns::op" event).
+struct TraceOp {
+  std::string name;
+  double ts_us = 0, dur_us = 0;
+  int thread = 0;                          // index into TorchTrace::threads
+  std::vector<std::vector<int64_t>> dims;  // Input Dims; an input that is no tensor: {}
+  std::vector<std::string> types;          // Input type
+  int parent = -1;                         // enclosing op on its thread, -1 at the top
+  double device_us = 0;                    // kernels, copies and sets it launched (its children's included)
+  double device_end_us = -1;               // end of the last of them, -1 when none
+  size_t event = 0;                        // index of the event in the file
+};
+
+// A record_function / user_annotation range on a CPU thread.
+struct TraceRange {
+  std::string name;
+  double ts_us = 0, dur_us = 0;
+  int thread = 0;
+  double device_end_us = -1;  // end of the last kernel launched inside it, -1 when none
+};
+
+struct TorchTrace {
+  std::string path;
+  bool kineto = false;   // the Kineto form (else legacy)
+  bool shapes = false;   // some op has Input Dims
+  std::string device_name;  // deviceProperties[0].name, "" when absent
+  std::vector<std::string> threads;  // "pid/tid"
+  std::vector<TraceOp> ops;          // by thread, then start time
+  std::vector<TraceRange> ranges;    // by thread, then start time
+  size_t kernels = 0, copies = 0, sets = 0;
+  double kernel_us = 0, copy_us = 0, set_us = 0;  // device time by kind
+  double device_us() const { return kernel_us + copy_us + set_us; }
+  double launched_us = 0;  // device time with a launching op
+  std::map<int64_t, size_t> streams;  // CUDA stream -> kernels, copies and sets on it
+  size_t events = 0;                  // events in the file
+};
+
+// Reads a trace (plain or gzip JSON). Throws ConfigError naming `path` on a missing, truncated
+// or malformed file, a file past kMaxTraceBytes, an event missing a field it needs (X events:
+// name, ts, dur; kernels, copies and sets: args.correlation), a negative or non-finite
+// duration or time, or a device event with no launch call of its correlation.
+TorchTrace read_torch_trace(const std::string& path);
+// As read_torch_trace on `text` (plain JSON); `name` stands in for the path in errors.
+TorchTrace parse_torch_trace(const std::string& text, const std::string& name);
+
+// One inference (a repeated top-level range) and the stages in it.
+struct TraceInference {
+  double start_us = 0, end_us = 0;  // the range's start; its end, or its last kernel's when later
+  // Per Stage (index): first start and last end of the ranges named after it inside, with
+  // their kernels' ends; -1 when absent.
+  double stage_start_us[5] = {-1, -1, -1, -1, -1}, stage_end_us[5] = {-1, -1, -1, -1, -1};
+};
+
+// The inferences of a trace: ranges named `name`, or (name "") the most frequent range name
+// that holds a range named after a stage (vision, prefix, action, decode, head) and is not one
+// itself. Throws ConfigError naming the trace when there is none (saying which ranges exist).
+std::vector<TraceInference> trace_inferences(const TorchTrace& t, const std::string& name, std::string* chosen);
+
+// What an op computes, as matched between a trace and a graph: kind and sizes, e.g.
+// "gemm m=32 n=768 k=256", "attention bh=8 q=32 kv=32 d=64", "norm layernorm 8192",
+// "eltwise gelu 65536". "" when the op is not one vlasim matches (views, copies, ...).
+std::string trace_op_key(const TraceOp& op);
+std::string graph_op_key(const Op& op);
+
+// A trace matched to a graph.
+struct TraceMatch {
+  // Per graph op id: the median time of the trace's top-level ops of its key (device time when
+  // the trace has kernels, else the op's own CPU time), and how many trace ops that is; 0 when
+  // none matched.
+  std::vector<double> op_seconds;
+  std::vector<int> op_occurrences;
+  size_t graph_ops = 0, graph_ops_matched = 0;
+  // Keys of graph ops never seen, with their op count; trace top-level op keys (or names, when
+  // they have no key) matched by no graph op, with occurrences and time in seconds.
+  std::map<std::string, int> unseen;
+  struct Unmatched {
+    int count = 0;
+    double seconds = 0;
+  };
+  std::map<std::string, Unmatched> unmatched;
+  double matched_s = 0, total_s = 0;  // time of matched top-level ops; of all (device time or CPU)
+  bool device = false;                // times are device times
+  std::vector<std::string> notes;     // e.g. input types that differ from the graph's dtype
+};
+
+// Matches the top-level ops of `t` (inside inference ranges when `inferences` is not empty) to
+// the ops of `g` by key. REQUIRES: t.shapes.
+TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<TraceInference>& inferences);
+
+}  // namespace vlasim
