@@ -1,5 +1,7 @@
 // vlasim compare: a scenario simulated and measured side by side; errors, KS and equivalence
 // tests, plots.
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -12,6 +14,7 @@
 #include "reports/compare.h"
 #include "reports/control.h"
 #include "reports/report.h"
+#include "sim/torch_trace.h"
 
 namespace vlasim::cli {
 namespace {
@@ -21,7 +24,82 @@ struct CompareArgs {
   std::string executor = "onednn";
   int warmup = 2;
   double margin = 0.10;
+  std::string trace, inference;  // --trace: the measured side from a PyTorch profiler trace
 };
+
+// The measured side from a PyTorch profiler trace: one finished request of the scenario's first
+// model per inference range, arriving at the range's start, with the stages found in it; the
+// per-op times where the trace has shapes.
+int run_compare_trace(const Common& c, const CompareArgs& a) {
+  const OutputOptions& out = a.run.out;
+  if (!out.dir.empty()) check_output_dir("--out", out.dir);
+  const TorchTrace t = read_torch_trace(a.trace);
+  std::string inf_name;
+  const std::vector<TraceInference> inf = trace_inferences(t, a.inference, &inf_name);
+  Prepared pr = prepare(c, a.run.scenario, a.run.seed, false, out.quiet);
+  if (pr.s.models.size() != 1)
+    std::cerr << "note: the trace is compared with the scenario's first model, " << pr.s.models[0].name << "\n";
+  SimResult predicted = simulate(pr.s, pr.plan, out.sim_options());
+  SimResult measured;
+  const double t0 = inf.front().start_us;
+  for (size_t i = 0; i < inf.size(); ++i) {
+    RequestRecord r;
+    r.id = i;
+    r.model = 0;
+    r.arrival = r.start = (inf[i].start_us - t0) * 1e-6;
+    r.end = (inf[i].end_us - t0) * 1e-6;
+    for (int k = 0; k < kStages; ++k)
+      if (inf[i].stage_start_us[k] >= 0) {
+        r.stages_done |= uint8_t(1u << k);
+        r.stage_latency[k] = (inf[i].stage_end_us[k] - inf[i].stage_start_us[k]) * 1e-6;
+      }
+    measured.requests.push_back(r);
+    measured.end_time = std::max(measured.end_time, r.end);
+  }
+  measured.horizon = measured.end_time;
+  std::vector<std::vector<double>> op_s(pr.s.models.size());
+  for (size_t m = 0; m < pr.s.models.size(); ++m) op_s[m].assign(pr.plan.models[m].graph.size(), 0.0);
+  std::string op_note;
+  if (t.shapes) {
+    const TraceMatch tm = match_trace(t, pr.plan.models[0].graph, inf);
+    op_s[0] = tm.op_seconds;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%zu of %zu ops matched by kind and shape, %.1f%% of the trace's %s time", tm.graph_ops_matched,
+                  tm.graph_ops, tm.total_s > 0 ? 100 * tm.matched_s / tm.total_s : 0.0, tm.device ? "device" : "op");
+    op_note = buf;
+  } else {
+    op_note = "the trace has no input shapes (a legacy or record_shapes=False trace): stage and end-to-end figures only";
+  }
+  // without shapes no op has a measured time: no op rows rather than every op skipped
+  const std::vector<OpTime> ops = t.shapes ? op_times(pr.s, pr.plan, op_s) : std::vector<OpTime>{};
+  Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured, ops, a.margin);
+  std::string md = compare_markdown(cmp);
+  char head[512];
+  std::snprintf(head, sizeof head,
+                "Measured side: PyTorch trace %s (%s, %zu inferences from record_function '%s', run back to back: "
+                "the measured throughput and queueing are the trace's, not the scenario's workload); %s.\n\n",
+                a.trace.c_str(), t.kineto ? "Kineto" : "legacy", inf.size(), inf_name.c_str(), op_note.c_str());
+  md = head + md;
+  if (!out.quiet) std::cout << md;
+  if (!out.dir.empty()) {
+    fs::create_directories(out.dir);
+    write_compare_json(cmp, out.dir + "/compare.json");
+    write_file(out.dir + "/compare.md", md);
+    const std::string sub = out.dir + "/simulate";
+    fs::create_directories(sub);
+    write_json(make_report(pr.s, pr.plan, predicted, "simulate"), sub + "/report.json");
+    write_requests_csv(pr.s, pr.plan, predicted, sub + "/requests.csv");
+    std::vector<std::string> warnings;
+    auto plots = write_compare_plots(cmp, out.dir, &warnings);
+    for (auto& w : warnings) std::cerr << "warning: " << w << "\n";
+    if (!out.quiet) {
+      std::cout << "\nwrote " << out.dir << "/compare.md, compare.json, simulate/";
+      for (auto& f : plots) std::cout << ", " << fs::path(f).filename().string();
+      std::cout << "\n";
+    }
+  }
+  return 0;
+}
 
 int run_compare(const Common& c, const std::string& path, long long seed, const OutputOptions& out,
                 const std::string& executor, int warmup, double margin) {
@@ -88,7 +166,14 @@ Command add_compare(CLI::App& app) {
       ->capture_default_str()->check(whole_number(0, 1000));
   cmd->add_option("--margin", a->margin, "equivalence margin of the TOST on mean latency")
       ->capture_default_str()->check(number_in(0.001, 1.0, false));
+  cmd->add_option("--trace", a->trace,
+                  "take the measured side from a PyTorch profiler trace (.json or .json.gz) instead of running: "
+                  "inferences and stages from its record_function ranges, ops where it has shapes");
+  cmd->add_option("--inference", a->inference,
+                  "with --trace: the record_function range around each inference (default: the most frequent range "
+                  "holding a stage range)");
   return {cmd, [a](const Common& c) {
+            if (!a->trace.empty()) return run_compare_trace(c, *a);
             return run_compare(c, a->run.scenario, a->run.seed, a->run.out, a->executor, a->warmup, a->margin);
           }};
 }

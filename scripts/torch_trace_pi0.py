@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Records a PyTorch profiler trace of a pi0-shaped model, the way a user profiles their own
+model for `vlasim import trace` and `vlasim compare --trace` (README: "Check a prediction
+against your own PyTorch run").
+
+The model follows a vlasim card's shapes (default models/cards/pi0_tiny.yaml): a ViT per camera
+view and a projector (stage "vision"), a Gemma-style decoder over the image tokens (stage
+"prefix", keeping its K/V), and the pi0 action expert run `steps` times (stage "action"),
+cross-attending to the prefix K/V. Weights are random: time, not accuracy, is measured.
+
+What vlasim reads from the trace:
+  - one record_function range per inference ("inference"), repeated `--inferences` times;
+  - inside it one range per stage, named after vlasim's stages: "vision", "prefix", "action";
+  - with torch.profiler (PyTorch built with Kineto): record_shapes=True gives each op its
+    input shapes, and on a GPU each kernel is tied to the op that launched it, so
+    `vlasim import trace` can match ops to the card's graph and write a profile.
+PyTorch without Kineto (Debian's python3-torch 1.13) falls back to the legacy profiler
+(torch.autograd.profiler, use_kineto=False): op names and durations only, stage level.
+
+Usage: torch_trace_pi0.py [--card models/cards/pi0_tiny.yaml] [--device cpu|cuda]
+                          [--dtype fp32|bf16|fp16] [--inferences 5] [--warmup 2] [--views 2]
+                          [--chunk N] [--steps N] [--threads N] -o TRACE.json[.gz]
+"""
+import argparse
+import gzip
+import json
+import math
+import os
+import shutil
+import sys
+
+import torch
+import torch.nn.functional as F
+import yaml
+
+
+def component(card, type_):
+    for c in card["components"]:
+        if c["type"] == type_:
+            return c
+    sys.exit("card has no %s component" % type_)
+
+
+def rms_norm(x, w):
+    if hasattr(F, "rms_norm"):
+        return F.rms_norm(x, (x.shape[-1],), w, 1e-6)
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def attention(q, k, v):
+    """q [b, h, L, d], k/v [b, h, S, d]."""
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v)
+    s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    return torch.matmul(torch.softmax(s, dim=-1), v)
+
+
+def rope(x):
+    """Rotary embedding on [b, h, L, d] (half-split form)."""
+    d = x.shape[-1]
+    pos = torch.arange(x.shape[-2], dtype=torch.float32, device=x.device)
+    inv = 1.0 / (10000 ** (torch.arange(0, d // 2, dtype=torch.float32, device=x.device) / (d // 2)))
+    ang = torch.outer(pos, inv).to(x.dtype)
+    c, s = torch.cos(ang), torch.sin(ang)
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
+
+
+class Lin(torch.nn.Linear):
+    pass
+
+
+class ViTBlock(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        w, h, hd = c["width"], c["heads"], c["head_dim"]
+        self.h, self.hd = h, hd
+        self.n1, self.n2 = torch.nn.LayerNorm(w), torch.nn.LayerNorm(w)
+        self.q, self.k, self.v = Lin(w, h * hd), Lin(w, h * hd), Lin(w, h * hd)
+        self.o = Lin(h * hd, w)
+        self.up, self.down = Lin(w, c["mlp"]), Lin(c["mlp"], w)
+
+    def forward(self, x):  # [views, tokens, width]
+        b, t, _ = x.shape
+        y = self.n1(x)
+        q, k, v = (p(y).view(b, t, self.h, self.hd).transpose(1, 2) for p in (self.q, self.k, self.v))
+        a = attention(q, k, v).transpose(1, 2).reshape(b, t, self.h * self.hd)
+        x = x + self.o(a)
+        return x + self.down(F.gelu(self.up(self.n2(x)), approximate="tanh"))
+
+
+class GemmaBlock(torch.nn.Module):
+    def __init__(self, c, width):
+        super().__init__()
+        self.h, self.kvh, self.hd = c["heads"], c["kv_heads"], c["head_dim"]
+        self.n1 = torch.nn.Parameter(torch.ones(width))
+        self.n2 = torch.nn.Parameter(torch.ones(width))
+        self.q = Lin(width, self.h * self.hd, bias=False)
+        self.k = Lin(width, self.kvh * self.hd, bias=False)
+        self.v = Lin(width, self.kvh * self.hd, bias=False)
+        self.o = Lin(self.h * self.hd, width, bias=False)
+        self.gate = Lin(width, c["mlp"], bias=False)
+        self.up = Lin(width, c["mlp"], bias=False)
+        self.down = Lin(c["mlp"], width, bias=False)
+
+    def forward(self, x, kv_prefix=None):
+        """x [1, tokens, width]; kv_prefix: (k, v) of the prefix to attend to as well.
+        Returns the output and this block's own (k, v)."""
+        b, t, _ = x.shape
+        y = rms_norm(x, self.n1)
+        q = rope(self.q(y).view(b, t, self.h, self.hd).transpose(1, 2))
+        k = rope(self.k(y).view(b, t, self.kvh, self.hd).transpose(1, 2))
+        v = self.v(y).view(b, t, self.kvh, self.hd).transpose(1, 2)
+        own = (k, v)
+        if kv_prefix is not None:
+            k = torch.cat([kv_prefix[0], k], dim=2)
+            v = torch.cat([kv_prefix[1], v], dim=2)
+        rep = self.h // self.kvh
+        a = attention(q, k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1))
+        x = x + self.o(a.transpose(1, 2).reshape(b, t, self.h * self.hd))
+        y = rms_norm(x, self.n2)
+        return x + self.down(F.gelu(self.gate(y), approximate="tanh") * self.up(y)), own
+
+
+class Pi0(torch.nn.Module):
+    def __init__(self, card):
+        super().__init__()
+        vit, proj = component(card, "vit"), component(card, "projector")
+        dec, ex = component(card, "decoder"), component(card, "expert")
+        self.patch, self.img = vit["patch"], vit["image_size"]
+        tokens = (self.img // self.patch) ** 2
+        self.patch_embed = torch.nn.Conv2d(3, vit["width"], self.patch, self.patch)
+        self.pos = torch.nn.Parameter(torch.zeros(tokens, vit["width"]))
+        self.vit = torch.nn.ModuleList(ViTBlock(vit) for _ in range(vit["depth"]))
+        self.vit_norm = torch.nn.LayerNorm(vit["width"])
+        dims = proj["dims"]
+        self.proj = torch.nn.ModuleList(Lin(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.dec = torch.nn.ModuleList(GemmaBlock(dec, dec["width"]) for _ in range(dec["depth"]))
+        self.kv_only_last = dec.get("kv_only_last", False)
+        w = ex["width"]
+        self.state_proj = Lin(ex["state_dim"], w)
+        self.action_in = Lin(ex["action_dim"], w)
+        self.time_in, self.time_out = Lin(2 * w, w), Lin(w, w)
+        self.ex = torch.nn.ModuleList(GemmaBlock(ex, w) for _ in range(ex["depth"]))
+        self.ex_norm = torch.nn.Parameter(torch.ones(w))
+        self.action_out = Lin(w, ex["action_dim"])
+        self.w = w
+
+    def forward(self, images, state, noise, steps):
+        with torch.profiler.record_function("vision"):
+            x = self.patch_embed(images).flatten(2).transpose(1, 2) + self.pos
+            for blk in self.vit:
+                x = blk(x)
+            x = self.vit_norm(x)
+            for p in self.proj:
+                x = p(x)
+        with torch.profiler.record_function("prefix"):
+            x = x.reshape(1, -1, x.shape[-1])
+            kvs = []
+            for blk in self.dec:
+                x, kv = blk(x)
+                kvs.append(kv)
+        with torch.profiler.record_function("action"):
+            a = noise
+            dt = -1.0 / steps
+            for s in range(steps):
+                t = 1.0 + s * dt
+                st = self.state_proj(state)
+                emb = torch.full((1, a.shape[1], self.w), t, dtype=a.dtype, device=a.device)
+                h = self.time_out(F.silu(self.time_in(torch.cat([self.action_in(a), emb], dim=-1))))
+                h = torch.cat([st, h], dim=1)
+                for i, blk in enumerate(self.ex):
+                    kv = kvs[-1] if self.kv_only_last else kvs[i]
+                    h, _ = blk(h, kv)
+                v = self.action_out(rms_norm(h, self.ex_norm)[:, 1:])
+                a = a + dt * v
+        return a
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--card", default=os.path.join(os.path.dirname(__file__), "..", "models", "cards", "pi0_tiny.yaml"))
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"])
+    ap.add_argument("--inferences", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--views", type=int)
+    ap.add_argument("--chunk", type=int)
+    ap.add_argument("--steps", type=int)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("-o", "--out", required=True)
+    a = ap.parse_args()
+    card = yaml.safe_load(open(a.card))
+    d = card["defaults"]
+    views, chunk, steps = a.views or d["views"], a.chunk or d["chunk"], a.steps or d["steps"]
+    torch.manual_seed(a.seed)
+    torch.set_num_threads(a.threads)
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
+    dev = torch.device(a.device)
+    m = Pi0(card).to(dev, dtype).eval()
+    ex = component(card, "expert")
+    img = component(card, "vit")["image_size"]
+    images = torch.randn(views, 3, img, img, device=dev, dtype=dtype)
+    state = torch.randn(1, ex.get("state_tokens", 1), ex["state_dim"], device=dev, dtype=dtype)
+    noise = torch.randn(1, chunk, ex["action_dim"], device=dev, dtype=dtype)
+
+    def run():
+        with torch.profiler.record_function("inference"):
+            m(images, state, noise, steps)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+
+    with torch.no_grad():
+        for _ in range(a.warmup):
+            run()
+        kineto = torch.autograd.profiler.kineto_available()
+        if kineto:
+            acts = [torch.profiler.ProfilerActivity.CPU]
+            if dev.type == "cuda":
+                acts.append(torch.profiler.ProfilerActivity.CUDA)
+            prof = torch.profiler.profile(activities=acts, record_shapes=True)
+        else:  # Kineto-less build: the legacy profiler (names and durations only)
+            prof = torch.autograd.profiler.profile(record_shapes=True, use_kineto=False)
+        with prof:
+            for _ in range(a.inferences):
+                run()
+    out = a.out[:-3] if a.out.endswith(".gz") else a.out
+    prof.export_chrome_trace(out)
+    if out != a.out:
+        with open(out, "rb") as f, gzip.GzipFile(a.out, "wb", compresslevel=9, mtime=0) as g:
+            shutil.copyfileobj(f, g)
+        os.remove(out)
+    print("wrote %s (%s profiler, torch %s, %s %s, %d inferences of %s: %d views, chunk %d, %d steps)"
+          % (a.out, "Kineto" if kineto else "legacy", torch.__version__, a.device, a.dtype, a.inferences,
+             card["name"], views, chunk, steps))
+
+
+if __name__ == "__main__":
+    main()
