@@ -110,17 +110,17 @@ int run_import_trace(const Common& c, const ImportArgs& a) {
     std::printf("  no inferences: %s\n", e.message().c_str());
   }
   if (have_stages) print_stages(t, inf, inf_name);
-  if (!t.shapes || t.kernels + t.copies + t.sets == 0) {
-    std::printf("no per-op figures: the trace has %s (record with torch.profiler, record_shapes=True, on a GPU); "
-                "stage-level figures only (vlasim compare SCENARIO --trace %s); no profile written\n",
-                !t.shapes ? "no Input Dims" : "no kernels", a.path.c_str());
+  if (!t.shapes) {
+    std::printf("no per-op figures: the trace has no Input Dims (record with torch.profiler, record_shapes=True); "
+                "stage-level figures only (vlasim compare SCENARIO --trace %s); no profile written\n", a.path.c_str());
     return 0;
   }
   const TraceMatch m = match_trace(t, g, inf);
-  std::printf("matched %zu of %zu %s ops (%s, %s); %.1f%% of the device time%s (%.3f of %.3f ms)\n",
+  std::printf("matched %zu of %zu %s ops (%s, %s); %.1f%% of the %s time%s (%.3f of %.3f ms)\n",
               m.graph_ops_matched, m.graph_ops, card.name.c_str(), to_string(shape.dtype),
               shape.passes && shape.passes->empty() ? "no passes" : "card's passes",
-              m.total_s > 0 ? 100 * m.matched_s / m.total_s : 0.0, inf.empty() ? "" : " inside inferences",
+              m.total_s > 0 ? 100 * m.matched_s / m.total_s : 0.0, m.device ? "device" : "top-level op (CPU)",
+              inf.empty() ? "" : " inside inferences",
               m.matched_s * 1e3, m.total_s * 1e3);
   int shown = 0;
   std::vector<std::pair<double, std::string>> un;
@@ -136,6 +136,11 @@ int run_import_trace(const Common& c, const ImportArgs& a) {
     std::printf("  never seen in the trace: %-44s %d ops\n", k.c_str(), n);
   }
   for (const std::string& note : m.notes) std::printf("  note: %s\n", note.c_str());
+  if (!m.device) {
+    std::printf("no kernels: the op times above are CPU times; a GPU profile needs a trace of a GPU run "
+                "(ProfilerActivity.CUDA); no profile written\n");
+    return 0;
+  }
   std::vector<KernelSample> samples;
   std::set<std::string> seen;
   for (size_t i = 0; i < g.size(); ++i) {

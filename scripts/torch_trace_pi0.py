@@ -177,6 +177,21 @@ class Pi0(torch.nn.Module):
         return a
 
 
+def write_kineto_form(prof, path):
+    """The legacy profiler's events as Kineto's JSON: ops ("ns::op" names) as cpu_op with
+    "Input Dims", other names (record_function) as user_annotation. Times are the profiler's
+    own (us); nothing is added or estimated."""
+    ev = []
+    for e in prof.function_events:
+        op = "::" in e.name
+        args = {"Input Dims": [list(s) for s in e.input_shapes]} if op else {}
+        ev.append({"ph": "X", "cat": "cpu_op" if op else "user_annotation", "name": e.name, "pid": 0,
+                   "tid": e.thread, "ts": e.time_range.start, "dur": e.time_range.end - e.time_range.start,
+                   "args": args})
+    with open(path, "w") as f:
+        json.dump({"schemaVersion": 1, "record_shapes": 1, "traceEvents": ev}, f)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--card", default=os.path.join(os.path.dirname(__file__), "..", "models", "cards", "pi0_tiny.yaml"))
@@ -189,6 +204,9 @@ def main():
     ap.add_argument("--steps", type=int)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--kineto-form", action="store_true",
+                    help="without Kineto: write the legacy profiler's events (with their input shapes) as Kineto "
+                         "cpu_op / user_annotation events instead of its own legacy export, which drops the shapes")
     ap.add_argument("-o", "--out", required=True)
     a = ap.parse_args()
     card = yaml.safe_load(open(a.card))
@@ -226,13 +244,17 @@ def main():
             for _ in range(a.inferences):
                 run()
     out = a.out[:-3] if a.out.endswith(".gz") else a.out
-    prof.export_chrome_trace(out)
+    if a.kineto_form and not kineto:
+        write_kineto_form(prof, out)
+    else:
+        prof.export_chrome_trace(out)
     if out != a.out:
         with open(out, "rb") as f, gzip.GzipFile(a.out, "wb", compresslevel=9, mtime=0) as g:
             shutil.copyfileobj(f, g)
         os.remove(out)
-    print("wrote %s (%s profiler, torch %s, %s %s, %d inferences of %s: %d views, chunk %d, %d steps)"
-          % (a.out, "Kineto" if kineto else "legacy", torch.__version__, a.device, a.dtype, a.inferences,
+    print("wrote %s (%s%s profiler, torch %s, %s %s, %d inferences of %s: %d views, chunk %d, %d steps)"
+          % (a.out, "Kineto" if kineto else "legacy", " in Kineto form" if a.kineto_form and not kineto else "",
+             torch.__version__, a.device, a.dtype, a.inferences,
              card["name"], views, chunk, steps))
 
 
