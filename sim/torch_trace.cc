@@ -42,7 +42,7 @@ class GzBuf : public std::streambuf {
     if (n == 0) {
       int code = 0;
       gzerror(f_, &code);
-      if (code != Z_OK && code != Z_STREAM_END) error = "cannot decompress (a damaged gzip file)";
+      if (code != Z_OK && code != Z_STREAM_END) error = "cannot decompress: the gzip stream ends early or is damaged (a truncated or damaged gzip file)";
       return traits_type::eof();
     }
     bytes += uint64_t(n);

@@ -1,0 +1,299 @@
+// The PyTorch profiler trace reader (sim/torch_trace.h): the vendored real Kineto GPU traces
+// (tests/data/torch_trace/hta, HolisticTraceAnalysis) and the pi0_tiny traces made here
+// against figures computed independently by tests/data/torch_trace/figures.py
+// (figures.json); matching a trace to a graph on a trace written from the graph with known
+// kernel times; broken traces refused naming the file and the event.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "models/builder.h"
+#include "scenarios/config.h"
+#include "scratch.h"
+#include "sim/torch_trace.h"
+
+namespace vlasim {
+namespace {
+
+const std::string kDir = std::string(VLASIM_SOURCE_DIR) + "/tests/data/torch_trace";
+
+nlohmann::json figures() {
+  std::ifstream f(kDir + "/figures.json");
+  return nlohmann::json::parse(f);
+}
+
+void expect_near_rel(double got, double want, const std::string& what) {
+  EXPECT_NEAR(got, want, 1e-9 * std::max(1.0, std::fabs(want))) << what;
+}
+
+TEST(TorchTrace, TracesMatchTheIndependentFigures) {
+  const nlohmann::json all = figures();
+  ASSERT_EQ(all.size(), 5u);  // three HTA traces, two made here
+  for (const auto& [file, f] : all.items()) {
+    SCOPED_TRACE(file);
+    const TorchTrace t = read_torch_trace(kDir + "/" + file);
+    EXPECT_EQ(t.events, f["events"].get<size_t>());
+    EXPECT_EQ(t.ops.size(), f["ops"].get<size_t>());
+    EXPECT_EQ(t.ranges.size(), f["ranges"].get<size_t>());
+    EXPECT_EQ(t.kernels, f["kernels"].get<size_t>());
+    EXPECT_EQ(t.copies, f["copies"].get<size_t>());
+    EXPECT_EQ(t.sets, f["sets"].get<size_t>());
+    expect_near_rel(t.kernel_us, f["kernels_us"].get<double>(), "kernel time");
+    expect_near_rel(t.copy_us, f["copies_us"].get<double>(), "copy time");
+    expect_near_rel(t.set_us, f["sets_us"].get<double>(), "memset time");
+    EXPECT_EQ(t.streams.size(), f["streams"].get<size_t>());
+    expect_near_rel(t.launched_us, f["launched_us"].get<double>(), "device time with a launching op");
+    EXPECT_EQ(t.kineto, file.find("legacy") == std::string::npos);
+    if (!f.contains("inferences")) continue;
+    std::string name;
+    const std::vector<TraceInference> inf = trace_inferences(t, "", &name);
+    EXPECT_EQ(name, "inference");
+    ASSERT_EQ(inf.size(), f["inferences"].get<size_t>());
+    double mean = 0;
+    for (const TraceInference& i : inf) mean += (i.end_us - i.start_us) / double(inf.size());
+    expect_near_rel(mean / 1e3, f["inference_ms"].get<double>(), "inference mean");
+    for (const auto& [stage, ms] : f["stage_ms"].items()) {
+      Stage s;
+      ASSERT_TRUE(parse_stage(stage, &s));
+      double m = 0;
+      for (const TraceInference& i : inf) {
+        ASSERT_GE(i.stage_start_us[int(s)], i.start_us) << stage;
+        ASSERT_LE(i.stage_end_us[int(s)], i.end_us) << stage;
+        m += (i.stage_end_us[int(s)] - i.stage_start_us[int(s)]) / double(inf.size());
+      }
+      expect_near_rel(m / 1e3, ms.get<double>(), stage);
+    }
+    if (t.shapes) {  // top-level op time inside inferences, as match_trace totals it
+      const ModelCard card = find_card(default_cards_dir(), "pi0_tiny", ConfigNode());
+      RunShape shape = card.defaults;
+      shape.steps = 3;
+      shape.dtype = DType::F32;
+      shape.passes = std::vector<std::string>{};
+      const TraceMatch m = match_trace(t, build_graph(card, shape), inf);
+      expect_near_rel(m.total_s * 1e3, f["top_op_ms"].get<double>(), "top-level op time");
+      EXPECT_FALSE(m.device);
+      // GEMMs, the bulk of the time, are matched: most of it is covered
+      EXPECT_GT(m.matched_s, 0.8 * m.total_s);
+    }
+  }
+}
+
+TEST(TorchTrace, LegacyTraceHasNoShapesOrKernels) {
+  const TorchTrace t = read_torch_trace(kDir + "/pi0_tiny_cpu_legacy.json.gz");
+  EXPECT_FALSE(t.kineto);
+  EXPECT_FALSE(t.shapes);
+  EXPECT_EQ(t.kernels + t.copies + t.sets, 0u);
+  EXPECT_EQ(t.threads.size(), 1u);
+}
+
+TEST(TorchTrace, NamedInferenceRangeAndMissingOnes) {
+  const TorchTrace t = read_torch_trace(kDir + "/pi0_tiny_cpu_legacy.json.gz");
+  std::string name;
+  EXPECT_EQ(trace_inferences(t, "inference", &name).size(), 3u);
+  try {
+    trace_inferences(t, "nope", &name);
+    FAIL() << "a range name the trace lacks must be refused";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos) << e.what();
+  }
+  const TorchTrace hta = read_torch_trace(kDir + "/hta/sampled_rank-0.json.gz");
+  try {
+    trace_inferences(hta, "", &name);
+    FAIL() << "a trace without stage ranges has no inferences";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("named after a stage"), std::string::npos) << e.what();
+  }
+}
+
+// A Kineto trace written from a graph: every op with a key gets a cpu_op with the input dims
+// PyTorch would record, a launch call and a kernel of known duration; plus an op vlasim has no
+// counterpart of and a kernel launched outside any op.
+struct Synthetic {
+  std::string json;
+  std::map<std::string, std::vector<double>> by_key;  // key -> kernel seconds
+  double matched_us = 0, total_us = 0;
+};
+
+Synthetic synthetic(const OpGraph& g) {
+  nlohmann::json ev = nlohmann::json::array();
+  Synthetic s;
+  double ts = 1000;
+  int64_t corr = 1;
+  auto add_op = [&](const std::string& name, nlohmann::json dims, double kernel_us) {
+    ev.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", name}, {"pid", 1}, {"tid", 1}, {"ts", ts}, {"dur", 10},
+                  {"args", {{"Input Dims", dims}}}});
+    ev.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"pid", 1}, {"tid", 1},
+                  {"ts", ts + 2}, {"dur", 3}, {"args", {{"correlation", corr}}}});
+    ev.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", "k"}, {"pid", 0}, {"tid", 7}, {"ts", ts + 5},
+                  {"dur", kernel_us}, {"args", {{"correlation", corr}, {"stream", 7}}}});
+    ++corr;
+    ts += 20;
+  };
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    const double us = 1 + double(i % 17);
+    nlohmann::json dims;
+    std::string name;
+    const int64_t e = o.rows * o.width;
+    if (o.kind == OpKind::Gemm) {
+      name = "aten::linear";
+      dims = {{o.batch, o.m, o.k}, {o.n, o.k}, {o.n}};
+    } else if (o.kind == OpKind::Attention) {
+      name = "aten::scaled_dot_product_attention";
+      dims = {{o.batch, o.heads, o.q_len, o.head_dim}, {o.batch, o.heads, o.kv_len, o.head_dim},
+              {o.batch, o.heads, o.kv_len, o.head_dim}};
+    } else if (o.kind == OpKind::Norm && o.fn == OpFn::LayerNorm) {
+      name = "aten::layer_norm";
+      dims = {{o.rows, o.width}, {o.width}, {o.width}};
+    } else if (o.kind == OpKind::Norm && o.fn == OpFn::RMSNorm) {
+      name = "aten::rms_norm";
+      dims = {{o.rows, o.width}, {o.width}};
+    } else if (o.fn == OpFn::Gelu) {
+      name = "aten::gelu";
+      dims = {{e}};
+    } else if (o.fn == OpFn::Add) {
+      name = "aten::add";
+      dims = {{o.rows, o.width}, {o.rows, o.width}};
+    } else if (o.fn == OpFn::Mul) {
+      name = "aten::mul_";
+      dims = {{e}, {e}};
+    } else {
+      continue;
+    }
+    const std::string key = graph_op_key(o);
+    EXPECT_FALSE(key.empty()) << o.name;
+    s.by_key[key].push_back(us * 1e-6);
+    s.matched_us += us;
+    s.total_us += us;
+    add_op(name, dims, us);
+  }
+  add_op("aten::nonexistent_op", nlohmann::json::array({{3, 3}}), 50);  // no graph counterpart
+  s.total_us += 50;
+  // a kernel whose launch call is outside every op
+  ev.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaMemcpyAsync"}, {"pid", 1}, {"tid", 1},
+                {"ts", ts + 100}, {"dur", 3}, {"args", {{"correlation", corr}}}});
+  ev.push_back({{"ph", "X"}, {"cat", "gpu_memcpy"}, {"name", "Memcpy HtoD"}, {"pid", 0}, {"tid", 7},
+                {"ts", ts + 105}, {"dur", 25}, {"args", {{"correlation", corr}, {"stream", 7}}}});
+  s.total_us += 25;
+  s.json = nlohmann::json({{"schemaVersion", 1}, {"traceEvents", ev}}).dump();
+  return s;
+}
+
+TEST(TorchTrace, MatchesEveryGraphOpKindByShape) {
+  const ModelCard card = find_card(default_cards_dir(), "pi0_tiny", ConfigNode());
+  for (bool passes : {false, true}) {
+    SCOPED_TRACE(passes ? "card's passes" : "no passes");
+    RunShape shape = card.defaults;
+    if (!passes) shape.passes = std::vector<std::string>{};
+    const OpGraph g = build_graph(card, shape);
+    const Synthetic s = synthetic(g);
+    const TorchTrace t = parse_torch_trace(s.json, "synthetic.json");
+    EXPECT_TRUE(t.kineto);
+    EXPECT_TRUE(t.shapes);
+    EXPECT_NEAR(t.launched_us, s.total_us - 25, 1e-9);
+    const TraceMatch m = match_trace(t, g, {});
+    EXPECT_TRUE(m.device);
+    EXPECT_NEAR(m.matched_s, s.matched_us * 1e-6, 1e-12);
+    EXPECT_NEAR(m.total_s, s.total_us * 1e-6, 1e-12);
+    ASSERT_EQ(m.unmatched.count("aten::nonexistent_op"), 1u);
+    EXPECT_EQ(m.unmatched.at("aten::nonexistent_op").count, 1);
+    size_t matched = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const std::string key = graph_op_key(g.op(int(i)));
+      auto it = s.by_key.find(key);
+      if (it == s.by_key.end()) {
+        EXPECT_EQ(m.op_seconds[i], 0) << g.op(int(i)).name;
+        continue;
+      }
+      std::vector<double> v = it->second;
+      std::sort(v.begin(), v.end());
+      const double med = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+      EXPECT_DOUBLE_EQ(m.op_seconds[i], med) << g.op(int(i)).name;
+      EXPECT_EQ(m.op_occurrences[i], int(v.size()));
+      ++matched;
+    }
+    EXPECT_EQ(m.graph_ops_matched, matched);
+    EXPECT_GT(matched, g.size() / 2);  // GEMMs, attention, norms, activations, adds
+  }
+}
+
+void write_gz(const std::string& path, const std::string& text, size_t keep) {
+  const std::string tmp = path + ".full";
+  gzFile f = gzopen(tmp.c_str(), "wb1");
+  ASSERT_TRUE(f);
+  ASSERT_EQ(gzwrite(f, text.data(), unsigned(text.size())), int(text.size()));
+  gzclose(f);
+  std::ifstream in(tmp, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(path, std::ios::binary) << bytes.substr(0, std::min(keep, bytes.size()));
+}
+
+void expect_refused(const std::string& path, const std::vector<std::string>& parts) {
+  try {
+    read_torch_trace(path);
+    ADD_FAILURE() << path << " was accepted";
+  } catch (const ConfigError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find(path), std::string::npos) << w;
+    for (const std::string& p : parts) EXPECT_NE(w.find(p), std::string::npos) << "'" << p << "' not in: " << w;
+  }
+}
+
+TEST(TorchTrace, BrokenTracesAreRefusedByName) {
+  const std::string d = testing::scratch_dir("torch_trace_bad").string();
+  const std::string op = R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":10,"dur":5})";
+  const std::string launch = R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":11,"dur":1,"args":{"correlation":4}})";
+  const std::map<std::string, std::pair<std::string, std::vector<std::string>>> cases = {
+      {"truncated.json", {R"({"traceEvents":[)" + op + "," + op.substr(0, 30), {"malformed JSON", "traceEvents[1]"}}},
+      {"not_a_trace.json", {R"({"events":[1,2]})", {"no 'traceEvents'"}}},
+      {"no_dur.json", {R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","ts":1}]})", {"traceEvents[0].dur"}}},
+      {"no_ts.json", {R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","dur":1,"args":{"correlation":1}}]})", {"traceEvents[0].ts"}}},
+      {"negative.json", {R"({"traceEvents":[)" + op + R"(,{"ph":"X","cat":"cpu_op","name":"aten::add","ts":3,"dur":-2}]})",
+                         {"traceEvents[1].dur", "negative"}}},
+      {"string_ts.json", {R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a::b","ts":"soon","dur":1}]})", {"traceEvents[0].ts"}}},
+      {"no_correlation.json", {R"({"traceEvents":[)" + op + R"(,{"ph":"X","cat":"kernel","name":"k","ts":20,"dur":3,"args":{"stream":7}}]})",
+                               {"traceEvents[1].args.correlation"}}},
+      {"orphan_kernel.json", {R"({"traceEvents":[)" + op + "," + launch +
+                                  R"(,{"ph":"X","cat":"kernel","name":"k","ts":20,"dur":3,"args":{"correlation":5,"stream":7}}]})",
+                              {"traceEvents[2].args.correlation", "no launch call"}}},
+      {"legacy_negative.json", {R"([{"name":"aten::mm","ph":"X","ts":5,"dur":-1,"tid":1,"pid":"CPU functions","args":{}}])",
+                                {"[0].dur"}}},
+  };
+  for (const auto& [name, c] : cases) {
+    SCOPED_TRACE(name);
+    std::ofstream(d + "/" + name) << c.first;
+    expect_refused(d + "/" + name, c.second);
+  }
+  expect_refused(d + "/missing.json", {"no such file"});
+  // a gzip file cut short, and one whose bytes are damaged
+  std::string events = R"({"traceEvents":[)";
+  for (int i = 0; i < 2000; ++i) events += op + ",";
+  events += op + "]}";
+  write_gz(d + "/cut.json.gz", events, 200);
+  expect_refused(d + "/cut.json.gz", {"truncated"});
+  // 200 MB of events (gzip): refused at the size bound, with bounded memory
+  {
+    const std::string path = d + "/huge.json.gz";
+    gzFile f = gzopen(path.c_str(), "wb1");
+    ASSERT_TRUE(f);
+    const std::string head = R"({"traceEvents":[)";
+    gzwrite(f, head.data(), unsigned(head.size()));
+    std::string block;
+    while (block.size() < (1u << 20)) block += op + ",";
+    for (size_t written = 0; written < (size_t(200) << 20); written += block.size())
+      gzwrite(f, block.data(), unsigned(block.size()));
+    gzwrite(f, (op + "]}").data(), unsigned(op.size() + 2));
+    gzclose(f);
+    expect_refused(path, {"more than 128 MB of JSON"});
+  }
+}
+
+}  // namespace
+}  // namespace vlasim
