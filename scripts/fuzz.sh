@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Fuzzing leg (issue 15). Builds the libFuzzer programs of tests/fuzz (the scenario, card,
-# catalog and profile readers; tests/fuzz/fuzz_targets.h says what each checks) with clang 14,
+# catalog, profile and PyTorch trace readers; tests/fuzz/fuzz_targets.h says what each checks) with clang 14,
 # ASan and UBSan in a build folder of its own, and runs each for FUZZ_SECONDS seconds (default
 # 60), starting from the inputs FuzzRegressions replays (the shipped and broken files of
 # scenarios/, models/cards, sim/catalog and tests/data) and the findings kept so far.
-#   scripts/fuzz.sh [target ...]     default: scenario card catalog profile
+#   scripts/fuzz.sh [target ...]     default: scenario card catalog profile trace
 # Env: FUZZ_SECONDS (per target, after the seeds have run once; 0: build only), FUZZ_SEEDS
 # (all, the default, or shipped: see below), FUZZ_SANITIZE (default address,undefined;
 # `undefined` alone, or `none`, runs more inputs a second, for long runs that look for hangs,
@@ -26,7 +26,7 @@ if [[ $sanitize == address,undefined ]]; then build=${FUZZ_BUILD_DIR:-$here/buil
 else build=${FUZZ_BUILD_DIR:-$here/build-fuzz-${sanitize//,/-}}; fi
 secs=${FUZZ_SECONDS:-60}
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(scenario card catalog profile)
+[[ ${#targets[@]} -gt 0 ]] || targets=(scenario card catalog profile trace)
 
 "$here/scripts/install_packages.sh" clang-14 libclang-rt-14-dev llvm-14
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
@@ -59,11 +59,12 @@ declare -A seed_dirs=(
   [card]="models/cards tests/data/cards tests/data/broken_cards ${bad:+$bad/cards}"
   [catalog]="sim/catalog tests/data/broken_catalog ${bad:+$bad/catalog}"
   [profile]="scenarios/validation ${bad:+$bad/profiles}"
+  [trace]="tests/data/torch_trace/seeds ${bad:+$bad/traces}"
 )
 total=0
 failed=()
 for t in "${targets[@]}"; do
-  [[ -n ${seed_dirs[$t]:-} ]] || { echo "fuzz.sh: unknown target '$t' (scenario, card, catalog, profile)" >&2; exit 2; }
+  [[ -n ${seed_dirs[$t]:-} ]] || { echo "fuzz.sh: unknown target '$t' (scenario, card, catalog, profile, trace)" >&2; exit 2; }
   seeds=$build/seeds/$t corpus=$build/corpus/$t kept=$here/tests/fuzz/regressions/$t
   findings=$build/findings/$t
   rm -rf "$seeds" "$findings"; mkdir -p "$seeds" "$corpus" "$findings" "$kept"

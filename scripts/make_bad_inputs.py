@@ -1033,6 +1033,79 @@ def gpu_import_cases():
 
 
 # ---------------------------------------------------------------------------------------------
+# Issue 31: PyTorch profiler traces (`vlasim import trace`, `vlasim compare --trace`): broken
+# JSON and gzip, missing fields, device events with no launch call, negative durations, a
+# trace without stage ranges, and 200 MB of events (refused at the 128 MB bound, in bounded
+# memory).
+# ---------------------------------------------------------------------------------------------
+def trace_cases():
+    import gzip as gz
+    imp = "{vlasim} import trace {file} --card pi0_tiny --device h100-sxm -o {tmp}/p.json"
+    cmp_ = "{vlasim} compare {src}/scenarios/trace/pi0_tiny_cpu.yaml --trace {file} -q -o {tmp}/out"
+    op = '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}'
+    launch = ('{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 11, '
+              '"dur": 1, "args": {"correlation": 4}}')
+    kernel = '{"ph": "X", "cat": "kernel", "name": "k", "ts": 20, "dur": 3, "args": {"correlation": %d, "stream": 7}}'
+    def doc(*events):
+        return '{"schemaVersion": 1, "traceEvents": [\n' + ",\n".join(events) + "\n]}\n"
+    legacy = read_bytes_gz("tests/data/torch_trace/pi0_tiny_cpu_legacy.json.gz")
+    for cmd, tag in ((imp, "import"), (cmp_, "compare")):
+        add("trace_%s_truncated_json" % tag, cmd, 2, "truncated.json && traceEvents[1] && malformed JSON",
+            "a trace cut in the middle of an event", "traces/%s_truncated.json" % tag,
+            doc(op, op)[:-40].replace("truncated", ""))
+        add("trace_%s_negative_dur" % tag, cmd, 2, "traceEvents[1].dur && negative",
+            "an op with a negative duration", "traces/%s_negative_dur.json" % tag,
+            doc(op, op.replace('"dur": 5', '"dur": -3')))
+        add("trace_%s_orphan_kernel" % tag, cmd, 2, "traceEvents[2].args.correlation && no launch call",
+            "a kernel whose correlation no launch call has", "traces/%s_orphan_kernel.json" % tag,
+            doc(op, launch, kernel % 5))
+        add("trace_%s_missing_file" % tag, cmd.replace("{file}", "{tmp}/nope.json"), 2, "nope.json && no such file",
+            "a trace that does not exist")
+    add("trace_missing_ts", imp, 2, "traceEvents[0].ts", "an op without its start",
+        "traces/missing_ts.json", doc(op.replace('"ts": 10, ', "")))
+    add("trace_missing_dur", imp, 2, "traceEvents[0].dur", "an op without its duration",
+        "traces/missing_dur.json", doc(op.replace(', "dur": 5', "")))
+    add("trace_ts_not_a_number", imp, 2, "traceEvents[0].ts && not a number", "a start that is text",
+        "traces/ts_text.json", doc(op.replace('"ts": 10', '"ts": "soon"')))
+    add("trace_kernel_no_correlation", imp, 2, "traceEvents[1].args.correlation",
+        "a kernel without a correlation id", "traces/kernel_no_correlation.json",
+        doc(op, kernel.replace('"correlation": %d, ', "")))
+    add("trace_not_a_trace", imp, 2, "not_a_trace.json && no 'traceEvents'", "JSON that is not a trace",
+        "traces/not_a_trace.json", '{"events": []}\n')
+    add("trace_legacy_negative", imp, 2, "legacy_negative.json && [1].dur && negative",
+        "a legacy trace (a top-level list) with a negative duration", "traces/legacy_negative.json",
+        '[{"name": "inference", "ph": "X", "ts": 1, "dur": 9, "tid": 1, "pid": "CPU functions"},\n'
+        ' {"name": "aten::mm", "ph": "X", "ts": 2, "dur": -1, "tid": 1, "pid": "CPU functions"}]\n')
+    add("trace_compare_no_stages", cmp_, 2, "no_stages.json && named after a stage",
+        "compare --trace on a trace without stage ranges", "traces/no_stages.json",
+        doc(op, '{"ph": "X", "cat": "user_annotation", "name": "step", "pid": 1, "tid": 1, "ts": 1, "dur": 50}'))
+    add("trace_compare_unknown_inference", cmp_ + " --inference frame", 2, "'frame'",
+        "compare --trace naming a range the trace lacks", "traces/unknown_inference.json",
+        doc(op, '{"ph": "X", "cat": "user_annotation", "name": "inference", "pid": 1, "tid": 1, "ts": 1, "dur": 50}',
+            '{"ph": "X", "cat": "user_annotation", "name": "vision", "pid": 1, "tid": 1, "ts": 2, "dur": 20}'))
+    add("trace_import_cpu_card_device", imp.replace("h100-sxm", "epyc-2vcpu"), 2, "--device && not a GPU",
+        "import trace for a CPU catalog entry", "traces/cpu_device.json", doc(op))
+    # binary files: a gzip cut short, and 200 MB of events compressed
+    add("trace_gzip_truncated", imp, 2, "cut.json.gz && truncated", "a gzip trace cut short",
+        "traces/cut.json.gz", "")
+    with open(os.path.join(OUT, "traces/cut.json.gz"), "wb") as f:
+        f.write(legacy[: len(legacy) // 3])
+    add("trace_200mb_of_events", imp, 2, "huge.json.gz && more than 128 MB",
+        "200 MB of events (gzip): refused at the size bound, in bounded memory", "traces/huge.json.gz", "")
+    block = (op + ",\n") * 20000
+    with gz.GzipFile(os.path.join(OUT, "traces/huge.json.gz"), "wb", compresslevel=9, mtime=0) as f:
+        f.write(b'{"traceEvents": [\n')
+        for _ in range((200 << 20) // len(block) + 1):
+            f.write(block.encode())
+        f.write((op + "]}\n").encode())
+
+
+def read_bytes_gz(rel):
+    with open(os.path.join(ROOT, rel), "rb") as f:
+        return f.read()
+
+
+# ---------------------------------------------------------------------------------------------
 # Issue 28, items 1, 4 and 6 (engine, second round): long spans on the nanosecond clock, rates
 # past the clock's tick, overload under --stream-records, and stops heard on wall time.
 # ---------------------------------------------------------------------------------------------
@@ -1113,6 +1186,7 @@ def main():
     round2_cases()
     gpu_import_cases()
     engine_round2_cases()
+    trace_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
         f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")
         for c in cases:

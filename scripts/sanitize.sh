@@ -38,7 +38,7 @@ case $mode in
     # loader; models; engine and the rest of sim; runtime
     tests=(config_test scenario_test data_dir_test build_test
            models_test
-           engine_test flow_test zone_test load_test catalog_test
+           engine_test flow_test zone_test load_test catalog_test torch_trace_test
            runtime_test)
     ;;
   thread)

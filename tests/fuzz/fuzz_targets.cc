@@ -11,6 +11,7 @@
 #include "sim/hardware.h"
 #include "sim/plan.h"
 #include "sim/profile.h"
+#include "sim/torch_trace.h"
 
 namespace vlasim::fuzz {
 namespace {
@@ -91,6 +92,30 @@ Outcome profile(std::string_view bytes) {
   return guarded(name, [&] { (void)parse_profile(text_of(bytes), name); });
 }
 
+Outcome trace(std::string_view bytes) {
+  const std::string name = "fuzz.json";
+  // the graph the traces are matched to: pi0_tiny at 3 steps, fp32, no passes (the seeds' run)
+  static const OpGraph graph = [] {
+    const ModelCard card = find_card(kSource + "/models/cards", "pi0_tiny", ConfigNode());
+    RunShape shape = card.defaults;
+    shape.steps = 3;
+    shape.dtype = DType::F32;
+    shape.passes = std::vector<std::string>{};
+    return build_graph(card, shape);
+  }();
+  return guarded(name, [&] {
+    const TorchTrace t = parse_torch_trace(text_of(bytes), name);
+    std::vector<TraceInference> inf;
+    try {
+      std::string chosen;
+      inf = trace_inferences(t, "", &chosen);
+    } catch (const ConfigError& e) {
+      if (e.file() != name) throw;  // a trace without inferences is still matched below
+    }
+    if (t.shapes) (void)match_trace(t, graph, inf);
+  });
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"scenario", scenario,
@@ -101,6 +126,7 @@ const std::vector<Target>& targets() {
       {"catalog", catalog,
        {"sim/catalog", "tests/data/broken_catalog", "tests/data/bad_inputs/catalog"}},
       {"profile", profile, {"scenarios/validation", "tests/data/bad_inputs/profiles"}},
+      {"trace", trace, {"tests/data/torch_trace/seeds", "tests/data/bad_inputs/traces"}},
   };
   return all;
 }

@@ -30,6 +30,9 @@ Outcome card(std::string_view bytes);
 Outcome catalog(std::string_view bytes);
 // A device profile (JSON), as `--profile` reads it.
 Outcome profile(std::string_view bytes);
+// A PyTorch profiler trace (plain JSON), as `vlasim import trace` and `compare --trace` read it:
+// parsed, its inferences found and, with shapes, matched to pi0_tiny's graph.
+Outcome trace(std::string_view bytes);
 
 inline constexpr double kMaxRequests = 2000;  // bigger scenarios are refused, not simulated
 
@@ -38,7 +41,7 @@ struct Target {
   Outcome (*run)(std::string_view);
   std::vector<std::string> seed_dirs;  // relative to the source tree: inputs to start from
 };
-// The four targets above, with the folders of tests/data and the shipped files they start from.
+// The five targets above, with the folders of tests/data and the shipped files they start from.
 const std::vector<Target>& targets();
 
 }  // namespace vlasim::fuzz
