@@ -40,6 +40,8 @@ int run_import_trace(const Common& c, const ImportArgs& a);
 
 int run_import(const Common& c, const ImportArgs& a) {
   if (a.format == "trace") return run_import_trace(c, a);
+  if (a.device.empty()) throw ConfigError("<command line>", 0, 0, "--device", "--device is required: the catalog GPU the data was measured on");
+  if (a.out.empty()) throw ConfigError("<command line>", 0, 0, "--out", "-o/--out is required: the profile to write");
   const Catalog cat = Catalog::load_dir(c.catalog);
   const DeviceSpec& d = gpu_entry(cat, a.device);
   check_output_file("--out", a.out);
@@ -72,9 +74,9 @@ void print_stages(const TorchTrace& t, const std::vector<TraceInference>& inf, c
 
 int run_import_trace(const Common& c, const ImportArgs& a) {
   const Catalog cat = Catalog::load_dir(c.catalog);
-  const DeviceSpec& d = gpu_entry(cat, a.device);
+  const DeviceSpec* d = a.device.empty() ? nullptr : &gpu_entry(cat, a.device);
   if (a.card.empty()) throw ConfigError("<command line>", 0, 0, "--card", "import trace needs --card CARD (the model the trace ran)");
-  check_output_file("--out", a.out);
+  if (!a.out.empty()) check_output_file("--out", a.out);
   ConfigNode where(YAML::Node(a.card), std::make_shared<const std::string>("<command line>"), "--card");
   const ModelCard card = find_card(c.cards, a.card, where);
   RunShape shape = card.defaults;
@@ -141,6 +143,9 @@ int run_import_trace(const Common& c, const ImportArgs& a) {
                 "(ProfilerActivity.CUDA); no profile written\n");
     return 0;
   }
+  if (!d || a.out.empty())
+    throw ConfigError("<command line>", 0, 0, d ? "--out" : "--device",
+                      "the trace has kernels: give --device (the catalog GPU it ran on) and -o (the profile to write)");
   std::vector<KernelSample> samples;
   std::set<std::string> seen;
   for (size_t i = 0; i < g.size(); ++i) {
@@ -159,10 +164,10 @@ int run_import_trace(const Common& c, const ImportArgs& a) {
     std::printf("no graph op matched: no profile written\n");
     return 0;
   }
-  const DeviceProfile p = samples_to_profile(samples, d, "torch-trace", t.device_name.empty() ? a.path : t.device_name);
+  const DeviceProfile p = samples_to_profile(samples, *d, "torch-trace", t.device_name.empty() ? a.path : t.device_name);
   save_profile(p, a.out);
   if (!a.quiet)
-    std::cout << "imported " << samples.size() << " op shapes (trace " << a.path << ") for " << d.name << " (" << d.sms
+    std::cout << "imported " << samples.size() << " op shapes (trace " << a.path << ") for " << d->name << " (" << d->sms
               << " SMs) into " << a.out << "\n";
   return 0;
 }
@@ -220,8 +225,10 @@ Command add_import(CLI::App& app) {
       "matched to the graph of --card)");
   cmd->add_option("format", a->format, "vidur, apxinf or trace")->required()->check(CLI::IsMember({"vidur", "apxinf", "trace"}));
   cmd->add_option("path", a->path, "file (or, for vidur, a folder searched for mlp.csv)")->required();
-  cmd->add_option("--device", a->device, "catalog GPU the data was measured on (e.g. h100-sxm)")->required();
-  cmd->add_option("-o,--out", a->out, "profile JSON to write")->required();
+  cmd->add_option("--device", a->device,
+                  "catalog GPU the data was measured on (e.g. h100-sxm); for a trace, needed only to write a GPU "
+                  "profile");
+  cmd->add_option("-o,--out", a->out, "profile JSON to write (a trace: when it has kernels and shapes)");
   cmd->add_flag("-q,--quiet", a->quiet, "no summary line");
   cmd->add_option("--card", a->card, "trace: model card the traced model follows");
   cmd->add_option("--views", a->views, "trace: camera views")->check(whole_number(1, kMaxViews));
