@@ -308,5 +308,52 @@ expect_error "place --template without -o" 2 "give -o DIR" place "$src/scenarios
 printf 'gpus: [{name: g, catalog: h100-sxm}]\nmodels:\n  - {name: a, robots: 30, capacity: {h100-sxm: 10}}\n' >"$tmp/noplace.yaml"
 expect_error "place: demand past the GPUs" 2 "noplace.yaml:3:.*models.*has 30 robots but the GPUs hold at most 10" place "$tmp/noplace.yaml"
 
+# PyTorch profiler traces (issue 31). The README walk-through's commands, run as written
+# (from the source tree; its -o folder moved here).
+walk=$(sed -n '/^## Check a prediction against your own PyTorch run/,/^## Distributed sweeps/p' "$src/README.md" |
+       sed -n 's/^   build\/vlasim /vlasim /p')
+check "the README walk-through has its two commands" test "$(grep -c . <<<"$walk")" -eq 2
+n=0
+while read -r line; do
+  n=$((n + 1))
+  (cd "$src" && eval "\"\$bin\" ${line#vlasim }") >"$tmp/walk$n.out" 2>&1
+done <<<"${walk//-o out\/trace/-o $tmp/walk}"
+check "walk-through: import trace gives the stage figures" grep -q "^  prefix  3 ranges, mean" "$tmp/walk1.out"
+check "walk-through: compare --trace writes compare.md with the measured stages" \
+  grep -q "^| pi0 | prefix | 5 / 3 |" "$tmp/walk/compare.md"
+m1=$(sed -n 's/^  action  3 ranges, mean \([0-9.]*\) ms$/\1/p' "$tmp/walk1.out")
+check "walk-through: compare's measured action stage is import's ($m1 ms)" \
+  grep -q "^| pi0 | action | 5 / 3 | [0-9.]* | $m1 |" "$tmp/walk/compare.md"
+"$bin" compare "$src/scenarios/trace/pi0_tiny_cpu.yaml" --trace "$src/tests/data/torch_trace/pi0_tiny_cpu_legacy.json.gz" -q -o "$tmp/walk2"
+check "compare --trace: same scenario and trace, byte-identical compare.json" cmp -s "$tmp/walk/compare.json" "$tmp/walk2/compare.json"
+# A GPU trace (Kineto form, written here): three inferences each launching one kernel from an
+# aten::linear of pi0_tiny's vision attention output shape, 10, 20 and 40 us: the profile
+# holds that GEMM at the median, 20 us.
+python3 - "$tmp/gpu_trace.json" <<'PY'
+import json, sys
+ev, ts = [], 100
+for c, us in enumerate([10, 20, 40], start=1):
+    ev += [{"ph": "X", "cat": "user_annotation", "name": "inference", "pid": 1, "tid": 1, "ts": ts, "dur": 200},
+           {"ph": "X", "cat": "user_annotation", "name": "vision", "pid": 1, "tid": 1, "ts": ts + 1, "dur": 150},
+           {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": ts + 10, "dur": 30,
+            "args": {"Input Dims": [[2, 16, 128], [128, 128], [128]], "Input type": ["c10::BFloat16"] * 3}},
+           {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 15, "dur": 4,
+            "args": {"correlation": c}},
+           {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": ts + 40, "dur": us,
+            "args": {"correlation": c, "stream": 7}}]
+    ts += 1000
+json.dump({"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}], "traceEvents": ev}, open(sys.argv[1], "w"))
+PY
+"$bin" import trace "$tmp/gpu_trace.json" --card pi0_tiny --device h100-sxm -o "$tmp/gpu_profile.json" >"$tmp/gpu_import.out"; rc=$?
+check "import trace of a GPU trace writes a profile" test "$rc" -eq 0 -a -s "$tmp/gpu_profile.json"
+check "import trace: the GEMM at the median kernel time" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+t = [v for s in p["sections"] for k, v in s["table"].items() if k.startswith("gemm/linear/bf16/m=32,n=128,k=128,")]
+sys.exit(not (len(t) == 1 and abs(t[0]["median_s"] - 20e-6) < 1e-12 and t[0]["reps"] == 3 and p["catalog_device"] == "h100-sxm"))' "$tmp/gpu_profile.json"
+check "import trace: all device time matched" grep -q "100.0% of the device time" "$tmp/gpu_import.out"
+expect_error "import trace of a GPU trace without --device" 2 "give --device" import trace "$tmp/gpu_trace.json" --card pi0_tiny -o "$tmp/x.json"
+expect_error "import trace without --card" 2 "needs --card" import trace "$tmp/gpu_trace.json"
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0
