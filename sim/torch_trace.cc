@@ -326,27 +326,11 @@ TorchTrace finish(Reader& r, const std::string& name) {
                       "no 'traceEvents' list: not a PyTorch profiler trace (torch.profiler's export_chrome_trace)");
   std::stable_sort(t.ops.begin(), t.ops.end(), ByStart{});
   std::stable_sort(t.ranges.begin(), t.ranges.end(), ByStart{});
-  // Nesting of ops per thread.
-  std::vector<int> stack;
-  for (size_t i = 0; i < t.ops.size(); ++i) {
-    TraceOp& o = t.ops[i];
-    while (!stack.empty()) {
-      const TraceOp& top = t.ops[size_t(stack.back())];
-      if (top.thread != o.thread || o.ts_us >= top.ts_us + top.dur_us) stack.pop_back();
-      else break;
-    }
-    o.parent = stack.empty() ? -1 : stack.back();
-    stack.push_back(int(i));
-  }
   // Launch calls by correlation.
   std::unordered_map<int64_t, size_t> launch_of;
   for (size_t i = 0; i < r.launches.size(); ++i) launch_of.emplace(r.launches[i].corr, i);
-  struct LaunchEnd {
-    int thread;
-    double ts, end;
-  };
-  std::vector<LaunchEnd> ends;
-  // Each device event: its launching op (the outermost op around its launch call) and range.
+  // Each launch call's device time and end (its kernels, copies and sets).
+  std::vector<double> launch_us(r.launches.size(), 0.0), launch_end(r.launches.size(), -1.0);
   for (const DevEv& d : r.dev) {
     double* sum = d.cat == Cat::Kernel ? &t.kernel_us : d.cat == Cat::Copy ? &t.copy_us : &t.set_us;
     size_t* count = d.cat == Cat::Kernel ? &t.kernels : d.cat == Cat::Copy ? &t.copies : &t.sets;
@@ -360,34 +344,64 @@ TorchTrace finish(Reader& r, const std::string& name) {
                         "a " + std::string(d.cat == Cat::Kernel ? "kernel" : d.cat == Cat::Copy ? "copy" : "memset") +
                             " with correlation " + std::to_string(d.corr) +
                             " that no launch call (cuda_runtime / cuda_driver) has: a broken trace");
-    const LaunchEv& l = r.launches[it->second];
-    const double end = d.ts + d.dur;
-    // innermost op around the launch: last op on that thread starting at or before it that
-    // contains it, walking up parents.
-    TraceOp key;
-    key.thread = l.thread;
-    key.ts_us = l.ts;
-    key.dur_us = -1;
-    auto pos = std::upper_bound(t.ops.begin(), t.ops.end(), key, ByStart{});
-    int inner = -1;
-    if (pos != t.ops.begin()) {
-      int c = int(pos - t.ops.begin()) - 1;
-      while (c >= 0) {
-        const TraceOp& o = t.ops[size_t(c)];
-        if (o.thread == l.thread && o.ts_us <= l.ts && l.ts <= o.ts_us + o.dur_us) break;
-        c = o.thread == l.thread ? o.parent : -1;
-      }
-      inner = c;
+    launch_us[it->second] += d.dur;
+    launch_end[it->second] = std::max(launch_end[it->second], d.ts + d.dur);
+  }
+  // One sweep per thread over ops and launch calls by start time: the stack holds the ops open
+  // at that time, so an op's parent and a launch's innermost op are its top. Linear in events
+  // (after sorting) however deep the nesting.
+  std::vector<size_t> order(r.launches.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const LaunchEv &x = r.launches[a], &y = r.launches[b];
+    return x.thread != y.thread ? x.thread < y.thread : x.ts < y.ts;
+  });
+  struct LaunchEnd {
+    int thread;
+    double ts, end;
+  };
+  std::vector<LaunchEnd> ends;
+  std::vector<int> stack;
+  auto pop_until = [&](int thread, double ts, bool op_start) {
+    while (!stack.empty()) {
+      const TraceOp& top = t.ops[size_t(stack.back())];
+      const double end = top.ts_us + top.dur_us;
+      if (top.thread != thread || (op_start ? ts >= end : ts > end)) stack.pop_back();
+      else break;
     }
-    if (inner >= 0) {
-      t.launched_us += d.dur;
-      for (int c = inner; c >= 0; c = t.ops[size_t(c)].parent) {
-        TraceOp& o = t.ops[size_t(c)];
-        o.device_us += d.dur;
-        o.device_end_us = std::max(o.device_end_us, end);
-      }
+  };
+  auto take_launch = [&](size_t li) {
+    const LaunchEv& l = r.launches[li];
+    if (launch_end[li] < 0) return;  // launched nothing recorded
+    pop_until(l.thread, l.ts, false);
+    ends.push_back({l.thread, l.ts, launch_end[li]});
+    if (stack.empty()) return;
+    TraceOp& o = t.ops[size_t(stack.back())];
+    o.device_us += launch_us[li];
+    o.device_end_us = std::max(o.device_end_us, launch_end[li]);
+    t.launched_us += launch_us[li];
+  };
+  size_t next = 0;
+  for (size_t i = 0; i < t.ops.size(); ++i) {
+    TraceOp& o = t.ops[i];
+    // launches before this op starts (on earlier threads, or earlier on this one)
+    while (next < order.size()) {
+      const LaunchEv& l = r.launches[order[next]];
+      if (l.thread < o.thread || (l.thread == o.thread && l.ts < o.ts_us)) take_launch(order[next++]);
+      else break;
     }
-    ends.push_back({l.thread, l.ts, end});
+    pop_until(o.thread, o.ts_us, true);
+    o.parent = stack.empty() ? -1 : stack.back();
+    stack.push_back(int(i));
+  }
+  while (next < order.size()) take_launch(order[next++]);
+  // Device time and end of an op include its children's: children come after their parent.
+  for (size_t i = t.ops.size(); i-- > 0;) {
+    const TraceOp& o = t.ops[i];
+    if (o.parent < 0) continue;
+    TraceOp& p = t.ops[size_t(o.parent)];
+    p.device_us += o.device_us;
+    p.device_end_us = std::max(p.device_end_us, o.device_end_us);
   }
   // Each range's last device end: the latest end of the launches inside it (a segment tree).
   std::sort(ends.begin(), ends.end(), [](const LaunchEnd& a, const LaunchEnd& b) {
@@ -556,36 +570,60 @@ std::string graph_op_key(const Op& o) {
 }
 
 std::vector<TraceInference> trace_inferences(const TorchTrace& t, const std::string& name, std::string* chosen) {
-  auto stage_of = [](const std::string& n, Stage* s) { return parse_stage(n, s); };
-  auto inside = [](const TraceRange& in, const TraceRange& r) {
-    return r.thread == in.thread && r.ts_us >= in.ts_us && r.ts_us + r.dur_us <= in.ts_us + in.dur_us;
+  // One sweep over the ranges (sorted by thread, then start, longer first): the stack holds
+  // the ranges open at each start. A stage range marks the ranges around it as holding a
+  // stage (each range once: a marked range's enclosing ones are marked already), and is
+  // given to the innermost open range named `pick`.
+  const size_t n = t.ranges.size();
+  std::vector<int> stage_of(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    Stage s;
+    if (parse_stage(t.ranges[i].name, &s)) stage_of[i] = int(s);
+  }
+  struct Open {
+    size_t range;
+    int inference;  // innermost open range named pick at or below this one, -1 when none
+  };
+  auto sweep = [&](const std::string& pick, std::vector<char>* holds, std::vector<TraceInference>* out) {
+    std::vector<Open> stack;
+    for (size_t i = 0; i < n; ++i) {
+      const TraceRange& x = t.ranges[i];
+      while (!stack.empty()) {
+        const TraceRange& top = t.ranges[stack.back().range];
+        if (top.thread != x.thread || x.ts_us >= top.ts_us + top.dur_us) stack.pop_back();
+        else break;
+      }
+      int inference = stack.empty() ? -1 : stack.back().inference;
+      if (stage_of[i] >= 0) {
+        if (holds)
+          for (size_t k = stack.size(); k-- > 0 && !(*holds)[stack[k].range];) (*holds)[stack[k].range] = 1;
+        if (out && inference >= 0) {
+          TraceInference& in = (*out)[size_t(inference)];
+          const int k = stage_of[i];
+          const double end = std::max(x.ts_us + x.dur_us, x.device_end_us);
+          if (in.stage_start_us[k] < 0 || x.ts_us < in.stage_start_us[k]) in.stage_start_us[k] = x.ts_us;
+          in.stage_end_us[k] = std::max(in.stage_end_us[k], end);
+        }
+      } else if (out && x.name == pick) {
+        TraceInference in;
+        in.start_us = x.ts_us;
+        in.end_us = std::max(x.ts_us + x.dur_us, x.device_end_us);
+        out->push_back(in);
+        inference = int(out->size()) - 1;
+      }
+      stack.push_back({i, inference});
+    }
   };
   std::string pick = name;
   if (pick.empty()) {
-    // candidates: names of ranges holding a stage range, by count
+    std::vector<char> holds(n, 0);
+    sweep("", &holds, nullptr);
     std::map<std::string, size_t> count;
-    for (const TraceRange& r : t.ranges) {
-      Stage s;
-      if (!stage_of(r.name, &s)) ++count[r.name];
-    }
-    std::vector<const TraceRange*> stages;
-    for (const TraceRange& r : t.ranges) {
-      Stage s;
-      if (stage_of(r.name, &s)) stages.push_back(&r);
-    }
-    std::set<std::string> holds;
-    for (const TraceRange& r : t.ranges) {
-      Stage s;
-      if (stage_of(r.name, &s) || holds.count(r.name)) continue;
-      for (const TraceRange* x : stages)
-        if (inside(r, *x)) {
-          holds.insert(r.name);
-          break;
-        }
-    }
+    for (size_t i = 0; i < n; ++i)
+      if (stage_of[i] < 0) ++count[t.ranges[i].name];
     size_t best = 0;
-    for (const std::string& n : holds)
-      if (count[n] > best) best = count[n], pick = n;
+    for (size_t i = 0; i < n; ++i)
+      if (holds[i] && count[t.ranges[i].name] > best) best = count[t.ranges[i].name], pick = t.ranges[i].name;
     if (pick.empty()) {
       std::set<std::string> names;
       for (const TraceRange& r : t.ranges)
@@ -597,24 +635,11 @@ std::vector<TraceInference> trace_inferences(const TorchTrace& t, const std::str
     }
   }
   std::vector<TraceInference> out;
-  for (const TraceRange& r : t.ranges) {
-    if (r.name != pick) continue;
-    TraceInference in;
-    in.start_us = r.ts_us;
-    in.end_us = std::max(r.ts_us + r.dur_us, r.device_end_us);
-    for (const TraceRange& x : t.ranges) {
-      Stage s;
-      if (!stage_of(x.name, &s) || !inside(r, x)) continue;
-      const int k = int(s);
-      const double end = std::max(x.ts_us + x.dur_us, x.device_end_us);
-      if (in.stage_start_us[k] < 0 || x.ts_us < in.stage_start_us[k]) in.stage_start_us[k] = x.ts_us;
-      in.stage_end_us[k] = std::max(in.stage_end_us[k], end);
-    }
-    out.push_back(in);
-  }
+  sweep(pick, nullptr, &out);
   if (out.empty())
     throw ConfigError(t.path, 0, 0, "user_annotation", "no record_function range named '" + pick + "'");
-  std::sort(out.begin(), out.end(), [](const TraceInference& a, const TraceInference& b) { return a.start_us < b.start_us; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const TraceInference& a, const TraceInference& b) { return a.start_us < b.start_us; });
   if (chosen) *chosen = pick;
   return out;
 }
@@ -628,11 +653,18 @@ TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<
     const std::string k = graph_op_key(g.op(int(i)));
     if (!k.empty()) graph_keys[k].push_back(int(i));
   }
+  // the inferences' union as sorted disjoint intervals, searched per op
+  std::vector<std::pair<double, double>> spans;
+  for (const TraceInference& in : inferences) spans.push_back({in.start_us, in.end_us});
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::pair<double, double>> merged;
+  for (const auto& sp : spans)
+    if (!merged.empty() && sp.first <= merged.back().second) merged.back().second = std::max(merged.back().second, sp.second);
+    else merged.push_back(sp);
   auto in_inference = [&](const TraceOp& o) {
     if (inferences.empty()) return true;
-    for (const TraceInference& in : inferences)
-      if (o.ts_us >= in.start_us && o.ts_us <= in.end_us) return true;
-    return false;
+    auto it = std::upper_bound(merged.begin(), merged.end(), std::make_pair(o.ts_us, 1e308));
+    return it != merged.begin() && o.ts_us <= std::prev(it)->second;
   };
   std::map<std::string, std::vector<double>> times;
   std::map<std::string, size_t> type_mismatch;

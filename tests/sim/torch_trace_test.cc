@@ -224,6 +224,44 @@ TEST(TorchTrace, MatchesEveryGraphOpKindByShape) {
   }
 }
 
+// Deep nesting: N ops inside one another, each launching a kernel of 1 us, and N inference
+// ranges inside one another, each holding a vision range. Read in one sweep: every kernel goes
+// to its own op (the innermost open at its launch) and is summed up the chain, and each
+// vision range to its innermost inference.
+TEST(TorchTrace, DeepNestingIsReadInOneSweep) {
+  const int n = 100000;
+  std::string j = R"({"traceEvents":[)";
+  for (int i = 0; i < n; ++i) {
+    const std::string ts = std::to_string(10 * i), dur = std::to_string(20 * (n - i));
+    j += R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":)" + ts + R"(,"dur":)" + dur + "},";
+    j += R"({"ph":"X","cat":"cuda_runtime","name":"l","pid":1,"tid":1,"ts":)" + std::to_string(10 * i + 1) +
+         R"(,"dur":1,"args":{"correlation":)" + std::to_string(i) + "}},";
+    j += R"({"ph":"X","cat":"kernel","name":"k","ts":)" + std::to_string(20 * n + i) +
+         R"(,"dur":1,"args":{"correlation":)" + std::to_string(i) + R"(,"stream":7}},)";
+    j += R"({"ph":"X","cat":"user_annotation","name":"inference","pid":1,"tid":1,"ts":)" + ts + R"(,"dur":)" + dur + "},";
+    j += R"({"ph":"X","cat":"user_annotation","name":"vision","pid":1,"tid":1,"ts":)" + std::to_string(10 * i + 2) +
+         R"(,"dur":1},)";
+  }
+  j.back() = ']';
+  j += "}";
+  const TorchTrace t = parse_torch_trace(j, "deep.json");
+  ASSERT_EQ(t.ops.size(), size_t(n));
+  EXPECT_EQ(t.kernels, size_t(n));
+  EXPECT_DOUBLE_EQ(t.launched_us, n);
+  EXPECT_EQ(t.ops.front().parent, -1);
+  EXPECT_EQ(t.ops.back().parent, n - 2);
+  EXPECT_DOUBLE_EQ(t.ops.front().device_us, n);  // its own kernel and every child's
+  EXPECT_DOUBLE_EQ(t.ops.back().device_us, 1);
+  std::string name;
+  const std::vector<TraceInference> inf = trace_inferences(t, "", &name);
+  EXPECT_EQ(name, "inference");
+  ASSERT_EQ(inf.size(), size_t(n));
+  for (int i : {0, n / 2, n - 1}) {
+    EXPECT_DOUBLE_EQ(inf[size_t(i)].stage_start_us[int(Stage::Vision)], 10.0 * i + 2) << i;
+    EXPECT_DOUBLE_EQ(inf[size_t(i)].stage_end_us[int(Stage::Vision)], 10.0 * i + 3) << i;
+  }
+}
+
 void write_gz(const std::string& path, const std::string& text, size_t keep) {
   const std::string tmp = path + ".full";
   gzFile f = gzopen(tmp.c_str(), "wb1");
