@@ -230,8 +230,8 @@ class Reader : public nlohmann::json_sax<json> {
       else if (k == "cat" && v.str) ev_.cat = *v.s, ev_.has_cat = true;
       else if (k == "ts" && v.num) ev_.ts = v.d, ev_.has_ts = true;
       else if (k == "dur" && v.num) ev_.dur = v.d, ev_.has_dur = true;
-      else if (k == "pid") ev_.pid = v.str ? *v.s : v.num ? num_text(v.d) : "";
-      else if (k == "tid") ev_.tid = v.str ? *v.s : v.num ? num_text(v.d) : "";
+      else if (k == "pid") ev_.pid = v.str ? *v.s : v.num ? std::to_string(v.i) : "";
+      else if (k == "tid") ev_.tid = v.str ? *v.s : v.num ? std::to_string(v.i) : "";
       else if (k == "ts" || k == "dur")
         throw ConfigError(name_, 0, 0, where() + "." + k, "'" + k + "' is not a number");
     } else if (d == ev_depth_ + 1 && keys_[ev_depth_ - 1] == "args") {
@@ -474,6 +474,7 @@ TorchTrace read_torch_trace(const std::string& path) {
 
 namespace {
 
+// Product of d[from, to), or -1 when an entry is negative or the product overflows.
 int64_t prod(const std::vector<int64_t>& d, size_t from = 0, size_t to = SIZE_MAX) {
   int64_t p = 1;
   for (size_t i = from; i < std::min(to, d.size()); ++i) {
@@ -482,6 +483,7 @@ int64_t prod(const std::vector<int64_t>& d, size_t from = 0, size_t to = SIZE_MA
   }
   return p;
 }
+int64_t mul(int64_t a, int64_t b) { return prod({a, b}); }
 
 std::string gemm_key(int64_t m, int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k <= 0) return "";
@@ -518,12 +520,15 @@ std::string trace_op_key(const TraceOp& op) {
     return gemm_key(prod(at(0), 0, at(0).size() - 1), at(1)[1], at(1)[0]);
   if ((b == "conv2d" || b == "convolution") && at(0).size() == 4 && at(1).size() == 4) {
     const std::vector<int64_t>&x = at(0), &w = at(1);
-    if (w[2] <= 0 || w[3] <= 0 || x[2] % w[2] || x[3] % w[3]) return "";  // patch convs only (stride = kernel)
-    return gemm_key(x[0] * (x[2] / w[2]) * (x[3] / w[3]), w[0], w[1] * w[2] * w[3]);
+    if (prod(x) < 0 || prod(w) <= 0 || x[2] % w[2] || x[3] % w[3]) return "";  // patch convs only (stride = kernel)
+    return gemm_key(prod({x[0], x[2] / w[2], x[3] / w[3]}), w[0], prod(w, 1));
   }
-  if (b == "scaled_dot_product_attention" && at(0).size() == 4 && at(1).size() == 4)
-    return "attention bh=" + std::to_string(at(0)[0] * at(0)[1]) + " q=" + std::to_string(at(0)[2]) +
+  if (b == "scaled_dot_product_attention" && at(0).size() == 4 && at(1).size() == 4) {
+    const int64_t bh = mul(at(0)[0], at(0)[1]);
+    if (bh <= 0 || prod(at(0)) <= 0 || prod(at(1)) <= 0) return "";
+    return "attention bh=" + std::to_string(bh) + " q=" + std::to_string(at(0)[2]) +
            " kv=" + std::to_string(at(1)[2]) + " d=" + std::to_string(at(0)[3]);
+  }
   if (d.empty() || at(0).empty()) return "";
   if (b == "layer_norm") return elems_key("norm layernorm", prod(at(0)));
   if (b == "rms_norm") return elems_key("norm rmsnorm", prod(at(0)));
@@ -538,7 +543,7 @@ std::string trace_op_key(const TraceOp& op) {
   if (b == "sub") return elems_key("eltwise sub", out);
   if (b == "softmax") return elems_key("eltwise softmax", out);
   if (b == "embedding" && at(0).size() == 2 && d.size() >= 2)
-    return elems_key("embedding", prod(at(1)) * at(0)[1]);
+    return elems_key("embedding", prod(at(1)) < 0 ? -1 : mul(prod(at(1)), at(0)[1]));
   return "";
 }
 
