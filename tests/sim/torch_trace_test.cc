@@ -229,7 +229,7 @@ TEST(TorchTrace, MatchesEveryGraphOpKindByShape) {
 // to its own op (the innermost open at its launch) and is summed up the chain, and each
 // vision range to its innermost inference.
 TEST(TorchTrace, DeepNestingIsReadInOneSweep) {
-  const int n = 100000;
+  const int n = 20000;  // quadratic work would be 4e8 steps; the sweep takes milliseconds
   std::string j = R"({"traceEvents":[)";
   for (int i = 0; i < n; ++i) {
     const std::string ts = std::to_string(10 * i), dur = std::to_string(20 * (n - i));
@@ -316,21 +316,8 @@ TEST(TorchTrace, BrokenTracesAreRefusedByName) {
   events += op + "]}";
   write_gz(d + "/cut.json.gz", events, 200);
   expect_refused(d + "/cut.json.gz", {"truncated"});
-  // 200 MB of events (gzip): refused at the size bound, with bounded memory
-  {
-    const std::string path = d + "/huge.json.gz";
-    gzFile f = gzopen(path.c_str(), "wb1");
-    ASSERT_TRUE(f);
-    const std::string head = R"({"traceEvents":[)";
-    gzwrite(f, head.data(), unsigned(head.size()));
-    std::string block;
-    while (block.size() < (1u << 20)) block += op + ",";
-    for (size_t written = 0; written < (size_t(200) << 20); written += block.size())
-      gzwrite(f, block.data(), unsigned(block.size()));
-    gzwrite(f, (op + "]}").data(), unsigned(op.size() + 2));
-    gzclose(f);
-    expect_refused(path, {"more than 128 MB of JSON"});
-  }
+  // 200 MB of events (refused at the 128 MB bound, under a memory cap) is a case of the
+  // bad-input corpus (trace_200mb_of_events): too slow here under the sanitizers.
 }
 
 }  // namespace
