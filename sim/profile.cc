@@ -656,9 +656,9 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
       m.reps = ma.key("reps").integer(1, 1 << 30);
       m.source = ma.key("source").str();
       if (m.source != "grid" && m.source != "graph" && m.source != "in-context" &&
-          m.source.rfind("vidur:", 0) != 0 && m.source.rfind("apxinf:", 0) != 0)
+          m.source.rfind("vidur:", 0) != 0 && m.source.rfind("apxinf:", 0) != 0 && m.source.rfind("trace:", 0) != 0)
         ma.key("source").fail("must be 'grid', 'graph', 'in-context' or an import's 'vidur:<file>:<line>' / "
-                              "'apxinf:<file>:<line> ...'");
+                              "'apxinf:<file>:<line> ...' / 'trace:<file>:<op key>'");
       s.table[sig] = m;
     }
     for (const auto& [key, fa] : sa.key("fits").entries()) s.fits[key] = parse_fit(fa);

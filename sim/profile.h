@@ -70,7 +70,8 @@ struct Measurement {
   // "grid", "graph" (an op of a graph calibration was given, timed alone) or "in-context"
   // (timed inside its scenario's segments by calibrate_in_context, executors/calibration), or
   // where `vlasim import` read it: "vidur:<file>:<line>", "apxinf:<file>:<line> (<cache>)"
-  // (sim/gpu_import.h)
+  // (sim/gpu_import.h), or "trace:<file>:<op key>" from a PyTorch profiler trace
+  // (sim/torch_trace.h)
   std::string source;
   bool operator==(const Measurement&) const = default;
 };
