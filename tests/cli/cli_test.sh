@@ -352,6 +352,19 @@ p = json.load(open(sys.argv[1]))
 t = [v for s in p["sections"] for k, v in s["table"].items() if k.startswith("gemm/linear/bf16/m=32,n=128,k=128,")]
 sys.exit(not (len(t) == 1 and abs(t[0]["median_s"] - 20e-6) < 1e-12 and t[0]["reps"] == 3 and p["catalog_device"] == "h100-sxm"))' "$tmp/gpu_profile.json"
 check "import trace: all device time matched" grep -q "100.0% of the device time" "$tmp/gpu_import.out"
+cat >"$tmp/gpu_trace_scn.yaml" <<EOF
+name: trace-h100
+seed: 1
+hardware: {devices: [{name: gpu0, catalog: h100-sxm}]}
+models: [{name: pi0, card: pi0_tiny, dtype: bf16, placement: [{stages: [vision, prefix, action], device: gpu0}]}]
+policies: {cost_model: {name: profiled, params: {profile: $tmp/gpu_profile.json, fallback: roofline}}}
+workload: [{name: cam, model: pi0, rate_hz: 10, deadline_ms: 100, duration_s: 1}]
+EOF
+sed 's/{name: profiled, params: {profile: [^}]*}}/roofline/' "$tmp/gpu_trace_scn.yaml" >"$tmp/gpu_roofline_scn.yaml"
+"$bin" simulate "$tmp/gpu_trace_scn.yaml" -q -o "$tmp/sim_trace"; rc1=$?
+"$bin" simulate "$tmp/gpu_roofline_scn.yaml" -q -o "$tmp/sim_roof"; rc2=$?
+check "the profiled cost model reads the trace's profile" test "$rc1" -eq 0 -a "$rc2" -eq 0
+check "the trace's GEMM time changes the prediction" test -n "$(cmp "$tmp/sim_trace/requests.csv" "$tmp/sim_roof/requests.csv")"
 expect_error "import trace of a GPU trace without --device" 2 "give --device" import trace "$tmp/gpu_trace.json" --card pi0_tiny -o "$tmp/x.json"
 expect_error "import trace without --card" 2 "needs --card" import trace "$tmp/gpu_trace.json"
 
