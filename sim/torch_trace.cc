@@ -574,6 +574,14 @@ std::string graph_op_key(const Op& o) {
   }
 }
 
+namespace {
+// A range's name as inferences are counted: torch.profiler's schedule numbers its steps
+// ("ProfilerStep#12"), which count as one name, "ProfilerStep#*".
+std::string range_kind(const std::string& n) {
+  return n.rfind("ProfilerStep#", 0) == 0 ? std::string("ProfilerStep#*") : n;
+}
+}  // namespace
+
 std::vector<TraceInference> trace_inferences(const TorchTrace& t, const std::string& name, std::string* chosen) {
   // One sweep over the ranges (sorted by thread, then start, longer first): the stack holds
   // the ranges open at each start. A stage range marks the ranges around it as holding a
@@ -609,7 +617,7 @@ std::vector<TraceInference> trace_inferences(const TorchTrace& t, const std::str
           if (in.stage_start_us[k] < 0 || x.ts_us < in.stage_start_us[k]) in.stage_start_us[k] = x.ts_us;
           in.stage_end_us[k] = std::max(in.stage_end_us[k], end);
         }
-      } else if (out && x.name == pick) {
+      } else if (out && range_kind(x.name) == pick) {
         TraceInference in;
         in.start_us = x.ts_us;
         in.end_us = std::max(x.ts_us + x.dur_us, x.device_end_us);
@@ -625,10 +633,12 @@ std::vector<TraceInference> trace_inferences(const TorchTrace& t, const std::str
     sweep("", &holds, nullptr);
     std::map<std::string, size_t> count;
     for (size_t i = 0; i < n; ++i)
-      if (stage_of[i] < 0) ++count[t.ranges[i].name];
+      if (stage_of[i] < 0) ++count[range_kind(t.ranges[i].name)];
     size_t best = 0;
-    for (size_t i = 0; i < n; ++i)
-      if (holds[i] && count[t.ranges[i].name] > best) best = count[t.ranges[i].name], pick = t.ranges[i].name;
+    for (size_t i = 0; i < n; ++i) {
+      const std::string k = range_kind(t.ranges[i].name);
+      if (holds[i] && count[k] > best) best = count[k], pick = k;
+    }
     if (pick.empty()) {
       std::set<std::string> names;
       for (const TraceRange& r : t.ranges)

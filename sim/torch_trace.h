@@ -88,7 +88,8 @@ struct TraceInference {
 
 // The inferences of a trace: ranges named `name`, or (name "") the most frequent range name
 // that holds a range named after a stage (vision, prefix, action, decode, head) and is not one
-// itself. Throws ConfigError naming the trace when there is none (saying which ranges exist).
+// itself; torch.profiler's numbered steps ("ProfilerStep#12") count as one name,
+// "ProfilerStep#*". A stage range belongs to the innermost inference range open at its start. Throws ConfigError naming the trace when there is none (saying which ranges exist).
 std::vector<TraceInference> trace_inferences(const TorchTrace& t, const std::string& name, std::string* chosen);
 
 // What an op computes, as matched between a trace and a graph: kind and sizes, e.g.

@@ -262,6 +262,30 @@ TEST(TorchTrace, DeepNestingIsReadInOneSweep) {
   }
 }
 
+// torch.profiler's schedule wraps each step in "ProfilerStep#N": without an inference range of
+// the user's, the steps are the inferences.
+TEST(TorchTrace, ProfilerStepsCountAsOneRangeName) {
+  std::string j = R"({"traceEvents":[)";
+  for (int i = 0; i < 4; ++i) {
+    const std::string ts = std::to_string(100 * i);
+    j += R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#)" + std::to_string(7 + i) +
+         R"(","pid":1,"tid":1,"ts":)" + ts + R"(,"dur":90},)";
+    j += R"({"ph":"X","cat":"user_annotation","name":"action","pid":1,"tid":1,"ts":)" + std::to_string(100 * i + 10) +
+         R"(,"dur":)" + std::to_string(20 + i) + "}" + (i < 3 ? "," : "");
+  }
+  j += "]}";
+  const TorchTrace t = parse_torch_trace(j, "steps.json");
+  std::string name;
+  const std::vector<TraceInference> inf = trace_inferences(t, "", &name);
+  EXPECT_EQ(name, "ProfilerStep#*");
+  ASSERT_EQ(inf.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_DOUBLE_EQ(inf[size_t(i)].end_us - inf[size_t(i)].start_us, 90);
+    EXPECT_DOUBLE_EQ(inf[size_t(i)].stage_end_us[int(Stage::Action)] - inf[size_t(i)].stage_start_us[int(Stage::Action)],
+                     20 + i);
+  }
+}
+
 void write_gz(const std::string& path, const std::string& text, size_t keep) {
   const std::string tmp = path + ".full";
   gzFile f = gzopen(tmp.c_str(), "wb1");
