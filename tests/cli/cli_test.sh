@@ -312,7 +312,7 @@ expect_error "place: demand past the GPUs" 2 "noplace.yaml:3:.*models.*has 30 ro
 # (from the source tree; its -o folder moved here).
 walk=$(sed -n '/^## Check a prediction against your own PyTorch run/,/^## Distributed sweeps/p' "$src/README.md" |
        sed -n 's/^   build\/vlasim /vlasim /p')
-check "the README walk-through has its two commands" test "$(grep -c . <<<"$walk")" -eq 2
+check "the README walk-through has its three commands" test "$(grep -c . <<<"$walk")" -eq 3
 n=0
 while read -r line; do
   n=$((n + 1))
@@ -324,6 +324,7 @@ check "walk-through: compare --trace writes compare.md with the measured stages"
 m1=$(sed -n 's/^  action  3 ranges, mean \([0-9.]*\) ms$/\1/p' "$tmp/walk1.out")
 check "walk-through: compare's measured action stage is import's ($m1 ms)" \
   grep -q "^| pi0 | action | 5 / 3 | [0-9.]* | $m1 |" "$tmp/walk/compare.md"
+check "walk-through: compare --trace on the shaped trace has per-op rows" grep -q "^266 operators compared" "$tmp/walk_shapes/compare.md"
 "$bin" compare "$src/scenarios/trace/pi0_tiny_cpu.yaml" --trace "$src/tests/data/torch_trace/pi0_tiny_cpu_legacy.json.gz" -q -o "$tmp/walk2"
 check "compare --trace: same scenario and trace, byte-identical compare.json" cmp -s "$tmp/walk/compare.json" "$tmp/walk2/compare.json"
 # A GPU trace (Kineto form, written here): three inferences each launching one kernel from an
