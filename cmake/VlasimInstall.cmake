@@ -39,7 +39,7 @@ target_compile_definitions(vlasim_shared PUBLIC SC_CPLUSPLUS=201703L)
 target_link_libraries(vlasim_shared
   PUBLIC PkgConfig::VLASIM_SYSTEMC yaml-cpp DNNL::dnnl nlohmann_json::nlohmann_json
          OpenMP::OpenMP_CXX Threads::Threads Boost::boost
-  PRIVATE ${CMAKE_DL_LIBS})
+  PRIVATE ${CMAKE_DL_LIBS} ZLIB::ZLIB)
 # The parts' objects must be complete: no undefined symbol left for a consumer to supply.
 target_link_options(vlasim_shared PRIVATE LINKER:--no-undefined)
 
