@@ -35,6 +35,10 @@ struct Placement {
   std::vector<std::vector<int>> robots;  // [model][gpu]: robots that GPU's instance serves
   int instances = 0;                     // (model, GPU) pairs serving at least one robot
   double load_max = 0;                   // the most loaded GPU's sum of robots / capacity
+  // false: the fewest instances are proven, but the load and tie-breaks below are the best a
+  // bounded search found (solve_placement); true for the baselines.
+  bool load_proven = true;
+  long long solver_nodes = 0;  // branch-and-bound nodes CBC searched over its solves (0: no solver)
 };
 
 // The placement that serves every robot with as few model instances as possible (each
@@ -42,8 +46,12 @@ struct Placement {
 // assigned to a GPU whose capacity for its model is above 0, and on every GPU the sum over
 // models of robots / capacity at most 1. Among placements with the fewest instances, one whose
 // most loaded GPU is the least loaded; among those, one keeping the instances of
-// problem.before, then lower-numbered GPUs (the same problem gives the same placement). Throws ConfigError at problem.where (std::invalid_argument without one)
-// when no placement serves every robot, saying which model's demand passes what the GPUs hold.
+// problem.before, then lower-numbered GPUs (the same problem gives the same placement). The
+// fewest instances are proven (CBC); the least load and the tie-breaks are searched over a
+// fixed number of CBC nodes and, where that search ends unproven, are the best it found
+// (Placement::load_proven false). Throws ConfigError at problem.where (std::invalid_argument
+// without one) when no placement serves every robot, saying which model's demand passes what
+// the GPUs hold, and std::runtime_error when CBC passes its 60 s limit.
 Placement solve_placement(const PlacementProblem& problem);
 
 // How robots are placed: Robion's integer program, or the baselines SYSTEMS.md compares it

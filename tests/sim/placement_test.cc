@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <functional>
+#include <numeric>
 #include <random>
 
 #include "models/builder.h"
@@ -95,6 +96,29 @@ TEST(Placement, ConcentratesAModelsRobotsOnFewGpus) {
   p.capacity = {{20, 20, 20, 20}, {80, 80, 80, 80}};
   const Placement x = solve_placement(p);
   EXPECT_EQ(x.instances, 3);  // pi0 needs two GPUs; SmolVLA fits on one (even splitting: 8)
+}
+
+// Issue 30: Robion's fleet replay (8 models, two instances each of four, on 4 H100s) took CBC
+// 138,533 nodes (17 s of CPU) with a bare CbcModel and x <= capacity * y; with the bound
+// min(capacity, robots) and CBC's default cuts and heuristics it takes a few hundred. Nodes
+// are a count, not a time: the same on any machine.
+TEST(Placement, TheFleetReplayOfEightModelsOnFourGpusIsSolvedInFewNodes) {
+  PlacementProblem p;
+  p.gpus = {"gpu0", "gpu1", "gpu2", "gpu3"};
+  const std::vector<std::pair<std::string, int>> kinds = {{"pi0", 20}, {"pi05", 18}, {"smolvla", 84}, {"gr00t", 40}};
+  for (const auto& [name, cap] : kinds)
+    for (const char* copy : {"-a", "-b"}) {
+      p.models.push_back(name + copy);
+      p.robots.push_back(13);
+      p.capacity.push_back(std::vector<int>(4, cap));
+    }
+  const Placement x = solve_placement(p);
+  EXPECT_EQ(x.instances, 8);  // every model on one GPU
+  EXPECT_TRUE(x.load_proven);
+  EXPECT_NEAR(x.load_max, 13.0 / 20 + 13.0 / 40, 1e-9);  // pi0 beside GR00T: pi0.5 fits only beside SmolVLA
+  EXPECT_LT(x.solver_nodes, 5000) << "the old set-up searched 138,533";
+  for (size_t m = 0; m < p.models.size(); ++m)
+    EXPECT_EQ(std::accumulate(x.robots[m].begin(), x.robots[m].end(), 0), 13) << p.models[m];
 }
 
 TEST(Placement, DemandPastEveryGpuIsRefusedAtTheProblemsModels) {
