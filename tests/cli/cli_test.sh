@@ -277,7 +277,7 @@ check "streams.csv: the expert read prefixes (staleness set)" awk -F, '$1 == "ex
 # Capacity search (issue 11): the knee of a load sweep at a deadline-attainment SLO.
 "$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:4 --goal capacity --slo 0.98 -q >"$tmp/cap.out" 2>&1; rc=$?
 check "capacity sweep exits 0" test "$rc" -eq 0
-check "capacity sweep names the knee and the first value past it" grep -q "capacity at 98% deadline attainment: workload.0.count = [0-9]* ([0-9]* misses)" "$tmp/cap.out"
+check "capacity sweep names the knee, the first value past it and the model that limits it" grep -q "capacity at 98% deadline attainment: workload.0.count = [0-9]* ([0-9]* misses: model pi0 at [0-9.]*%)" "$tmp/cap.out"
 expect_error "capacity without --slo" 2 "needs --slo" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --goal capacity
 expect_error "capacity over decreasing values" 2 "increasing order" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=3,2 --goal capacity --slo 0.9
 expect_error "--slo without capacity" 2 "goes with --goal capacity" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --slo 0.9
@@ -288,6 +288,7 @@ expect_error "--slo out of range" 2 "slo" sweep "$src/scenarios/pi0_rtx4090.yaml
 check "a grid sweep exits 0" test "$rc" -eq 0
 check "grid.csv: one knee per configuration" test "$(($(wc -l < "$tmp/grid/grid.csv") - 1))" -eq 2
 check "a grid writes each configuration's sweep" test -s "$tmp/grid/workload.0.deadline_ms=40/sweep.csv"
+check "sweep.csv: the old columns, then the lowest model and one attainment column per model" grep -q "^value,ok,mean_latency_s,p50_latency_s,p99_latency_s,throughput_hz,deadline_attainment,peak_memory_bytes,best,error,lowest_model,lowest_model_attainment,attainment:pi0$" "$tmp/grid/workload.0.deadline_ms=40/sweep.csv"
 "$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:2 --set models.0.views=2,9 --goal capacity --slo 0.98 -q >"$tmp/gridr.out" 2>&1; rc=$?
 check "a grid goes on past a configuration refused at every value and says why" test "$rc" -eq 0 -a -n "$(grep -e 'models.0.views=9 refused: .*allows at most 3' "$tmp/gridr.out")"
 expect_error "a key twice in a grid" 2 "given twice" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --set workload.0.count=1,2
