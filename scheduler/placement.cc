@@ -15,6 +15,7 @@
 #include <functional>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 
@@ -265,6 +266,91 @@ std::vector<Placement> control_traffic(const PlacementProblem& p, PlacementStrat
     phases.push_back(place_robots(q, c.robots, s));
   }
   return phases;
+}
+
+std::vector<int> scaled_demand(const PlacementProblem& p, int percent) {
+  std::vector<int> out;
+  for (int r : p.robots) out.push_back(static_cast<int>((static_cast<long long>(r) * percent + 99) / 100));
+  return out;
+}
+
+DemandSearch maximize_demand(const PlacementProblem& p, PlacementStrategy s, const DemandJudge& judge,
+                             const std::function<void(const DemandStep&)>& progress, int max_percent) {
+  if (max_percent < 1) throw std::invalid_argument("maximize_demand: max_percent below 1");
+  if (std::all_of(p.robots.begin(), p.robots.end(), [](int r) { return r <= 0; }))
+    throw std::invalid_argument("maximize_demand: every model has 0 robots: there is no demand to scale");
+  PlacementProblem q = p;
+  q.where = ConfigNode();  // a demand it cannot place is a step, not an error at the file
+  q.changes.clear();
+  DemandSearch out;
+  auto try_percent = [&](int percent) {
+    DemandStep st;
+    st.percent = percent;
+    st.robots = scaled_demand(p, percent);
+    try {
+      st.placement = place_robots(q, st.robots, s);
+      st.placed = true;
+    } catch (const std::invalid_argument& e) {
+      st.note = e.what();
+      const std::string prefix = "placement: ";
+      if (st.note.rfind(prefix, 0) == 0) st.note = st.note.substr(prefix.size());
+      const std::string none = "no placement serves every robot";
+      if (st.note.rfind(none, 0) == 0) st.note = none + " within the GPUs' capacities";
+    }
+    if (st.placed && st.placement.load_max > 1 + 1e-9) {
+      st.placed = false;
+      char b[96];
+      std::snprintf(b, sizeof b, "a GPU is loaded to %.0f%% of what it sustains", 100 * st.placement.load_max);
+      st.note = b;
+    }
+    st.holds = st.placed && (!judge || judge(st.robots, st.placement, &st.note));
+    out.steps.push_back(st);
+    if (progress) progress(out.steps.back());
+    if (st.holds && (out.best < 0 || percent > out.steps[static_cast<size_t>(out.best)].percent))
+      out.best = static_cast<int>(out.steps.size() - 1);
+    return st.holds;
+  };
+  int lo = 0, hi = 0;  // largest that held (0: none yet), smallest that did not (0: none yet)
+  for (int k = std::min(100, max_percent);; k = static_cast<int>(std::min<long long>(2LL * k, max_percent))) {
+    if (try_percent(k)) {
+      lo = k;
+      if (k == max_percent) {
+        out.capped = true;
+        return out;
+      }
+      continue;
+    }
+    hi = k;
+    break;
+  }
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (try_percent(mid) ? lo : hi) = mid;
+  }
+  return out;
+}
+
+std::string demand_search_markdown(const PlacementProblem& p, const DemandSearch& d) {
+  std::ostringstream os;
+  os << "| demand | robots |";
+  for (const std::string& m : p.models) os << ' ' << m << " |";
+  os << " instances | busiest GPU | holds | note |\n|---|---|";
+  for (size_t m = 0; m < p.models.size(); ++m) os << "---|";
+  os << "---|---|---|---|\n";
+  std::vector<size_t> order(d.steps.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return d.steps[a].percent < d.steps[b].percent; });
+  for (size_t i : order) {
+    const DemandStep& st = d.steps[i];
+    os << "| " << st.percent << "% | " << std::accumulate(st.robots.begin(), st.robots.end(), 0LL) << " |";
+    for (int r : st.robots) os << ' ' << r << " |";
+    if (st.placed) os << ' ' << st.placement.instances << " | " << std::lround(100 * st.placement.load_max) << "% |";
+    else os << " - | - |";
+    os << ' ' << (st.holds ? "yes" : "no") << (static_cast<int>(i) == d.best ? " (largest)" : "") << " | " << st.note << " |\n";
+  }
+  if (d.best < 0) os << "\nNo demand holds, down to 1% of the problem's.\n";
+  else if (d.capped) os << "\nEvery demand tried holds, up to the search's limit.\n";
+  return os.str();
 }
 
 std::string controller_markdown(const PlacementProblem& p, const std::vector<Placement>& phases) {

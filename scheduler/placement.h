@@ -4,6 +4,7 @@
 // SystemC, no oneDNN.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,39 @@ Placement place_robots(const PlacementProblem& p, const std::vector<int>& robots
 // every change of demand (p.changes), one per phase. A phase that cannot be placed is refused
 // at its change.
 std::vector<Placement> control_traffic(const PlacementProblem& p, PlacementStrategy s);
+
+// The search for the largest demand a problem serves (place --maximize): the problem's demand
+// scaled by a percentage, every model's robots rounded up (robots x percent / 100).
+std::vector<int> scaled_demand(const PlacementProblem& p, int percent);
+
+// One demand the search tried.
+struct DemandStep {
+  int percent = 0;          // of the problem's demand (its robots)
+  std::vector<int> robots;  // per model: scaled_demand
+  bool placed = false;      // the strategy placed it (the integer program: within every GPU's capacity)
+  bool holds = false;       // placed, and the judge says the fleet holds the SLO
+  std::string note;         // why it was not placed, or the judge's words
+  Placement placement;      // when placed
+};
+struct DemandSearch {
+  std::vector<DemandStep> steps;  // in the order tried
+  int best = -1;                  // index in steps of the largest demand that holds; -1: none
+  bool capped = false;            // the search stopped at max_percent with every demand holding
+};
+// Judges a placed demand: true when the fleet holds the SLO, with its words in *note.
+using DemandJudge = std::function<bool(const std::vector<int>& robots, const Placement& x, std::string* note)>;
+// The largest whole percentage (1 .. max_percent) of p's demand (p.robots; p.changes are not
+// scaled) that strategy `s` places and `judge` (when set) says holds: from 100%, doubling
+// while it holds, then halving the interval between the largest that held and the smallest
+// that did not. A demand that cannot be placed (the integer program finds no placement;
+// even or dedicated load a GPU past 1) does not hold. Assumes a demand holds when a larger one
+// does (the steps are all kept, so a breach of that can be seen); `progress` hears each step.
+// Throws std::invalid_argument when every model has 0 robots or max_percent < 1, and what
+// place_robots throws other than its refusal of a demand it cannot place.
+DemandSearch maximize_demand(const PlacementProblem& p, PlacementStrategy s, const DemandJudge& judge,
+                             const std::function<void(const DemandStep&)>& progress, int max_percent = 100000);
+// The search's steps as a Markdown table (largest demand that holds marked).
+std::string demand_search_markdown(const PlacementProblem& p, const DemandSearch& d);
 
 // Reads a placement problem:
 //   gpus: [{name: gpu, catalog: h100-sxm, count: 4}]       # count: N makes gpu0 .. gpuN-1

@@ -1092,6 +1092,36 @@ def engine_round2_cases():
         add(cid, cmd, code, expect, desc, "scenarios/%s.yaml" % cid, text)
 
 
+# The fleet tooling of issue 30: place --maximize and its --slo (session of 2026-12-03).
+# ---------------------------------------------------------------------------------------------
+def fleet_tooling_cases():
+    gpus = "gpus: [{name: gpu, catalog: h100-sxm, count: 2}]\n"
+    models = "models:\n  - {name: pi0, robots: 10, capacity: {h100-sxm: 20}}\n  - {name: smolvla, robots: 10, capacity: {h100-sxm: 84}}\n"
+    problem = "{src}/scenarios/placement/robion_4xh100.yaml"
+    tmpl = " --template {src}/scenarios/systems/robion_serving_h100.yaml -o {tmp}/out"
+    add("place_maximize_changes", "{vlasim} place {file} -q --maximize", 2,
+        "place_maximize_changes.yaml:6 && changes && --maximize", "place --maximize of a problem with changing demand",
+        "placement/place_maximize_changes.yaml", gpus + models + "changes:\n  - {at_s: 5, robots: {pi0: 3}}\n")
+    add("place_maximize_no_demand", "{vlasim} place {file} -q --maximize", 2,
+        "place_maximize_no_demand.yaml:3 && models && 0 robots", "place --maximize of a problem whose models have 0 robots",
+        "placement/place_maximize_no_demand.yaml", gpus + models.replace("robots: 10", "robots: 0"))
+    add("place_slo_without_maximize", "{vlasim} place " + problem + " -q --slo 0.98" + tmpl, 2,
+        "--slo && --maximize", "place --slo without --maximize")
+    add("place_maximize_template_without_slo", "{vlasim} place " + problem + " -q --maximize" + tmpl, 2,
+        "--slo && deadline attainment", "place --maximize --template without --slo")
+    add("place_maximize_slo_without_template", "{vlasim} place " + problem + " -q --maximize --slo 0.98", 2,
+        "--slo && --template", "place --maximize --slo without a template")
+    for tag, v in (("above_one", "1.5"), ("zero_neg", "-0.5"), ("nan", "nan")):
+        add("place_maximize_slo_" + tag, "{vlasim} place " + problem + " -q --maximize --slo " + v + tmpl, 2,
+            "--slo", "place --maximize --slo " + v)
+    add("place_maximize_slo_text", "{vlasim} place " + problem + " -q --maximize --slo most" + tmpl, 2,
+        "--slo", "place --maximize --slo most")
+    add("place_maximize_live", "{vlasim} place " + problem + " -q --maximize --live 1" + tmpl, 2,
+        "--live && --maximize", "place --maximize --live")
+    add("place_maximize_without_out", "{vlasim} place " + problem + " -q --maximize --slo 0.98 --template {src}/scenarios/systems/robion_serving_h100.yaml", 2,
+        "--template && -o DIR", "place --maximize --template without -o")
+
+
 def main():
     # Everything here is generated except README.md, which is kept.
     os.makedirs(OUT, exist_ok=True)
@@ -1113,6 +1143,7 @@ def main():
     round2_cases()
     gpu_import_cases()
     engine_round2_cases()
+    fleet_tooling_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
         f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")
         for c in cases:

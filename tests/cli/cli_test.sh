@@ -305,6 +305,10 @@ check "place --template writes the fleet's scenario" test "$rc" -eq 0 -a -s "$tm
 "$bin" simulate "$tmp/fleet/fleet.yaml" -q -o "$tmp/fleet/sim"; rc=$?
 check "the fleet's scenario simulates" test "$rc" -eq 0 -a -s "$tmp/fleet/sim/report.json"
 check "the fleet's robots are the problem's" test "$(grep -c . <(awk -F, 'NR > 1 { print $3 }' "$tmp/fleet/sim/requests.csv" | sort -u))" -ge 2
+"$bin" place "$src/scenarios/placement/robion_4xh100.yaml" --maximize --template "$src/scenarios/systems/robion_serving_h100.yaml" --slo 0.98 -o "$tmp/maxi" >"$tmp/maxi.out" 2>"$tmp/maxi.err"; rc=$?
+check "place --maximize --template --slo exits 0 and marks the largest demand that holds" test "$rc" -eq 0 -a -n "$(grep -e '| yes (largest) | simulated: lowest model' "$tmp/maxi/maximize.md")"
+check "place --maximize says each step on stderr" grep -q "^demand 100% (156 robots): placed, simulated: lowest model .*: holds$" "$tmp/maxi.err"
+check "place --maximize writes the largest demand's fleet" test -s "$tmp/maxi/fleet.yaml" -a -s "$tmp/maxi/placement.csv"
 expect_error "place --template without -o" 2 "give -o DIR" place "$src/scenarios/placement/robion_4xh100.yaml" --template "$src/scenarios/systems/robion_serving_h100.yaml"
 printf 'gpus: [{name: g, catalog: h100-sxm}]\nmodels:\n  - {name: a, robots: 30, capacity: {h100-sxm: 10}}\n' >"$tmp/noplace.yaml"
 expect_error "place: demand past the GPUs" 2 "noplace.yaml:3:.*models.*has 30 robots but the GPUs hold at most 10" place "$tmp/noplace.yaml"

@@ -121,6 +121,44 @@ TEST(Placement, TheFleetReplayOfEightModelsOnFourGpusIsSolvedInFewNodes) {
     EXPECT_EQ(std::accumulate(x.robots[m].begin(), x.robots[m].end(), 0), 13) << p.models[m];
 }
 
+// Issue 30: place --maximize. 4 robots of a model two GPUs hold 10 each of: placed up to 20
+// robots, so 500% (ceil(4 x 5) = 20) is the largest demand and 501% (21 robots) is not placed.
+TEST(Placement, MaximizeFindsTheLargestDemandPlacedOrHeldByTheJudge) {
+  PlacementProblem p;
+  p.models = {"a"};
+  p.gpus = {"g0", "g1"};
+  p.robots = {4};
+  p.capacity = {{10, 10}};
+  std::vector<int> seen;
+  const DemandSearch d = maximize_demand(p, PlacementStrategy::Ilp, nullptr, [&](const DemandStep& st) { seen.push_back(st.percent); });
+  ASSERT_GE(d.best, 0);
+  EXPECT_EQ(d.steps[static_cast<size_t>(d.best)].percent, 500);
+  EXPECT_EQ(d.steps[static_cast<size_t>(d.best)].robots, (std::vector<int>{20}));
+  EXPECT_EQ(seen.front(), 100);
+  EXPECT_EQ(seen.size(), d.steps.size());
+  for (const DemandStep& st : d.steps) EXPECT_EQ(st.holds, st.percent <= 500) << st.percent;
+  EXPECT_NE(demand_search_markdown(p, d).find("| 500% | 20 | 20 |"), std::string::npos) << demand_search_markdown(p, d);
+  // A judge (a simulated fleet in `vlasim place`) that holds up to 13 robots: 325% (ceil(13)).
+  const DemandSearch j = maximize_demand(p, PlacementStrategy::Ilp,
+                                         [](const std::vector<int>& r, const Placement&, std::string* note) {
+                                           *note = "judged " + std::to_string(r[0]);
+                                           return r[0] <= 13;
+                                         },
+                                         nullptr);
+  ASSERT_GE(j.best, 0);
+  EXPECT_EQ(j.steps[static_cast<size_t>(j.best)].percent, 325);
+  EXPECT_EQ(j.steps[static_cast<size_t>(j.best)].note, "judged 13");
+  // Nothing holds: no best; no demand at all: refused.
+  EXPECT_EQ(maximize_demand(p, PlacementStrategy::Ilp, [](const std::vector<int>&, const Placement&, std::string*) { return false; },
+                            nullptr).best, -1);
+  p.robots = {0};
+  EXPECT_THROW(maximize_demand(p, PlacementStrategy::Ilp, nullptr, nullptr), std::invalid_argument);
+  // The baselines never refuse for load: a demand that loads a GPU past 1 is not placed.
+  p.robots = {4};
+  const DemandSearch e = maximize_demand(p, PlacementStrategy::Even, nullptr, nullptr);
+  EXPECT_EQ(e.steps[static_cast<size_t>(e.best)].percent, 500);
+}
+
 TEST(Placement, DemandPastEveryGpuIsRefusedAtTheProblemsModels) {
   namespace fs = std::filesystem;
   const fs::path dir = testing::scratch_dir("placement");
