@@ -15,6 +15,7 @@
 #include <functional>
 #include <cmath>
 #include <map>
+#include <set>
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
@@ -487,23 +488,24 @@ std::string placement_csv(const PlacementProblem& p, const Placement& x) {
 
 namespace {
 
-// Replaces, anywhere under `n`, a scalar `device:`, `first:` or `second:` naming device `from`
-// (or one of its units, "from.unit") by `to` (keeping the unit).
-void move_device_refs(YAML::Node n, const std::string& from, const std::string& to) {
+// Replaces, anywhere under `n`, a scalar `device:`, `first:` or `second:` naming a device of
+// `to` (or one of its units, "device.unit") by its new name (keeping the unit).
+void move_device_refs(YAML::Node n, const std::map<std::string, std::string>& to) {
   if (n.IsMap()) {
     for (auto it = n.begin(); it != n.end(); ++it) {
       const std::string key = it->first.as<std::string>();
       YAML::Node v = it->second;
       if (v.IsScalar() && (key == "device" || key == "first" || key == "second")) {
         const std::string ref = v.as<std::string>();
-        if (ref == from) v = to;
-        else if (ref.rfind(from + ".", 0) == 0) v = to + ref.substr(from.size());
+        const size_t dot = ref.find('.');
+        const auto m = to.find(ref.substr(0, dot));
+        if (m != to.end()) v = m->second + (dot == std::string::npos ? "" : ref.substr(dot));
       } else {
-        move_device_refs(v, from, to);
+        move_device_refs(v, to);
       }
     }
   } else if (n.IsSequence()) {
-    for (YAML::Node v : n) move_device_refs(v, from, to);
+    for (YAML::Node v : n) move_device_refs(v, to);
   }
 }
 
@@ -525,22 +527,42 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
                                 std::to_string(p.changes.size() + 1) + "), got " + std::to_string(phases.size()));
   ConfigNode root = ConfigNode::load_file(template_path);
   if (!root.is_map()) root.fail("a scenario is a map");
-  std::vector<ConfigNode> devs = root.required("hardware").required("devices").items();
-  if (devs.size() != 1 || devs[0].has("count"))
-    root.required("hardware").required("devices").fail("a fleet template has one device (the GPU every instance copies)");
-  const std::string dev = devs[0].required("name").as_string(), cat = devs[0].required("catalog").as_string();
+  const ConfigNode dev_list = root.required("hardware").required("devices");
+  const std::vector<ConfigNode> devs = dev_list.items();
+  // The slot: the template's devices of the problem GPUs' catalog entry (one GPU, or the two of
+  // an inter-GPU server), copied once per problem GPU; the other devices (a host CPU that
+  // GPUs hand data through) are shared by every slot and kept once.
+  const std::string cat = p.gpu_catalog.empty() ? "" : p.gpu_catalog.front();
+  std::vector<ConfigNode> slot, shared;
+  for (const ConfigNode& d : devs) (d.required("catalog").as_string() == cat ? slot : shared).push_back(d);
+  if (slot.empty())
+    dev_list.fail("a fleet template has a device of the problem's GPUs (catalog entry '" + cat +
+                  "'), copied once per GPU of the problem");
   for (size_t g = 0; g < p.gpus.size(); ++g)
     if (p.gpu_catalog[g] != cat)
-      devs[0].required("catalog").fail("the template's GPU is '" + cat + "' but the problem's " + p.gpus[g] + " is '" +
+      slot[0].required("catalog").fail("the template's GPU is '" + cat + "' but the problem's " + p.gpus[g] + " is '" +
                                        p.gpu_catalog[g] + "'");
-  if (root.has("links")) root.required("links").fail("a fleet template has no links");
-  // The template's model entries by name.
+  for (const ConfigNode& d : slot)
+    if (d.has("count"))
+      d.required("count").fail("a fleet template's GPU is one device (the fleet copies it once per GPU of the problem)");
+  // slot_names[g]: each slot device's name in the fleet: the problem's GPU name for a one-GPU
+  // slot, PROBLEMGPU-DEVICE for more.
+  std::vector<std::map<std::string, std::string>> slot_names(p.gpus.size());
+  std::set<std::string> fleet_names;
+  for (size_t g = 0; g < p.gpus.size(); ++g)
+    for (const ConfigNode& d : slot) {
+      const std::string name = d.required("name").as_string();
+      slot_names[g][name] = slot.size() == 1 ? p.gpus[g] : p.gpus[g] + "-" + name;
+      fleet_names.insert(slot_names[g][name]);
+    }
+  for (const ConfigNode& d : shared)
+    if (fleet_names.count(d.required("name").as_string()))
+      d.required("name").fail("this device's name is the name the fleet gives a GPU; rename it");
+  // The template's model entries by name; models the problem does not place are left out.
   std::map<std::string, YAML::Node> models;
   for (const ConfigNode& m : root.required("models").items()) {
     const std::string name = m.has("name") ? m.required("name").as_string() : m.required("card").as_string();
-    if (std::find(p.models.begin(), p.models.end(), name) == p.models.end())
-      m.fail("model '" + name + "' of the template is not in the placement problem");
-    models[name] = m.raw();
+    if (std::find(p.models.begin(), p.models.end(), name) != p.models.end()) models[name] = m.raw();
   }
   for (const std::string& name : p.models)
     if (!models.count(name)) root.required("models").fail("the template has no model '" + name + "' of the placement problem");
@@ -558,12 +580,34 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
 
   YAML::Node out = YAML::Clone(root.raw());
   YAML::Node devices(YAML::NodeType::Sequence);
-  for (const std::string& g : p.gpus) {
-    YAML::Node d = YAML::Clone(devs[0].raw());
-    d["name"] = g;
-    devices.push_back(d);
-  }
+  for (size_t g = 0; g < p.gpus.size(); ++g)
+    for (const ConfigNode& sd : slot) {
+      YAML::Node d = YAML::Clone(sd.raw());
+      d["name"] = slot_names[g][sd.required("name").as_string()];
+      devices.push_back(d);
+    }
+  for (const ConfigNode& sd : shared) devices.push_back(YAML::Clone(sd.raw()));
   out["hardware"]["devices"] = devices;
+  // Links: one touching a slot device is copied per GPU (its ends renamed, and its name given
+  // the GPU's); one between shared devices is kept once.
+  if (root.required("hardware").has("links")) {
+    YAML::Node links(YAML::NodeType::Sequence);
+    for (const ConfigNode& l : root.required("hardware").required("links").items()) {
+      const std::vector<std::string> ends = l.required("between").as_strings();
+      const bool per_gpu = std::any_of(ends.begin(), ends.end(), [&](const std::string& e) { return slot_names[0].count(e) > 0; });
+      for (size_t g = 0; g < (per_gpu ? p.gpus.size() : 1); ++g) {
+        YAML::Node li = YAML::Clone(l.raw());
+        if (per_gpu) {
+          YAML::Node between(YAML::NodeType::Sequence);
+          for (const std::string& e : ends) between.push_back(slot_names[g].count(e) ? slot_names[g][e] : e);
+          li["between"] = between;
+          if (l.has("name")) li["name"] = l.required("name").as_string() + "-" + p.gpus[g];
+        }
+        links.push_back(li);
+      }
+    }
+    out["hardware"]["links"] = links;
+  }
   YAML::Node model_list(YAML::NodeType::Sequence), workload(YAML::NodeType::Sequence);
   for (size_t m = 0; m < p.models.size(); ++m)
     for (size_t g = 0; g < p.gpus.size(); ++g) {
@@ -573,7 +617,7 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
       YAML::Node mi = YAML::Clone(models[p.models[m]]);
       if (!mi["card"]) mi["card"] = p.models[m];
       mi["name"] = inst;
-      move_device_refs(mi, dev, p.gpus[g]);
+      move_device_refs(mi, slot_names[g]);
       model_list.push_back(mi);
       for (const ConfigNode& w : root.required("workload").items()) {
         if (w.required("model").as_string() != p.models[m]) continue;
@@ -627,7 +671,7 @@ std::string live_fleet_scenario_yaml(const PlacementProblem& p, const std::strin
   for (const ConfigNode& w : root.required("workload").items()) {
     const std::string model = w.required("model").as_string();
     const size_t m = static_cast<size_t>(std::find(p.models.begin(), p.models.end(), model) - p.models.begin());
-    if (m == p.models.size()) w.required("model").fail("model '" + model + "' is not in the placement problem");
+    if (m == p.models.size()) continue;  // a template model the problem does not place
     const double start = w.get_nonneg("start_s", 0), dur = w.get_positive("duration_s", 0);
     std::vector<int> count(phases);
     for (size_t k = 0; k < phases; ++k) count[k] = k == 0 ? p.robots[m] : p.changes[k - 1].robots[m];

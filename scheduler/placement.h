@@ -121,14 +121,20 @@ std::string placement_csv(const PlacementProblem& p, const Placement& x);
 std::string controller_markdown(const PlacementProblem& p, const std::vector<Placement>& phases);
 std::string controller_csv(const PlacementProblem& p, const std::vector<Placement>& phases);
 
-// A scenario of the whole fleet from a one-GPU template scenario: the template's device once
-// per GPU of the problem (named as the problem names them), and for every GPU serving a model
-// in any phase a copy of the template's entry for that model (named MODEL-GPU, its placement
-// moved to that GPU); per phase, a copy of its workload entry with `count:` set to the robots
-// placed there, running from the phase's start (start_s) to its end (duration_s; the last phase
-// to the end of the template's duration). Throws ConfigError at the template when it has other
-// than one device, a device of another catalog entry than the problem's GPUs, or models that
-// differ from the problem's, and at a change that comes after the template's workload ends.
+// A scenario of the whole fleet from a template scenario of one server. The template's devices
+// of the problem GPUs' catalog entry are the slot, copied once per GPU of the problem: one GPU
+// keeps the problem's GPU name; several (an inter-GPU server's VLM GPU and action GPU) are
+// named GPU-DEVICE. Its other devices (a host CPU a vLLM-Omni-like server hands data through)
+// are shared by every slot and kept once. A link touching a slot device is copied per slot
+// (ends renamed); one between shared devices is kept once. For every GPU serving a model in
+// any phase, a copy of the template's entry for that model (named MODEL-GPU, its device
+// references moved to that slot); template models the problem does not place are left out.
+// Per phase, a copy of its workload entry with `count:` set to the robots placed there,
+// running from the phase's start (start_s) to its end (duration_s; the last phase to the end
+// of the template's duration). Throws ConfigError at the template when it has no device of
+// the problem's catalog entry, a slot device with a count, a shared device named as a fleet
+// GPU, no entry for a model of the problem, and at a change that comes after the template's
+// workload ends.
 std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Placement>& phases,
                                 const std::string& template_path);
 // The fleet for the live traffic controller (scheduler/traffic_controller.h): the template's

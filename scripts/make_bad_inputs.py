@@ -1118,6 +1118,25 @@ def fleet_tooling_cases():
         "--slo", "place --maximize --slo most")
     add("place_maximize_live", "{vlasim} place " + problem + " -q --maximize --live 1" + tmpl, 2,
         "--live && --maximize", "place --maximize --live")
+    # Fleet templates of more than one device (issue 30 item d): the slot is the devices of the
+    # problem's GPU catalog entry, other devices are shared.
+    wl = "workload:\n  - {model: pi0, rate_hz: 10, deadline_ms: 100, duration_s: 1}\n  - {model: smolvla, rate_hz: 10, deadline_ms: 100, duration_s: 1}\n"
+    mods = "models:\n  - {card: pi0}\n  - {card: smolvla}\n"
+    templates = [
+        ("tmpl_no_gpu", "name: t\nhardware:\n  devices: [{name: cpu0, catalog: epyc-2vcpu}]\n" + mods + wl,
+         "tmpl_no_gpu.yaml:3 && devices && h100-sxm", "a fleet template without a device of the problem's GPUs"),
+        ("tmpl_host_named_gpu0", "name: t\nhardware:\n  devices:\n    - {name: gpux, catalog: h100-sxm}\n"
+         "    - {name: gpu0, catalog: xeon-platinum-8470q}\n" + mods + wl,
+         "tmpl_host_named_gpu0.yaml:5 && name && rename", "a fleet template's host named as a fleet GPU"),
+        ("tmpl_gpu_count", "name: t\nhardware:\n  devices:\n    - {name: gpux, catalog: h100-sxm, count: 2}\n" + mods + wl,
+         "tmpl_gpu_count.yaml:4 && count", "a fleet template's GPU with a count"),
+        ("tmpl_missing_model", "name: t\nhardware:\n  devices: [{name: gpux, catalog: h100-sxm}]\nmodels:\n  - {card: pi0}\n"
+         "workload:\n  - {model: pi0, rate_hz: 10, duration_s: 1}\n",
+         "tmpl_missing_model.yaml:5 && models && smolvla", "a fleet template without a model of the problem"),
+    ]
+    for cid, text, expect, desc in templates:
+        add(cid, "{vlasim} place " + problem + " -q --template {file} -o {tmp}/out", 2, expect, desc,
+            "scenarios/%s.yaml" % cid, text)
     add("place_maximize_without_out", "{vlasim} place " + problem + " -q --maximize --slo 0.98 --template {src}/scenarios/systems/robion_serving_h100.yaml", 2,
         "--template && -o DIR", "place --maximize --template without -o")
 

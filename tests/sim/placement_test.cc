@@ -292,4 +292,53 @@ TEST(Placement, TheControllerResolvesAtEveryChangeOfDemandAndTheFleetFollows) {
 }
 
 }  // namespace
+// Issue 30 item d: a template may hold more than the GPU. The vLLM-Omni-like server's host CPU
+// (its stages hand data through host memory) is shared by every GPU, each GPU getting its own
+// PCIe link to it; the inter-GPU server's two GPUs are one slot, copied per GPU of the problem
+// with the NVLink between them. Both fleets load as scenarios.
+TEST(Placement, FleetTemplatesCarryAHostForHandOffsAndGpuPairsForInterGpuServers) {
+  namespace fs = std::filesystem;
+  const fs::path dir = testing::scratch_dir("fleet_templates");
+  PlacementProblem p;
+  p.models = {"pi0", "smolvla"};
+  p.gpus = {"gpu0", "gpu1", "gpu2"};
+  p.gpu_catalog = {"h100-sxm", "h100-sxm", "h100-sxm"};
+  p.robots = {30, 40};
+  p.capacity = {{20, 20, 20}, {80, 80, 80}};
+  const std::vector<Placement> phases{solve_placement(p)};
+  const std::string systems = std::string(VLASIM_SOURCE_DIR) + "/scenarios/systems/";
+  auto fleet_of = [&](const std::string& tmpl) {
+    const std::string f = (dir / (tmpl + ".fleet.yaml")).string();
+    std::ofstream(f) << fleet_scenario_yaml(p, phases, systems + tmpl);
+    return load_scenario(f, default_catalog_dir(), default_cards_dir());
+  };
+  const Scenario omni = fleet_of("robion_vllm_omni_h100.yaml");
+  ASSERT_EQ(omni.devices.size(), 4u);  // three GPUs, one host
+  EXPECT_EQ(omni.devices[3].name, "host");
+  EXPECT_EQ(omni.links.size(), 3u);  // host to each GPU
+  for (const ModelInstance& mi : omni.models) EXPECT_TRUE(mi.handoff_host) << mi.name;
+  const Scenario inter = fleet_of("robion_intergpu_h100.yaml");
+  ASSERT_EQ(inter.devices.size(), 6u);  // a pair per GPU of the problem
+  EXPECT_EQ(inter.devices[0].name, "gpu0-gpu0");
+  EXPECT_EQ(inter.devices[1].name, "gpu0-gpu1");
+  EXPECT_EQ(inter.links.size(), 3u);  // NVLink within each pair
+  // Every instance's VLM on its slot's first GPU and its action expert on the second.
+  for (const ModelInstance& mi : inter.models) {
+    const std::string gpu = mi.name.substr(mi.name.rfind('-') + 1);
+    for (const PlacementRule& r : mi.placement)
+      EXPECT_EQ(r.device, gpu + (r.stage == Stage::Action ? "-gpu1" : "-gpu0")) << mi.name;
+  }
+  // A template without a device of the problem's GPUs is refused at its devices.
+  const std::string cpu = (dir / "cpu.yaml").string();
+  std::ofstream(cpu) << "name: c\nhardware:\n  devices: [{name: cpu0, catalog: epyc-2vcpu}]\nmodels: [{card: pi0}, {card: smolvla}]\n"
+                        "workload: [{model: pi0, rate_hz: 10, duration_s: 1}, {model: smolvla, rate_hz: 10, duration_s: 1}]\n";
+  try {
+    fleet_scenario_yaml(p, phases, cpu);
+    FAIL() << "a template without the problem's GPU was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("h100-sxm"), std::string::npos) << e.what();
+    EXPECT_GT(e.line(), 0);
+  }
+}
+
 }  // namespace vlasim
