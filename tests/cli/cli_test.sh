@@ -309,6 +309,13 @@ check "the fleet's robots are the problem's" test "$(grep -c . <(awk -F, 'NR > 1
 check "place --maximize --template --slo exits 0 and marks the largest demand that holds" test "$rc" -eq 0 -a -n "$(grep -e '| yes (largest) | simulated: lowest model' "$tmp/maxi/maximize.md")"
 check "place --maximize says each step on stderr" grep -q "^demand 100% (156 robots): placed, simulated: lowest model .*: holds$" "$tmp/maxi.err"
 check "place --maximize writes the largest demand's fleet" test -s "$tmp/maxi/fleet.yaml" -a -s "$tmp/maxi/placement.csv"
+# Issue 30: Robion's fleet replay (8 models on 4 H100s) places and its fleet simulates; OpenVLA
+# (autoregressive decode) is placed with the same template, its decode on the action stream.
+"$bin" place "$src/scenarios/placement/robion_fleet_4xh100.yaml" --template "$src/scenarios/systems/robion_fleet_h100.yaml" -o "$tmp/rfleet" -q >/dev/null 2>&1 && "$bin" simulate "$tmp/rfleet/fleet.yaml" -q -o "$tmp/rfleet/sim" >/dev/null 2>&1; rc=$?
+check "the fleet replay places and its fleet simulates" test "$rc" -eq 0 -a "$(grep -c '"name": "[a-z0-9]*-[ab]-gpu[0-3]"' "$tmp/rfleet/sim/report.json")" -eq 8
+printf 'gpus: [{name: gpu, catalog: h100-sxm, count: 2}]\nmodels:\n  - {name: pi0-a, robots: 6, capacity: {h100-sxm: 12}}\n  - {name: openvla, robots: 2, capacity: {h100-sxm: 5}}\n' >"$tmp/ovla.yaml"
+"$bin" place "$tmp/ovla.yaml" --template "$src/scenarios/systems/robion_fleet_dynamic_h100.yaml" -o "$tmp/ovla" -q >/dev/null 2>&1 && "$bin" simulate "$tmp/ovla/fleet.yaml" -o "$tmp/ovla/sim" >"$tmp/ovla.out" 2>&1; rc=$?
+check "OpenVLA is placed with a Robion template and its decode runs" test "$rc" -eq 0 -a -n "$(grep -e '^  stage decode  mean' "$tmp/ovla.out")"
 expect_error "place --template without -o" 2 "give -o DIR" place "$src/scenarios/placement/robion_4xh100.yaml" --template "$src/scenarios/systems/robion_serving_h100.yaml"
 printf 'gpus: [{name: g, catalog: h100-sxm}]\nmodels:\n  - {name: a, robots: 30, capacity: {h100-sxm: 10}}\n' >"$tmp/noplace.yaml"
 expect_error "place: demand past the GPUs" 2 "noplace.yaml:3:.*models.*has 30 robots but the GPUs hold at most 10" place "$tmp/noplace.yaml"
