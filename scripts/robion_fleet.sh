@@ -2,7 +2,7 @@
 # Robion's fleet replay (issue 30; SYSTEMS.md system 2): Robion's four models (pi0, SmolVLA,
 # GR00T N1.5, Xiaomi-Robotics-0), two variants each, on 4 H100s, 10 Hz robots with 100 ms
 # deadlines. For each engine template (the paper's fixed batches, the dynamic-batch variant,
-# the monolithic baseline with fixed and with dynamic batches):
+# the monolithic baseline with fixed and with dynamic batches, the vLLM-Omni-like baseline):
 #   1. each model's capacity alone on one H100: `vlasim place` of a one-model problem with the
 #      template gives the one-GPU scenario, `vlasim sweep --goal capacity --slo 0.98` its knee;
 #   2. the placement problem: 8 models, 10 robots each, those capacities;
@@ -20,7 +20,8 @@ sed 's/^  batching: fixed$/  batching: dynamic/' "$sys/robion_fleet_monolithic_h
 grep -q "batching: dynamic" "$out/monolithic_dynamic.yaml" || { echo "robion_fleet: no 'batching: fixed' line in robion_fleet_monolithic_h100.yaml" >&2; exit 1; }
 models="pi0-a pi0-b smolvla-a smolvla-b gr00t-a gr00t-b xr0-a xr0-b"
 for engine in robion:$sys/robion_fleet_h100.yaml robion_dynamic:$sys/robion_fleet_dynamic_h100.yaml \
-              monolithic:$sys/robion_fleet_monolithic_h100.yaml monolithic_dynamic:$out/monolithic_dynamic.yaml; do
+              monolithic:$sys/robion_fleet_monolithic_h100.yaml monolithic_dynamic:$out/monolithic_dynamic.yaml \
+              vllm_omni:$sys/robion_fleet_vllm_omni_h100.yaml; do
   name=${engine%%:*}
   tmpl=${engine#*:}
   dir=$out/$name
