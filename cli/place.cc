@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -87,6 +88,7 @@ int run_maximize(const Common& c, const std::string& path, const std::string& di
   if (std::all_of(p.robots.begin(), p.robots.end(), [](int r) { return r == 0; }))
     p.where.fail("--maximize scales the problem's demand, but every model has 0 robots");
   DemandJudge judge;
+  bool ran_one = false;  // a fleet of the search has been simulated
   if (!templ.empty()) {
     fs::create_directories(dir + "/maximize");
     judge = [&](const std::vector<int>& robots, const Placement& x, std::string* note) {
@@ -95,9 +97,20 @@ int run_maximize(const Common& c, const std::string& path, const std::string& di
       const long long total = std::accumulate(robots.begin(), robots.end(), 0LL);  // names the file: one per demand
       const std::string file = dir + "/maximize/demand_" + std::to_string(total) + "_robots.yaml";
       write_file(file, fleet_scenario_yaml(q, {x}, templ));
-      Prepared pr = prepare(c, file, -1, false, true);
-      const SimResult r = simulate(pr.s, pr.plan, SimOptions{});
-      const Report rep = make_report(pr.s, pr.plan, r, "simulate");
+      // A fleet refused (its memory does not fit, its run passes the work limit) does not hold,
+      // once a smaller one ran; a refusal of the first is the template's and stops the search.
+      std::optional<Prepared> pr;
+      SimResult r;
+      try {
+        pr.emplace(prepare(c, file, -1, false, true));
+        r = simulate(pr->s, pr->plan, SimOptions{});
+      } catch (const ConfigError& e) {
+        if (!ran_one) throw;
+        *note = std::string("refused: ") + e.what();
+        return false;
+      }
+      ran_one = true;
+      const Report rep = make_report(pr->s, pr->plan, r, "simulate");
       const auto [model, att] = lowest_model_attainment(rep);
       if (model.empty())
         ConfigNode::load_file(templ).required("workload").fail(

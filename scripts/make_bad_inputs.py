@@ -151,6 +151,28 @@ DROP |= {
     "scn_val_split5_async__prompt__zero", "scn_val_split5_serial__prompt__zero",
 }
 # Catalog extremes that only make the simulated machine faster or slower by a sane amount.
+# Valid values the rotation of NUMERIC_VALUES reached when the fleet replay's scenarios were
+# added (issue 30): seed 0, prompt 0, start_s 0, a tiny drain, jitter or deadline run; depth 0
+# is "one per stage", refused at the batch it can never fill, not at depth.
+DROP |= {
+    "scn_sys_robion_fleet_dynamic_h100__seed__zero",
+    "scn_sys_robion_fleet_h100__seed__zero",
+    "scn_sys_robion_fleet_monolithic_h100__seed__zero",
+    "scn_sys_robion_fleet_vllm_omni_h100__depth__zero",
+    "scn_sys_robion_intergpu_h100__seed__zero",
+    "scn_sys_xpu_characterisation__deadline_ms__tiny",
+    "scn_sys_xpu_characterisation__seed__zero",
+    "scn_val_dp_cache_dit_pair__start_s__tiny",
+    "scn_val_dp_cache_pair__drain_s__tiny",
+    "scn_val_rate_70pct__seed__zero",
+    "scn_val_rate_95pct__prompt__zero",
+    "scn_val_split1_async__seed__zero",
+    "scn_val_split1_serial__seed__zero",
+    "scn_val_two_models__jitter_ms__tiny",
+    "scn_val_two_models__prompt__zero",
+    "scn_val_v_aefusion_off__drain_s__tiny",
+    "scn_val_v_aefusion_pair__start_s__zero",
+}
 DROP |= {"cat_" + k for k in (
     "epyc_2vcpu__bw_gbs_per_node__huge", "epyc_2vcpu__core_bw_gbs__huge", "epyc_2vcpu__ghz__huge",
     "epyc_2vcpu__llc_mb__huge", "epyc_2vcpu__llc_mb__tiny", "epyc_2vcpu__matrix_bf16__huge",
