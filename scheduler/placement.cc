@@ -106,10 +106,11 @@ Placement solve_placement(const PlacementProblem& p) {
   }
   // Solves `mat` (the rows above, perhaps with more) with costs `c`, the first 2 M G variables
   // integer; the best solution's values. CBC runs with its default strategy (cut generators,
-  // heuristics, preprocessing): without them it branches on a weak relaxation (issue 30: 8
-  // models on 4 GPUs took 17 s of CPU). `max_nodes` > 0: stop after that many nodes of the
-  // search (a count, not a time, so the answer is the same on any machine) and take the best
-  // placement found, setting *proven to whether it was proven the best; 0: prove it or throw.
+  // heuristics; not its preprocessing, below): without them it branches on a weak relaxation
+  // (issue 30: 8 models on 4 GPUs took 17 s of CPU). `max_nodes` > 0: stop after that many
+  // nodes of the search (a count, not a time, so the answer is the same on any machine) and
+  // take the best placement found, setting *proven to whether it was proven the best (no
+  // placement found in time: an empty vector); 0: prove it or throw.
   long long nodes = 0;  // CBC's search nodes over every solve
   auto solve = [&](const CoinPackedMatrix& mat, const std::vector<double>& vlo, const std::vector<double>& vhi,
                    const std::vector<double>& c, const std::vector<double>& row_lo,
@@ -128,6 +129,11 @@ Placement solve_placement(const PlacementProblem& p) {
     model.setMaximumSeconds(60);
     if (max_nodes > 0) model.setMaximumNodes(max_nodes);
     model.branchAndBound();
+    if (max_nodes > 0 && !model.isProvenInfeasible() && !model.bestSolution() && !model.maximumSecondsReached()) {
+      nodes += model.getNodeCount();
+      if (proven) *proven = false;
+      return {};
+    }
     if (model.isProvenInfeasible() || !model.bestSolution())
       refuse(p, "no placement serves every robot: the GPUs cannot hold the models' robots together within "
                 "their capacities (sum of robots / capacity per GPU at most 1); add GPUs or lower the demand");
@@ -169,7 +175,15 @@ Placement solve_placement(const PlacementProblem& p) {
   // The least load is a refinement (headroom), not the paper's objective, and proving it is a
   // bin-packing proof that can take CBC minutes on 8 alike GPUs: a bounded search.
   bool load_proven = true, ties_proven = true;
-  const std::vector<double> second = solve(rows2, lo2, hi2, cost2, rlo2, rhi2, kLoadSearchNodes, &load_proven);
+  std::vector<double> second = solve(rows2, lo2, hi2, cost2, rlo2, rhi2, kLoadSearchNodes, &load_proven);
+  if (second.empty()) {  // none found in the bounded search: the fewest-instance placement, at its load
+    second = first;
+    std::vector<double> load(G, 0.0);
+    for (size_t m = 0; m < M; ++m)
+      for (size_t g = 0; g < G; ++g)
+        if (p.capacity[m][g] > 0) load[g] += std::round(first[x(m, g)]) / p.capacity[m][g];
+    second.push_back(G ? *std::max_element(load.begin(), load.end()) : 0.0);
+  }
   // Last, at that load (the third level of the order), whole-number costs CBC cannot round
   // away: an instance not placed before costs more than every instance's GPU number together
   // (instances x G + 1), a GPU's number 0 .. G - 1 breaks the remaining ties. Alike GPUs stay
@@ -180,7 +194,8 @@ Placement solve_placement(const PlacementProblem& p) {
       const bool kept = m < p.before.size() && g < p.before[m].size() && p.before[m][g] > 0;
       cost3[y(m, g)] = (kept ? 0.0 : instances * static_cast<double>(G) + 1) + static_cast<double>(g);
     }
-  const std::vector<double> best = solve(rows2, lo2, hi2, cost3, rlo2, rhi2, kLoadSearchNodes, &ties_proven);
+  std::vector<double> best = solve(rows2, lo2, hi2, cost3, rlo2, rhi2, kLoadSearchNodes, &ties_proven);
+  if (best.empty()) best = second;  // none found in the bounded search: the least-load one
   std::vector<std::vector<int>> robots(M, std::vector<int>(G, 0));
   for (size_t m = 0; m < M; ++m)
     for (size_t g = 0; g < G; ++g) robots[m][g] = static_cast<int>(std::lround(best[x(m, g)]));
