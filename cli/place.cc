@@ -244,7 +244,9 @@ Command add_place(CLI::App& app) {
   place->add_option("problem", a->problem, "placement problem YAML (gpus; models with robots and capacity)")->required();
   place->add_option("-o,--out", a->dir, "folder for placement.md and placement.csv (and fleet.yaml)");
   place->add_option("--template", a->templ,
-                    "one-GPU scenario to copy per GPU and model instance: writes the fleet's scenario (fleet.yaml)");
+                    "scenario of one server to copy per GPU and model instance: its devices of the problem's GPU catalog "
+                    "entry are copied per GPU (one GPU, or an inter-GPU pair), other devices (a host) are shared; writes "
+                    "the fleet's scenario (fleet.yaml)");
   place->add_option("--strategy", a->strategy,
                     "ilp (Robion's integer program, CBC), or a baseline: even (every model's robots split over "
                     "every GPU) or dedicated (one model per GPU)")
@@ -259,7 +261,7 @@ Command add_place(CLI::App& app) {
                   "instance's deadline attainment at least --slo. Says each step on stderr; writes maximize.md and the "
                   "largest demand's placement (and fleet.yaml) to -o DIR");
   place->add_option("--slo", a->slo, "with --maximize and --template: the deadline attainment every model instance must hold, e.g. 0.98");
-  place->add_flag("-q,--quiet", a->quiet, "print only the placement");
+  place->add_flag("-q,--quiet", a->quiet, "print only the placement (and no --maximize steps)");
   return {place, [a](const Common& c) {
             return run_place(c, a->problem, a->dir, a->templ, a->strategy, a->quiet, a->live, a->maximize, a->slo);
           }};
