@@ -1156,6 +1156,13 @@ def fleet_tooling_cases():
          "workload:\n  - {model: pi0, rate_hz: 10, duration_s: 1}\n",
          "tmpl_missing_model.yaml:5 && models && smolvla", "a fleet template without a model of the problem"),
     ]
+    # --maximize simulates each demand's fleet: a template whose fleet cannot load stops the
+    # search at its first step, naming the fleet file and the key (not "no demand holds").
+    add("tmpl_maximize_unknown_unit", "{vlasim} place " + problem + " -q --maximize --slo 0.98 --template {file} -o {tmp}/out", 2,
+        "demand_156_robots.yaml && placement && nosuch", "place --maximize with a template placing a model on a unit that is not there",
+        "scenarios/tmpl_maximize_unknown_unit.yaml",
+        "name: t\nhardware:\n  devices: [{name: gpux, catalog: h100-sxm}]\nmodels:\n"
+        "  - {card: pi0, placement: [{stages: [vision, prefix, action], device: gpux.nosuch}]}\n  - {card: smolvla}\n" + wl)
     for cid, text, expect, desc in templates:
         add(cid, "{vlasim} place " + problem + " -q --template {file} -o {tmp}/out", 2, expect, desc,
             "scenarios/%s.yaml" % cid, text)
