@@ -75,7 +75,8 @@ std::string colocation_note(const PlacementProblem& p, const std::vector<Placeme
 // serves (maximize_demand). Without a template, a demand holds where the strategy places it
 // within every GPU's capacity (capacities are measured at the SLO); with a template and
 // --slo, where its fleet, simulated, keeps every model instance's deadline attainment at
-// least --slo (each step's fleet is written to DIR/maximize/demand_P.yaml). Each step is said
+// least --slo (each step's fleet is written to DIR/maximize/demand_N_robots.yaml; a fleet refused
+// once a smaller one ran, e.g. its memory does not fit, misses). Each step is said
 // on stderr as it ends unless quiet; DIR gets maximize.md, and the largest demand's
 // placement.md, placement.csv and fleet.yaml.
 int run_maximize(const Common& c, const std::string& path, const std::string& dir, const std::string& templ,
