@@ -75,6 +75,14 @@ SweepSpec sweep_spec(const Common& c, const std::string& path, const std::vector
   return spec;
 }
 
+// ": model M at X%" naming the model that limits a capacity sweep at its first miss ("" if none).
+std::string limited_by(const SweepResult& r) {
+  if (r.limiting_model.empty()) return "";
+  char b[48];
+  std::snprintf(b, sizeof b, " at %.1f%%", 100 * r.limiting_attainment);
+  return ": model " + r.limiting_model + b;
+}
+
 // Prints the sweep's table (unless quiet) and its best value, and writes its files into `dir`
 // (when given).
 void publish_sweep(const SweepResult& r, const std::string& dir, bool quiet) {
@@ -84,11 +92,12 @@ void publish_sweep(const SweepResult& r, const std::string& dir, bool quiet) {
     std::snprintf(slo, sizeof slo, "%g%%", 100 * r.capacity_slo);
     if (r.best >= 0)
       std::cout << "capacity at " << slo << " deadline attainment: " << r.key << " = " << r.rows[r.best].value
-                << (r.first_miss >= 0 ? " (" + r.rows[r.first_miss].value + " misses)" : " (every value meets it: sweep further)")
+                << (r.first_miss >= 0 ? " (" + r.rows[r.first_miss].value + " misses" + limited_by(r) + ")"
+                                      : " (every value meets it: sweep further)")
                 << "\n";
     else
       std::cout << "no value meets " << slo << " deadline attainment (the first, " << r.rows.front().value
-                << ", already misses)\n";
+                << ", already misses" << limited_by(r) << ")\n";
   } else if (r.best >= 0) {
     std::cout << "best " << r.key << " for " << r.goal << ": " << r.rows[r.best].value << "\n";
   } else {

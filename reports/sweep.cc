@@ -11,6 +11,7 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "reports/plot.h"
 #include "scheduler/policy.h"
@@ -217,6 +218,24 @@ SweepRow sweep_row(const SweepSpec& spec, size_t i) {
   return row;
 }
 
+std::pair<std::string, double> lowest_model_attainment(const Report& r) {
+  std::pair<std::string, double> low{"", 1.0};
+  bool any = false;
+  for (const ModelMetrics& m : r.models)
+    if (m.with_deadline > 0 && (!any || m.deadline_attainment < low.second)) {
+      low = {m.name, m.deadline_attainment};
+      any = true;
+    }
+  return low;
+}
+
+bool row_meets_slo(const SweepRow& row, double slo) {
+  if (!row.ok || row.report.requests == 0 || !(row.report.deadline_attainment >= slo)) return false;
+  return std::all_of(row.report.models.begin(), row.report.models.end(), [&](const ModelMetrics& m) {
+    return m.with_deadline == 0 || m.deadline_attainment >= slo;
+  });
+}
+
 SweepResult finish_sweep(const SweepSpec& spec, std::vector<SweepRow> rows) {
   SweepResult out;
   out.key = spec.axis.key;
@@ -239,11 +258,14 @@ SweepResult finish_sweep(const SweepSpec& spec, std::vector<SweepRow> rows) {
     out.capacity_slo = spec.capacity_slo;
     for (size_t i = 0; i < out.rows.size() && out.first_miss < 0; ++i) {
       const SweepRow& row = out.rows[i];
-      if (row.ok && row.report.requests > 0 && row.report.deadline_attainment >= spec.capacity_slo)
+      if (row_meets_slo(row, spec.capacity_slo))
         out.best = static_cast<int>(i);
       else
         out.first_miss = static_cast<int>(i);
     }
+    if (out.first_miss >= 0 && out.rows[static_cast<size_t>(out.first_miss)].ok)
+      std::tie(out.limiting_model, out.limiting_attainment) =
+          lowest_model_attainment(out.rows[static_cast<size_t>(out.first_miss)].report);
     return out;
   }
   out.best = best_split(outcomes, goal, spec.memory_cap_bytes);
@@ -285,7 +307,7 @@ namespace {
 // The text form of encode_sweep_rows: a header line, then one line per row of fields each
 // followed by a space; text fields are "<length>:<bytes>" (any bytes, newlines included),
 // numbers hex floats ("%a"), whole numbers decimal.
-constexpr const char* kRowsHeader = "vlasim-sweep-rows 1 ";
+constexpr const char* kRowsHeader = "vlasim-sweep-rows 2 ";
 
 class RowWriter {
  public:
@@ -409,6 +431,14 @@ std::string encode_sweep_rows(const std::vector<SweepRow>& rows) {
     w.whole(r.activations);
     w.whole(r.trace_truncated ? 1 : 0);
     w.text(r.partial);
+    w.whole(r.models.size());
+    for (const ModelMetrics& m : r.models) {
+      w.text(m.name);
+      w.text(m.card);
+      w.whole(m.requests);
+      w.whole(m.with_deadline);
+      w.number(m.deadline_attainment);
+    }
     w.end_row();
   }
   return std::move(w.str());
@@ -453,6 +483,17 @@ std::vector<SweepRow> decode_sweep_rows(const std::string& text) {
     r.activations = in.whole();
     r.trace_truncated = in.flag();
     r.partial = in.text();
+    const unsigned long long models = in.whole();
+    if (models > text.size()) in.fail(std::to_string(models) + " models cannot fit in the text");
+    for (unsigned long long j = 0; j < models; ++j) {
+      ModelMetrics m;
+      m.name = in.text();
+      m.card = in.text();
+      m.requests = in.whole();
+      m.with_deadline = in.whole();
+      m.deadline_attainment = in.number();
+      r.models.push_back(std::move(m));
+    }
     in.expect("\n");
     rows.push_back(std::move(row));
   }
@@ -477,6 +518,11 @@ std::string sweep_table(const SweepResult& r) {
         char c[96];
         std::snprintf(c, sizeof c, "capacity at %g%% attainment", 100 * r.capacity_slo);
         note = static_cast<int>(i) == r.best ? c : static_cast<int>(i) == r.first_miss ? "first below the SLO" : "";
+        if (static_cast<int>(i) == r.first_miss && !r.limiting_model.empty()) {
+          char lim[64];
+          std::snprintf(lim, sizeof lim, " (%.1f%%)", 100 * r.limiting_attainment);
+          note += ": model " + r.limiting_model + lim;
+        }
       }
       os << b << note << " |\n";
     } else {
@@ -494,7 +540,15 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
   {
     std::ofstream out(csv);
     if (!out) throw std::runtime_error(csv + ": cannot open for writing");
-    out << "value,ok,mean_latency_s,p50_latency_s,p99_latency_s,throughput_hz,deadline_attainment,peak_memory_bytes,best,error\n";
+    // Every model seen in any row, in the order first seen: a column each, after the old ones.
+    std::vector<std::string> models;
+    for (const SweepRow& row : r.rows)
+      for (const ModelMetrics& m : row.report.models)
+        if (std::find(models.begin(), models.end(), m.name) == models.end()) models.push_back(m.name);
+    out << "value,ok,mean_latency_s,p50_latency_s,p99_latency_s,throughput_hz,deadline_attainment,peak_memory_bytes,best,error,"
+           "lowest_model,lowest_model_attainment";
+    for (const std::string& m : models) out << ',' << csv_field("attainment:" + m);
+    out << '\n';
     for (size_t i = 0; i < r.rows.size(); ++i) {
       const SweepRow& row = r.rows[i];
       out << csv_field(row.value) << ',' << (row.ok ? 1 : 0) << ',';
@@ -504,7 +558,15 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
             << fmt(row.outcome.peak_memory_bytes);
       else
         out << ",,,,,";
-      out << ',' << (static_cast<int>(i) == r.best ? 1 : 0) << ',' << csv_field(row.error) << '\n';
+      out << ',' << (static_cast<int>(i) == r.best ? 1 : 0) << ',' << csv_field(row.error);
+      const auto [low, low_att] = lowest_model_attainment(row.report);
+      out << ',' << csv_field(low) << ',' << (low.empty() ? "" : fmt(low_att));
+      for (const std::string& name : models) {
+        out << ',';
+        for (const ModelMetrics& m : row.report.models)
+          if (m.name == name && m.with_deadline > 0) out << fmt(m.deadline_attainment);
+      }
+      out << '\n';
     }
   }
   files.push_back(csv);
@@ -576,6 +638,13 @@ std::pair<std::string, std::string> grid_best(const SweepResult& r) {
   if (r.goal != "capacity") return {best, ""};
   return {best, r.first_miss >= 0 ? r.rows[static_cast<size_t>(r.first_miss)].value : "none (sweep further)"};
 }
+// The model limiting a capacity sweep and its attainment at the first miss ("" if none).
+std::string limiting_cell(const SweepResult& r) {
+  if (r.limiting_model.empty()) return "";
+  char b[48];
+  std::snprintf(b, sizeof b, " (%.1f%%)", 100 * r.limiting_attainment);
+  return r.limiting_model + b;
+}
 }  // namespace
 
 std::string grid_table(const GridResult& g) {
@@ -585,16 +654,17 @@ std::string grid_table(const GridResult& g) {
   std::string notes;
   os << '|';
   for (const auto& k : g.keys) os << ' ' << k << " |";
-  if (capacity) os << " capacity: " << axis << " at " << 100 * g.sweeps.front().capacity_slo << "% attainment | first miss |\n|";
+  if (capacity)
+    os << " capacity: " << axis << " at " << 100 * g.sweeps.front().capacity_slo << "% attainment | first miss | limited by |\n|";
   else os << " best " << axis << " for " << (g.sweeps.empty() ? "" : g.sweeps.front().goal) << " |\n|";
-  for (size_t i = 0; i < g.keys.size() + (capacity ? 2 : 1); ++i) os << "---|";
+  for (size_t i = 0; i < g.keys.size() + (capacity ? 3 : 1); ++i) os << "---|";
   os << '\n';
   for (size_t c = 0; c < g.configs.size(); ++c) {
     os << '|';
     for (const auto& v : g.configs[c]) os << ' ' << v << " |";
     auto [best, miss] = grid_best(g.sweeps[c]);
     os << ' ' << best << " |";
-    if (capacity) os << ' ' << miss << " |";
+    if (capacity) os << ' ' << miss << " | " << limiting_cell(g.sweeps[c]) << " |";
     os << '\n';
     if (c < g.refused.size() && !g.refused[c].empty())
       notes += "- " + grid_label(g.keys, g.configs[c]) + " refused: " + g.refused[c] + "\n";
@@ -610,11 +680,16 @@ std::vector<std::string> write_grid(const GridResult& g, const std::string& dir)
   const std::string axis = g.sweeps.empty() ? "" : g.sweeps.front().key;
   std::string csv;
   for (const auto& k : g.keys) csv += csv_field(k) + ",";
-  csv += capacity ? "capacity,first_miss\n" : "best\n";
+  csv += capacity ? "capacity,first_miss,limiting_model,limiting_attainment\n" : "best\n";
   for (size_t c = 0; c < g.configs.size(); ++c) {
     for (const auto& v : g.configs[c]) csv += csv_field(v) + ",";
     auto [best, miss] = grid_best(g.sweeps[c]);
-    csv += csv_field(best) + (capacity ? "," + csv_field(miss) : "") + "\n";
+    const SweepResult& sr = g.sweeps[c];
+    csv += csv_field(best) +
+           (capacity ? "," + csv_field(miss) + "," + csv_field(sr.limiting_model) + "," +
+                           (sr.limiting_model.empty() ? "" : fmt(sr.limiting_attainment))
+                     : "") +
+           "\n";
   }
   write_into(dir, "grid.csv", csv, &files);
   write_into(dir, "grid.md",

@@ -50,10 +50,23 @@ struct SweepResult {
   int best = -1;          // index of the best row for the goal, -1 if none qualifies
   std::string goal;       // "throughput", "latency", "memory" or "capacity"
   double capacity_slo = 0;  // goal capacity: the attainment asked for
-  // Goal capacity: index of the first row past the knee (its attainment below the SLO, or
-  // refused), -1 when every value meets it.
+  // Goal capacity: index of the first row past the knee (a model's attainment below the SLO,
+  // or refused), -1 when every value meets it.
   int first_miss = -1;
+  // Goal capacity: the model that limits it, the one with the lowest deadline attainment at
+  // the first miss, and that attainment ("" and 1 when there is no first miss or it was refused).
+  std::string limiting_model;
+  double limiting_attainment = 1;
 };
+
+// The model of `r` with the lowest deadline attainment among those whose requests had a
+// deadline (ModelMetrics::with_deadline > 0), and that attainment; the first such model wins
+// a tie. {"", 1} when no model had a deadline.
+std::pair<std::string, double> lowest_model_attainment(const Report& r);
+// Whether a capacity sweep's row holds the SLO: it ran, served requests, and every model whose
+// requests had a deadline met at least `slo` of them (not only the requests together: one
+// model at 53% beside others at 99% misses).
+bool row_meets_slo(const SweepRow& row, double slo);
 
 // Everything a sweep depends on; the same spec gives the same rows in any process.
 struct SweepSpec {
@@ -61,8 +74,8 @@ struct SweepSpec {
   SweepAxis axis;
   SplitGoal goal = SplitGoal::Throughput;
   // > 0: the goal is capacity instead: the largest value (the axis is a load: a rate, a
-  // count of robots) up to which every value's deadline attainment is at least this. The
-  // values must then be numbers in increasing order.
+  // count of robots) up to which, at every value, every model's deadline attainment is at
+  // least this (row_meets_slo). The values must then be numbers in increasing order.
   double capacity_slo = 0;
   double memory_cap_bytes = 0;  // for SplitGoal::Memory (0: no cap)
   std::string memory_device;    // device whose peak memory the planner weighs ("": the first)
@@ -112,7 +125,8 @@ SweepResult run_sweep(const std::string& path, const std::string& catalog_dir,
                       const SimOptions& sim_options = {});
 
 // Rows as text, to move them between processes: every field of SweepRow except the report's
-// per-model and per-device metrics (models, devices), which no sweep output reads. Numbers are
+// per-device metrics and, of its per-model metrics, all but name, card, requests,
+// with_deadline and deadline_attainment (what capacity and sweep.csv read). Numbers are
 // written as hex floats, so decoding gives back the same bits and the same files.
 std::string encode_sweep_rows(const std::vector<SweepRow>& rows);
 // The rows encode_sweep_rows wrote. Throws std::runtime_error naming the byte offset when
@@ -135,7 +149,7 @@ std::vector<std::vector<std::string>> grid_configs(const std::vector<SweepAxis>&
 // other characters a file name should not hold replaced by '-').
 std::string grid_label(const std::vector<std::string>& keys, const std::vector<std::string>& values);
 // Markdown table, one row per configuration: its values and its sweep's best value (for
-// capacity: the knee and the first value past it).
+// capacity: the knee, the first value past it and the model that limits it).
 std::string grid_table(const GridResult& g);
 // grid.md, grid.csv and (with gnuplot) grid.svg (the goal's figure per value, one curve per
 // configuration: deadline attainment with the SLO line for capacity) in `dir`; returns the
@@ -143,6 +157,10 @@ std::string grid_table(const GridResult& g);
 std::vector<std::string> write_grid(const GridResult& g, const std::string& dir);
 
 // sweep.csv, sweep.md and (when gnuplot is installed) sweep.svg in `dir`; returns the paths.
+// sweep.csv's columns: value, ok, mean/p50/p99 latency, throughput, deadline attainment, peak
+// memory, best, error, then lowest_model and lowest_model_attainment (the model with the
+// lowest attainment in that row) and one attainment:MODEL column per model seen in any row
+// (empty where the model had no request with a deadline).
 std::vector<std::string> write_sweep(const SweepResult& r, const std::string& dir);
 std::string sweep_table(const SweepResult& r);  // Markdown table with the best row marked
 

@@ -4,6 +4,7 @@
 #include "scenarios/scenario.h"
 
 #include <coin/CbcModel.hpp>
+#include <coin/CbcStrategy.hpp>
 #include <coin/CoinPackedMatrix.hpp>
 #include <coin/CoinPackedVector.hpp>
 #include <coin/OsiClpSolverInterface.hpp>
@@ -14,6 +15,8 @@
 #include <functional>
 #include <cmath>
 #include <map>
+#include <set>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 
@@ -35,6 +38,10 @@ Placement finish(const PlacementProblem& p, std::vector<std::vector<int>> robots
   out.load_max = load.empty() ? 0 : *std::max_element(load.begin(), load.end());
   return out;
 }
+
+// Nodes CBC may search for the least loaded busiest GPU (and the tie-breaks after it) before
+// it takes the best placement found: a count, so the answer does not depend on the machine.
+constexpr int kLoadSearchNodes = 1000;
 
 [[noreturn]] void refuse(const PlacementProblem& p, const std::string& why) {
   if (p.where.defined()) p.where.fail(why);
@@ -61,15 +68,15 @@ Placement solve_placement(const PlacementProblem& p) {
   const int n = static_cast<int>(2 * M * G);
   auto x = [&](size_t m, size_t g) { return static_cast<int>(m * G + g); };
   auto y = [&](size_t m, size_t g) { return static_cast<int>(M * G + m * G + g); };
+  // The most robots of model m GPU g can take: its capacity, and no more than the model has.
+  // (The tighter this bound, the tighter x <= bound * y, and the less CBC has to branch.)
+  auto most = [&](size_t m, size_t g) { return std::min(std::max(0, p.capacity[m][g]), std::max(0, p.robots[m])); };
   std::vector<double> lo(n, 0.0), hi(n, 0.0), cost(n, 0.0);
   for (size_t m = 0; m < M; ++m)
     for (size_t g = 0; g < G; ++g) {
-      const int c = std::max(0, p.capacity[m][g]);
-      hi[x(m, g)] = c;
-      hi[y(m, g)] = c > 0 ? 1 : 0;
-      // One per instance, plus a preference for lower-numbered GPUs too small to outweigh an
-      // instance: at most M * G instances, each under 1 / (M * G + 1).
-      cost[y(m, g)] = 1.0 + static_cast<double>(g + 1) / (static_cast<double>(G + 1) * static_cast<double>(M * G + 1));
+      hi[x(m, g)] = most(m, g);
+      hi[y(m, g)] = most(m, g) > 0 ? 1 : 0;
+      cost[y(m, g)] = 1.0;  // one per instance
     }
   CoinPackedMatrix rows(false, 0, 0);
   std::vector<double> rlo, rhi;
@@ -80,11 +87,11 @@ Placement solve_placement(const PlacementProblem& p) {
     rlo.push_back(p.robots[m]);
     rhi.push_back(p.robots[m]);
   }
-  for (size_t m = 0; m < M; ++m)  // robots only where an instance is: x <= capacity * y
+  for (size_t m = 0; m < M; ++m)  // robots only where an instance is: x <= most * y
     for (size_t g = 0; g < G; ++g) {
       CoinPackedVector r;
       r.insert(x(m, g), 1.0);
-      r.insert(y(m, g), -static_cast<double>(std::max(0, p.capacity[m][g])));
+      r.insert(y(m, g), -static_cast<double>(most(m, g)));
       rows.appendRow(r);
       rlo.push_back(-COIN_DBL_MAX);
       rhi.push_back(0.0);
@@ -97,32 +104,49 @@ Placement solve_placement(const PlacementProblem& p) {
     rlo.push_back(-COIN_DBL_MAX);
     rhi.push_back(1.0 + 1e-9);
   }
-  // Solves the rows above (and `extra` rows) with costs `c` over `n_vars` variables, the
-  // first 2 M G integer; the best solution's values.
+  // Solves `mat` (the rows above, perhaps with more) with costs `c`, the first 2 M G variables
+  // integer; the best solution's values. CBC runs with its default strategy (cut generators,
+  // heuristics; not its preprocessing, below): without them it branches on a weak relaxation
+  // (issue 30: 8 models on 4 GPUs took 17 s of CPU). `max_nodes` > 0: stop after that many
+  // nodes of the search (a count, not a time, so the answer is the same on any machine) and
+  // take the best placement found, setting *proven to whether it was proven the best (no
+  // placement found in time: an empty vector); 0: prove it or throw.
+  long long nodes = 0;  // CBC's search nodes over every solve
   auto solve = [&](const CoinPackedMatrix& mat, const std::vector<double>& vlo, const std::vector<double>& vhi,
                    const std::vector<double>& c, const std::vector<double>& row_lo,
-                   const std::vector<double>& row_hi) -> std::vector<double> {
+                   const std::vector<double>& row_hi, int max_nodes, bool* proven) -> std::vector<double> {
     OsiClpSolverInterface lp;
     lp.loadProblem(mat, vlo.data(), vhi.data(), c.data(), row_lo.data(), row_hi.data());
     for (int i = 0; i < n; ++i) lp.setInteger(i);
     lp.messageHandler()->setLogLevel(0);
     CbcModel model(lp);
+    CbcStrategyDefault strategy(1, 5, 0, 0);
+    strategy.setupPreProcessing(0);  // CBC's preprocessing, run from a CbcModel, lost solutions (wrong counts)
+    model.setStrategy(strategy);
     model.setLogLevel(0);
     model.messageHandler()->setLogLevel(0);
     model.setNumberThreads(0);
     model.setMaximumSeconds(60);
+    if (max_nodes > 0) model.setMaximumNodes(max_nodes);
     model.branchAndBound();
+    if (max_nodes > 0 && !model.isProvenInfeasible() && !model.bestSolution() && !model.maximumSecondsReached()) {
+      nodes += model.getNodeCount();
+      if (proven) *proven = false;
+      return {};
+    }
     if (model.isProvenInfeasible() || !model.bestSolution())
       refuse(p, "no placement serves every robot: the GPUs cannot hold the models' robots together within "
                 "their capacities (sum of robots / capacity per GPU at most 1); add GPUs or lower the demand");
-    if (!model.isProvenOptimal())
+    nodes += model.getNodeCount();
+    if (proven) *proven = model.isProvenOptimal();
+    if (!model.isProvenOptimal() && (max_nodes == 0 || model.maximumSecondsReached()))
       throw std::runtime_error("placement: CBC did not prove its placement the best within 60 s (" +
                                std::to_string(M) + " models on " + std::to_string(G) + " GPUs); try fewer GPUs or models");
     return std::vector<double>(model.bestSolution(), model.bestSolution() + mat.getNumCols());
   };
   // First the fewest instances; then, among placements with that many, the one whose most
   // loaded GPU is the least loaded (headroom where capacity was measured at the SLO's edge).
-  const std::vector<double> first = solve(rows, lo, hi, cost, rlo, rhi);
+  const std::vector<double> first = solve(rows, lo, hi, cost, rlo, rhi, 0, nullptr);
   double instances = 0;
   for (size_t m = 0; m < M; ++m)
     for (size_t g = 0; g < G; ++g) instances += std::lround(first[y(m, g)]);
@@ -148,10 +172,21 @@ Placement solve_placement(const PlacementProblem& p) {
   lo2.push_back(0.0);
   hi2.push_back(1.0 + 1e-9);
   cost2[L] = 1.0;
-  const std::vector<double> second = solve(rows2, lo2, hi2, cost2, rlo2, rhi2);
+  // The least load is a refinement (headroom), not the paper's objective, and proving it is a
+  // bin-packing proof that can take CBC minutes on 8 alike GPUs: a bounded search.
+  bool load_proven = true, ties_proven = true;
+  std::vector<double> second = solve(rows2, lo2, hi2, cost2, rlo2, rhi2, kLoadSearchNodes, &load_proven);
+  if (second.empty()) {  // none found in the bounded search: the fewest-instance placement, at its load
+    second = first;
+    std::vector<double> load(G, 0.0);
+    for (size_t m = 0; m < M; ++m)
+      for (size_t g = 0; g < G; ++g)
+        if (p.capacity[m][g] > 0) load[g] += std::round(first[x(m, g)]) / p.capacity[m][g];
+    second.push_back(G ? *std::max_element(load.begin(), load.end()) : 0.0);
+  }
   // Last, at that load (the third level of the order), whole-number costs CBC cannot round
   // away: an instance not placed before costs more than every instance's GPU number together
-  // (instances x G + 1), a GPU's number 0 .. G - 1 breaks the remaining ties.
+  // (instances x G + 1), a GPU's number 0 .. G - 1 breaks the remaining ties. Alike GPUs stay
   hi2[L] = second[L] + 1e-9;
   std::vector<double> cost3(n + 1, 0.0);
   for (size_t m = 0; m < M; ++m)
@@ -159,11 +194,15 @@ Placement solve_placement(const PlacementProblem& p) {
       const bool kept = m < p.before.size() && g < p.before[m].size() && p.before[m][g] > 0;
       cost3[y(m, g)] = (kept ? 0.0 : instances * static_cast<double>(G) + 1) + static_cast<double>(g);
     }
-  const std::vector<double> best = solve(rows2, lo2, hi2, cost3, rlo2, rhi2);
+  std::vector<double> best = solve(rows2, lo2, hi2, cost3, rlo2, rhi2, kLoadSearchNodes, &ties_proven);
+  if (best.empty()) best = second;  // none found in the bounded search: the least-load one
   std::vector<std::vector<int>> robots(M, std::vector<int>(G, 0));
   for (size_t m = 0; m < M; ++m)
     for (size_t g = 0; g < G; ++g) robots[m][g] = static_cast<int>(std::lround(best[x(m, g)]));
-  return finish(p, std::move(robots));
+  Placement out = finish(p, std::move(robots));
+  out.load_proven = load_proven && ties_proven;
+  out.solver_nodes = nodes;
+  return out;
 }
 
 namespace {
@@ -243,6 +282,91 @@ std::vector<Placement> control_traffic(const PlacementProblem& p, PlacementStrat
     phases.push_back(place_robots(q, c.robots, s));
   }
   return phases;
+}
+
+std::vector<int> scaled_demand(const PlacementProblem& p, int percent) {
+  std::vector<int> out;
+  for (int r : p.robots) out.push_back(static_cast<int>((static_cast<long long>(r) * percent + 99) / 100));
+  return out;
+}
+
+DemandSearch maximize_demand(const PlacementProblem& p, PlacementStrategy s, const DemandJudge& judge,
+                             const std::function<void(const DemandStep&)>& progress, int max_percent) {
+  if (max_percent < 1) throw std::invalid_argument("maximize_demand: max_percent below 1");
+  if (std::all_of(p.robots.begin(), p.robots.end(), [](int r) { return r <= 0; }))
+    throw std::invalid_argument("maximize_demand: every model has 0 robots: there is no demand to scale");
+  PlacementProblem q = p;
+  q.where = ConfigNode();  // a demand it cannot place is a step, not an error at the file
+  q.changes.clear();
+  DemandSearch out;
+  auto try_percent = [&](int percent) {
+    DemandStep st;
+    st.percent = percent;
+    st.robots = scaled_demand(p, percent);
+    try {
+      st.placement = place_robots(q, st.robots, s);
+      st.placed = true;
+    } catch (const std::invalid_argument& e) {
+      st.note = e.what();
+      const std::string prefix = "placement: ";
+      if (st.note.rfind(prefix, 0) == 0) st.note = st.note.substr(prefix.size());
+      const std::string none = "no placement serves every robot";
+      if (st.note.rfind(none, 0) == 0) st.note = none + " within the GPUs' capacities";
+    }
+    if (st.placed && st.placement.load_max > 1 + 1e-9) {
+      st.placed = false;
+      char b[96];
+      std::snprintf(b, sizeof b, "a GPU is loaded to %.0f%% of what it sustains", 100 * st.placement.load_max);
+      st.note = b;
+    }
+    st.holds = st.placed && (!judge || judge(st.robots, st.placement, &st.note));
+    out.steps.push_back(st);
+    if (progress) progress(out.steps.back());
+    if (st.holds && (out.best < 0 || percent > out.steps[static_cast<size_t>(out.best)].percent))
+      out.best = static_cast<int>(out.steps.size() - 1);
+    return st.holds;
+  };
+  int lo = 0, hi = 0;  // largest that held (0: none yet), smallest that did not (0: none yet)
+  for (int k = std::min(100, max_percent);; k = static_cast<int>(std::min<long long>(2LL * k, max_percent))) {
+    if (try_percent(k)) {
+      lo = k;
+      if (k == max_percent) {
+        out.capped = true;
+        return out;
+      }
+      continue;
+    }
+    hi = k;
+    break;
+  }
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (try_percent(mid) ? lo : hi) = mid;
+  }
+  return out;
+}
+
+std::string demand_search_markdown(const PlacementProblem& p, const DemandSearch& d) {
+  std::ostringstream os;
+  os << "| demand | robots |";
+  for (const std::string& m : p.models) os << ' ' << m << " |";
+  os << " instances | busiest GPU | holds | note |\n|---|---|";
+  for (size_t m = 0; m < p.models.size(); ++m) os << "---|";
+  os << "---|---|---|---|\n";
+  std::vector<size_t> order(d.steps.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return d.steps[a].percent < d.steps[b].percent; });
+  for (size_t i : order) {
+    const DemandStep& st = d.steps[i];
+    os << "| " << st.percent << "% | " << std::accumulate(st.robots.begin(), st.robots.end(), 0LL) << " |";
+    for (int r : st.robots) os << ' ' << r << " |";
+    if (st.placed) os << ' ' << st.placement.instances << " | " << std::lround(100 * st.placement.load_max) << "% |";
+    else os << " - | - |";
+    os << ' ' << (st.holds ? "yes" : "no") << (static_cast<int>(i) == d.best ? " (largest)" : "") << " | " << st.note << " |\n";
+  }
+  if (d.best < 0) os << "\nNo demand holds, down to 1% of the problem's.\n";
+  else if (d.capped) os << "\nEvery demand tried holds, up to the search's limit.\n";
+  return os.str();
 }
 
 std::string controller_markdown(const PlacementProblem& p, const std::vector<Placement>& phases) {
@@ -365,7 +489,7 @@ std::string placement_markdown(const PlacementProblem& p, const Placement& x, co
     os << '\n';
   }
   os << "\n" << x.instances << " model instances; the most loaded GPU at " << std::lround(100 * x.load_max)
-     << "% of what it sustains\n";
+     << "% of what it sustains" << (x.load_proven ? "" : " (the least load CBC found in its bounded search, not proven the least)") << "\n";
   return os.str();
 }
 
@@ -379,23 +503,24 @@ std::string placement_csv(const PlacementProblem& p, const Placement& x) {
 
 namespace {
 
-// Replaces, anywhere under `n`, a scalar `device:`, `first:` or `second:` naming device `from`
-// (or one of its units, "from.unit") by `to` (keeping the unit).
-void move_device_refs(YAML::Node n, const std::string& from, const std::string& to) {
+// Replaces, anywhere under `n`, a scalar `device:`, `first:` or `second:` naming a device of
+// `to` (or one of its units, "device.unit") by its new name (keeping the unit).
+void move_device_refs(YAML::Node n, const std::map<std::string, std::string>& to) {
   if (n.IsMap()) {
     for (auto it = n.begin(); it != n.end(); ++it) {
       const std::string key = it->first.as<std::string>();
       YAML::Node v = it->second;
       if (v.IsScalar() && (key == "device" || key == "first" || key == "second")) {
         const std::string ref = v.as<std::string>();
-        if (ref == from) v = to;
-        else if (ref.rfind(from + ".", 0) == 0) v = to + ref.substr(from.size());
+        const size_t dot = ref.find('.');
+        const auto m = to.find(ref.substr(0, dot));
+        if (m != to.end()) v = m->second + (dot == std::string::npos ? "" : ref.substr(dot));
       } else {
-        move_device_refs(v, from, to);
+        move_device_refs(v, to);
       }
     }
   } else if (n.IsSequence()) {
-    for (YAML::Node v : n) move_device_refs(v, from, to);
+    for (YAML::Node v : n) move_device_refs(v, to);
   }
 }
 
@@ -417,22 +542,42 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
                                 std::to_string(p.changes.size() + 1) + "), got " + std::to_string(phases.size()));
   ConfigNode root = ConfigNode::load_file(template_path);
   if (!root.is_map()) root.fail("a scenario is a map");
-  std::vector<ConfigNode> devs = root.required("hardware").required("devices").items();
-  if (devs.size() != 1 || devs[0].has("count"))
-    root.required("hardware").required("devices").fail("a fleet template has one device (the GPU every instance copies)");
-  const std::string dev = devs[0].required("name").as_string(), cat = devs[0].required("catalog").as_string();
+  const ConfigNode dev_list = root.required("hardware").required("devices");
+  const std::vector<ConfigNode> devs = dev_list.items();
+  // The slot: the template's devices of the problem GPUs' catalog entry (one GPU, or the two of
+  // an inter-GPU server), copied once per problem GPU; the other devices (a host CPU that
+  // GPUs hand data through) are shared by every slot and kept once.
+  const std::string cat = p.gpu_catalog.empty() ? "" : p.gpu_catalog.front();
+  std::vector<ConfigNode> slot, shared;
+  for (const ConfigNode& d : devs) (d.required("catalog").as_string() == cat ? slot : shared).push_back(d);
+  if (slot.empty())
+    dev_list.fail("a fleet template has a device of the problem's GPUs (catalog entry '" + cat +
+                  "'), copied once per GPU of the problem");
   for (size_t g = 0; g < p.gpus.size(); ++g)
     if (p.gpu_catalog[g] != cat)
-      devs[0].required("catalog").fail("the template's GPU is '" + cat + "' but the problem's " + p.gpus[g] + " is '" +
+      slot[0].required("catalog").fail("the template's GPU is '" + cat + "' but the problem's " + p.gpus[g] + " is '" +
                                        p.gpu_catalog[g] + "'");
-  if (root.has("links")) root.required("links").fail("a fleet template has no links");
-  // The template's model entries by name.
+  for (const ConfigNode& d : slot)
+    if (d.has("count"))
+      d.required("count").fail("a fleet template's GPU is one device (the fleet copies it once per GPU of the problem)");
+  // slot_names[g]: each slot device's name in the fleet: the problem's GPU name for a one-GPU
+  // slot, PROBLEMGPU-DEVICE for more.
+  std::vector<std::map<std::string, std::string>> slot_names(p.gpus.size());
+  std::set<std::string> fleet_names;
+  for (size_t g = 0; g < p.gpus.size(); ++g)
+    for (const ConfigNode& d : slot) {
+      const std::string name = d.required("name").as_string();
+      slot_names[g][name] = slot.size() == 1 ? p.gpus[g] : p.gpus[g] + "-" + name;
+      fleet_names.insert(slot_names[g][name]);
+    }
+  for (const ConfigNode& d : shared)
+    if (fleet_names.count(d.required("name").as_string()))
+      d.required("name").fail("this device's name is the name the fleet gives a GPU; rename it");
+  // The template's model entries by name; models the problem does not place are left out.
   std::map<std::string, YAML::Node> models;
   for (const ConfigNode& m : root.required("models").items()) {
     const std::string name = m.has("name") ? m.required("name").as_string() : m.required("card").as_string();
-    if (std::find(p.models.begin(), p.models.end(), name) == p.models.end())
-      m.fail("model '" + name + "' of the template is not in the placement problem");
-    models[name] = m.raw();
+    if (std::find(p.models.begin(), p.models.end(), name) != p.models.end()) models[name] = m.raw();
   }
   for (const std::string& name : p.models)
     if (!models.count(name)) root.required("models").fail("the template has no model '" + name + "' of the placement problem");
@@ -450,12 +595,34 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
 
   YAML::Node out = YAML::Clone(root.raw());
   YAML::Node devices(YAML::NodeType::Sequence);
-  for (const std::string& g : p.gpus) {
-    YAML::Node d = YAML::Clone(devs[0].raw());
-    d["name"] = g;
-    devices.push_back(d);
-  }
+  for (size_t g = 0; g < p.gpus.size(); ++g)
+    for (const ConfigNode& sd : slot) {
+      YAML::Node d = YAML::Clone(sd.raw());
+      d["name"] = slot_names[g][sd.required("name").as_string()];
+      devices.push_back(d);
+    }
+  for (const ConfigNode& sd : shared) devices.push_back(YAML::Clone(sd.raw()));
   out["hardware"]["devices"] = devices;
+  // Links: one touching a slot device is copied per GPU (its ends renamed, and its name given
+  // the GPU's); one between shared devices is kept once.
+  if (root.required("hardware").has("links")) {
+    YAML::Node links(YAML::NodeType::Sequence);
+    for (const ConfigNode& l : root.required("hardware").required("links").items()) {
+      const std::vector<std::string> ends = l.required("between").as_strings();
+      const bool per_gpu = std::any_of(ends.begin(), ends.end(), [&](const std::string& e) { return slot_names[0].count(e) > 0; });
+      for (size_t g = 0; g < (per_gpu ? p.gpus.size() : 1); ++g) {
+        YAML::Node li = YAML::Clone(l.raw());
+        if (per_gpu) {
+          YAML::Node between(YAML::NodeType::Sequence);
+          for (const std::string& e : ends) between.push_back(slot_names[g].count(e) ? slot_names[g][e] : e);
+          li["between"] = between;
+          if (l.has("name")) li["name"] = l.required("name").as_string() + "-" + p.gpus[g];
+        }
+        links.push_back(li);
+      }
+    }
+    out["hardware"]["links"] = links;
+  }
   YAML::Node model_list(YAML::NodeType::Sequence), workload(YAML::NodeType::Sequence);
   for (size_t m = 0; m < p.models.size(); ++m)
     for (size_t g = 0; g < p.gpus.size(); ++g) {
@@ -465,7 +632,7 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
       YAML::Node mi = YAML::Clone(models[p.models[m]]);
       if (!mi["card"]) mi["card"] = p.models[m];
       mi["name"] = inst;
-      move_device_refs(mi, dev, p.gpus[g]);
+      move_device_refs(mi, slot_names[g]);
       model_list.push_back(mi);
       for (const ConfigNode& w : root.required("workload").items()) {
         if (w.required("model").as_string() != p.models[m]) continue;
@@ -519,7 +686,7 @@ std::string live_fleet_scenario_yaml(const PlacementProblem& p, const std::strin
   for (const ConfigNode& w : root.required("workload").items()) {
     const std::string model = w.required("model").as_string();
     const size_t m = static_cast<size_t>(std::find(p.models.begin(), p.models.end(), model) - p.models.begin());
-    if (m == p.models.size()) w.required("model").fail("model '" + model + "' is not in the placement problem");
+    if (m == p.models.size()) continue;  // a template model the problem does not place
     const double start = w.get_nonneg("start_s", 0), dur = w.get_positive("duration_s", 0);
     std::vector<int> count(phases);
     for (size_t k = 0; k < phases; ++k) count[k] = k == 0 ? p.robots[m] : p.changes[k - 1].robots[m];

@@ -4,6 +4,7 @@
 // SystemC, no oneDNN.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct Placement {
   std::vector<std::vector<int>> robots;  // [model][gpu]: robots that GPU's instance serves
   int instances = 0;                     // (model, GPU) pairs serving at least one robot
   double load_max = 0;                   // the most loaded GPU's sum of robots / capacity
+  // false: the fewest instances are proven, but the load and tie-breaks below are the best a
+  // bounded search found (solve_placement); true for the baselines.
+  bool load_proven = true;
+  long long solver_nodes = 0;  // branch-and-bound nodes CBC searched over its solves (0: no solver)
 };
 
 // The placement that serves every robot with as few model instances as possible (each
@@ -42,8 +47,12 @@ struct Placement {
 // assigned to a GPU whose capacity for its model is above 0, and on every GPU the sum over
 // models of robots / capacity at most 1. Among placements with the fewest instances, one whose
 // most loaded GPU is the least loaded; among those, one keeping the instances of
-// problem.before, then lower-numbered GPUs (the same problem gives the same placement). Throws ConfigError at problem.where (std::invalid_argument without one)
-// when no placement serves every robot, saying which model's demand passes what the GPUs hold.
+// problem.before, then lower-numbered GPUs (the same problem gives the same placement). The
+// fewest instances are proven (CBC); the least load and the tie-breaks are searched over a
+// fixed number of CBC nodes and, where that search ends unproven, are the best it found
+// (Placement::load_proven false). Throws ConfigError at problem.where (std::invalid_argument
+// without one) when no placement serves every robot, saying which model's demand passes what
+// the GPUs hold, and std::runtime_error when CBC passes its 60 s limit.
 Placement solve_placement(const PlacementProblem& problem);
 
 // How robots are placed: Robion's integer program, or the baselines SYSTEMS.md compares it
@@ -60,6 +69,39 @@ Placement place_robots(const PlacementProblem& p, const std::vector<int>& robots
 // every change of demand (p.changes), one per phase. A phase that cannot be placed is refused
 // at its change.
 std::vector<Placement> control_traffic(const PlacementProblem& p, PlacementStrategy s);
+
+// The search for the largest demand a problem serves (place --maximize): the problem's demand
+// scaled by a percentage, every model's robots rounded up (robots x percent / 100).
+std::vector<int> scaled_demand(const PlacementProblem& p, int percent);
+
+// One demand the search tried.
+struct DemandStep {
+  int percent = 0;          // of the problem's demand (its robots)
+  std::vector<int> robots;  // per model: scaled_demand
+  bool placed = false;      // the strategy placed it (the integer program: within every GPU's capacity)
+  bool holds = false;       // placed, and the judge says the fleet holds the SLO
+  std::string note;         // why it was not placed, or the judge's words
+  Placement placement;      // when placed
+};
+struct DemandSearch {
+  std::vector<DemandStep> steps;  // in the order tried
+  int best = -1;                  // index in steps of the largest demand that holds; -1: none
+  bool capped = false;            // the search stopped at max_percent with every demand holding
+};
+// Judges a placed demand: true when the fleet holds the SLO, with its words in *note.
+using DemandJudge = std::function<bool(const std::vector<int>& robots, const Placement& x, std::string* note)>;
+// The largest whole percentage (1 .. max_percent) of p's demand (p.robots; p.changes are not
+// scaled) that strategy `s` places and `judge` (when set) says holds: from 100%, doubling
+// while it holds, then halving the interval between the largest that held and the smallest
+// that did not. A demand that cannot be placed (the integer program finds no placement;
+// even or dedicated load a GPU past 1) does not hold. Assumes a demand holds when a larger one
+// does (the steps are all kept, so a breach of that can be seen); `progress` hears each step.
+// Throws std::invalid_argument when every model has 0 robots or max_percent < 1, and what
+// place_robots throws other than its refusal of a demand it cannot place.
+DemandSearch maximize_demand(const PlacementProblem& p, PlacementStrategy s, const DemandJudge& judge,
+                             const std::function<void(const DemandStep&)>& progress, int max_percent = 100000);
+// The search's steps as a Markdown table (largest demand that holds marked).
+std::string demand_search_markdown(const PlacementProblem& p, const DemandSearch& d);
 
 // Reads a placement problem:
 //   gpus: [{name: gpu, catalog: h100-sxm, count: 4}]       # count: N makes gpu0 .. gpuN-1
@@ -79,14 +121,20 @@ std::string placement_csv(const PlacementProblem& p, const Placement& x);
 std::string controller_markdown(const PlacementProblem& p, const std::vector<Placement>& phases);
 std::string controller_csv(const PlacementProblem& p, const std::vector<Placement>& phases);
 
-// A scenario of the whole fleet from a one-GPU template scenario: the template's device once
-// per GPU of the problem (named as the problem names them), and for every GPU serving a model
-// in any phase a copy of the template's entry for that model (named MODEL-GPU, its placement
-// moved to that GPU); per phase, a copy of its workload entry with `count:` set to the robots
-// placed there, running from the phase's start (start_s) to its end (duration_s; the last phase
-// to the end of the template's duration). Throws ConfigError at the template when it has other
-// than one device, a device of another catalog entry than the problem's GPUs, or models that
-// differ from the problem's, and at a change that comes after the template's workload ends.
+// A scenario of the whole fleet from a template scenario of one server. The template's devices
+// of the problem GPUs' catalog entry are the slot, copied once per GPU of the problem: one GPU
+// keeps the problem's GPU name; several (an inter-GPU server's VLM GPU and action GPU) are
+// named GPU-DEVICE. Its other devices (a host CPU a vLLM-Omni-like server hands data through)
+// are shared by every slot and kept once. A link touching a slot device is copied per slot
+// (ends renamed); one between shared devices is kept once. For every GPU serving a model in
+// any phase, a copy of the template's entry for that model (named MODEL-GPU, its device
+// references moved to that slot); template models the problem does not place are left out.
+// Per phase, a copy of its workload entry with `count:` set to the robots placed there,
+// running from the phase's start (start_s) to its end (duration_s; the last phase to the end
+// of the template's duration). Throws ConfigError at the template when it has no device of
+// the problem's catalog entry, a slot device with a count, a shared device named as a fleet
+// GPU, no entry for a model of the problem, and at a change that comes after the template's
+// workload ends.
 std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Placement>& phases,
                                 const std::string& template_path);
 // The fleet for the live traffic controller (scheduler/traffic_controller.h): the template's

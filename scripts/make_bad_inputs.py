@@ -151,6 +151,28 @@ DROP |= {
     "scn_val_split5_async__prompt__zero", "scn_val_split5_serial__prompt__zero",
 }
 # Catalog extremes that only make the simulated machine faster or slower by a sane amount.
+# Valid values the rotation of NUMERIC_VALUES reached when the fleet replay's scenarios were
+# added (issue 30): seed 0, prompt 0, start_s 0, a tiny drain, jitter or deadline run; depth 0
+# is "one per stage", refused at the batch it can never fill, not at depth.
+DROP |= {
+    "scn_sys_robion_fleet_dynamic_h100__seed__zero",
+    "scn_sys_robion_fleet_h100__seed__zero",
+    "scn_sys_robion_fleet_monolithic_h100__seed__zero",
+    "scn_sys_robion_fleet_vllm_omni_h100__depth__zero",
+    "scn_sys_robion_intergpu_h100__seed__zero",
+    "scn_sys_xpu_characterisation__deadline_ms__tiny",
+    "scn_sys_xpu_characterisation__seed__zero",
+    "scn_val_dp_cache_dit_pair__start_s__tiny",
+    "scn_val_dp_cache_pair__drain_s__tiny",
+    "scn_val_rate_70pct__seed__zero",
+    "scn_val_rate_95pct__prompt__zero",
+    "scn_val_split1_async__seed__zero",
+    "scn_val_split1_serial__seed__zero",
+    "scn_val_two_models__jitter_ms__tiny",
+    "scn_val_two_models__prompt__zero",
+    "scn_val_v_aefusion_off__drain_s__tiny",
+    "scn_val_v_aefusion_pair__start_s__zero",
+}
 DROP |= {"cat_" + k for k in (
     "epyc_2vcpu__bw_gbs_per_node__huge", "epyc_2vcpu__core_bw_gbs__huge", "epyc_2vcpu__ghz__huge",
     "epyc_2vcpu__llc_mb__huge", "epyc_2vcpu__llc_mb__tiny", "epyc_2vcpu__matrix_bf16__huge",
@@ -1165,6 +1187,62 @@ def engine_round2_cases():
         add(cid, cmd, code, expect, desc, "scenarios/%s.yaml" % cid, text)
 
 
+# The fleet tooling of issue 30: place --maximize and its --slo (session of 2026-12-03).
+# ---------------------------------------------------------------------------------------------
+def fleet_tooling_cases():
+    gpus = "gpus: [{name: gpu, catalog: h100-sxm, count: 2}]\n"
+    models = "models:\n  - {name: pi0, robots: 10, capacity: {h100-sxm: 20}}\n  - {name: smolvla, robots: 10, capacity: {h100-sxm: 84}}\n"
+    problem = "{src}/scenarios/placement/robion_4xh100.yaml"
+    tmpl = " --template {src}/scenarios/systems/robion_serving_h100.yaml -o {tmp}/out"
+    add("place_maximize_changes", "{vlasim} place {file} -q --maximize", 2,
+        "place_maximize_changes.yaml:6 && changes && --maximize", "place --maximize of a problem with changing demand",
+        "placement/place_maximize_changes.yaml", gpus + models + "changes:\n  - {at_s: 5, robots: {pi0: 3}}\n")
+    add("place_maximize_no_demand", "{vlasim} place {file} -q --maximize", 2,
+        "place_maximize_no_demand.yaml:3 && models && 0 robots", "place --maximize of a problem whose models have 0 robots",
+        "placement/place_maximize_no_demand.yaml", gpus + models.replace("robots: 10", "robots: 0"))
+    add("place_slo_without_maximize", "{vlasim} place " + problem + " -q --slo 0.98" + tmpl, 2,
+        "--slo && --maximize", "place --slo without --maximize")
+    add("place_maximize_template_without_slo", "{vlasim} place " + problem + " -q --maximize" + tmpl, 2,
+        "--slo && deadline attainment", "place --maximize --template without --slo")
+    add("place_maximize_slo_without_template", "{vlasim} place " + problem + " -q --maximize --slo 0.98", 2,
+        "--slo && --template", "place --maximize --slo without a template")
+    for tag, v in (("above_one", "1.5"), ("zero_neg", "-0.5"), ("nan", "nan")):
+        add("place_maximize_slo_" + tag, "{vlasim} place " + problem + " -q --maximize --slo " + v + tmpl, 2,
+            "--slo", "place --maximize --slo " + v)
+    add("place_maximize_slo_text", "{vlasim} place " + problem + " -q --maximize --slo most" + tmpl, 2,
+        "--slo", "place --maximize --slo most")
+    add("place_maximize_live", "{vlasim} place " + problem + " -q --maximize --live 1" + tmpl, 2,
+        "--live && --maximize", "place --maximize --live")
+    # Fleet templates of more than one device (issue 30 item d): the slot is the devices of the
+    # problem's GPU catalog entry, other devices are shared.
+    wl = "workload:\n  - {model: pi0, rate_hz: 10, deadline_ms: 100, duration_s: 1}\n  - {model: smolvla, rate_hz: 10, deadline_ms: 100, duration_s: 1}\n"
+    mods = "models:\n  - {card: pi0}\n  - {card: smolvla}\n"
+    templates = [
+        ("tmpl_no_gpu", "name: t\nhardware:\n  devices: [{name: cpu0, catalog: epyc-2vcpu}]\n" + mods + wl,
+         "tmpl_no_gpu.yaml:3 && devices && h100-sxm", "a fleet template without a device of the problem's GPUs"),
+        ("tmpl_host_named_gpu0", "name: t\nhardware:\n  devices:\n    - {name: gpux, catalog: h100-sxm}\n"
+         "    - {name: gpu0, catalog: xeon-platinum-8470q}\n" + mods + wl,
+         "tmpl_host_named_gpu0.yaml:5 && name && rename", "a fleet template's host named as a fleet GPU"),
+        ("tmpl_gpu_count", "name: t\nhardware:\n  devices:\n    - {name: gpux, catalog: h100-sxm, count: 2}\n" + mods + wl,
+         "tmpl_gpu_count.yaml:4 && count", "a fleet template's GPU with a count"),
+        ("tmpl_missing_model", "name: t\nhardware:\n  devices: [{name: gpux, catalog: h100-sxm}]\nmodels:\n  - {card: pi0}\n"
+         "workload:\n  - {model: pi0, rate_hz: 10, duration_s: 1}\n",
+         "tmpl_missing_model.yaml:5 && models && smolvla", "a fleet template without a model of the problem"),
+    ]
+    # --maximize simulates each demand's fleet: a template whose fleet cannot load stops the
+    # search at its first step, naming the fleet file and the key (not "no demand holds").
+    add("tmpl_maximize_unknown_unit", "{vlasim} place " + problem + " -q --maximize --slo 0.98 --template {file} -o {tmp}/out", 2,
+        "demand_156_robots.yaml && placement && nosuch", "place --maximize with a template placing a model on a unit that is not there",
+        "scenarios/tmpl_maximize_unknown_unit.yaml",
+        "name: t\nhardware:\n  devices: [{name: gpux, catalog: h100-sxm}]\nmodels:\n"
+        "  - {card: pi0, placement: [{stages: [vision, prefix, action], device: gpux.nosuch}]}\n  - {card: smolvla}\n" + wl)
+    for cid, text, expect, desc in templates:
+        add(cid, "{vlasim} place " + problem + " -q --template {file} -o {tmp}/out", 2, expect, desc,
+            "scenarios/%s.yaml" % cid, text)
+    add("place_maximize_without_out", "{vlasim} place " + problem + " -q --maximize --slo 0.98 --template {src}/scenarios/systems/robion_serving_h100.yaml", 2,
+        "--template && -o DIR", "place --maximize --template without -o")
+
+
 def main():
     # Everything here is generated except README.md, which is kept.
     os.makedirs(OUT, exist_ok=True)
@@ -1186,6 +1264,7 @@ def main():
     round2_cases()
     gpu_import_cases()
     engine_round2_cases()
+    fleet_tooling_cases()
     trace_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
         f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")

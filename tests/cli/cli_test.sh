@@ -277,7 +277,7 @@ check "streams.csv: the expert read prefixes (staleness set)" awk -F, '$1 == "ex
 # Capacity search (issue 11): the knee of a load sweep at a deadline-attainment SLO.
 "$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:4 --goal capacity --slo 0.98 -q >"$tmp/cap.out" 2>&1; rc=$?
 check "capacity sweep exits 0" test "$rc" -eq 0
-check "capacity sweep names the knee and the first value past it" grep -q "capacity at 98% deadline attainment: workload.0.count = [0-9]* ([0-9]* misses)" "$tmp/cap.out"
+check "capacity sweep names the knee, the first value past it and the model that limits it" grep -q "capacity at 98% deadline attainment: workload.0.count = [0-9]* ([0-9]* misses: model pi0 at [0-9.]*%)" "$tmp/cap.out"
 expect_error "capacity without --slo" 2 "needs --slo" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --goal capacity
 expect_error "capacity over decreasing values" 2 "increasing order" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=3,2 --goal capacity --slo 0.9
 expect_error "--slo without capacity" 2 "goes with --goal capacity" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --slo 0.9
@@ -288,6 +288,7 @@ expect_error "--slo out of range" 2 "slo" sweep "$src/scenarios/pi0_rtx4090.yaml
 check "a grid sweep exits 0" test "$rc" -eq 0
 check "grid.csv: one knee per configuration" test "$(($(wc -l < "$tmp/grid/grid.csv") - 1))" -eq 2
 check "a grid writes each configuration's sweep" test -s "$tmp/grid/workload.0.deadline_ms=40/sweep.csv"
+check "sweep.csv: the old columns, then the lowest model and one attainment column per model" grep -q "^value,ok,mean_latency_s,p50_latency_s,p99_latency_s,throughput_hz,deadline_attainment,peak_memory_bytes,best,error,lowest_model,lowest_model_attainment,attainment:pi0$" "$tmp/grid/workload.0.deadline_ms=40/sweep.csv"
 "$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:2 --set models.0.views=2,9 --goal capacity --slo 0.98 -q >"$tmp/gridr.out" 2>&1; rc=$?
 check "a grid goes on past a configuration refused at every value and says why" test "$rc" -eq 0 -a -n "$(grep -e 'models.0.views=9 refused: .*allows at most 3' "$tmp/gridr.out")"
 expect_error "a key twice in a grid" 2 "given twice" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:3 --set workload.0.count=1,2
@@ -304,6 +305,17 @@ check "place --template writes the fleet's scenario" test "$rc" -eq 0 -a -s "$tm
 "$bin" simulate "$tmp/fleet/fleet.yaml" -q -o "$tmp/fleet/sim"; rc=$?
 check "the fleet's scenario simulates" test "$rc" -eq 0 -a -s "$tmp/fleet/sim/report.json"
 check "the fleet's robots are the problem's" test "$(grep -c . <(awk -F, 'NR > 1 { print $3 }' "$tmp/fleet/sim/requests.csv" | sort -u))" -ge 2
+"$bin" place "$src/scenarios/placement/robion_4xh100.yaml" --maximize --template "$src/scenarios/systems/robion_serving_h100.yaml" --slo 0.98 -o "$tmp/maxi" >"$tmp/maxi.out" 2>"$tmp/maxi.err"; rc=$?
+check "place --maximize --template --slo exits 0 and marks the largest demand that holds" test "$rc" -eq 0 -a -n "$(grep -e '| yes (largest) | simulated: lowest model' "$tmp/maxi/maximize.md")"
+check "place --maximize says each step on stderr" grep -q "^demand 100% (156 robots): placed, simulated: lowest model .*: holds$" "$tmp/maxi.err"
+check "place --maximize writes the largest demand's fleet" test -s "$tmp/maxi/fleet.yaml" -a -s "$tmp/maxi/placement.csv"
+# Issue 30: Robion's fleet replay (8 models on 4 H100s) places and its fleet simulates; OpenVLA
+# (autoregressive decode) is placed with the same template, its decode on the action stream.
+"$bin" place "$src/scenarios/placement/robion_fleet_4xh100.yaml" --template "$src/scenarios/systems/robion_fleet_h100.yaml" -o "$tmp/rfleet" -q >/dev/null 2>&1 && "$bin" simulate "$tmp/rfleet/fleet.yaml" -q -o "$tmp/rfleet/sim" >/dev/null 2>&1; rc=$?
+check "the fleet replay places and its fleet simulates" test "$rc" -eq 0 -a "$(grep -c '"name": "[a-z0-9]*-[ab]-gpu[0-3]"' "$tmp/rfleet/sim/report.json")" -eq 8
+printf 'gpus: [{name: gpu, catalog: h100-sxm, count: 2}]\nmodels:\n  - {name: pi0-a, robots: 6, capacity: {h100-sxm: 12}}\n  - {name: openvla, robots: 2, capacity: {h100-sxm: 5}}\n' >"$tmp/ovla.yaml"
+"$bin" place "$tmp/ovla.yaml" --template "$src/scenarios/systems/robion_fleet_dynamic_h100.yaml" -o "$tmp/ovla" -q >/dev/null 2>&1 && "$bin" simulate "$tmp/ovla/fleet.yaml" -o "$tmp/ovla/sim" >"$tmp/ovla.out" 2>&1; rc=$?
+check "OpenVLA is placed with a Robion template and its decode runs" test "$rc" -eq 0 -a -n "$(grep -e '^  stage decode  mean' "$tmp/ovla.out")"
 expect_error "place --template without -o" 2 "give -o DIR" place "$src/scenarios/placement/robion_4xh100.yaml" --template "$src/scenarios/systems/robion_serving_h100.yaml"
 printf 'gpus: [{name: g, catalog: h100-sxm}]\nmodels:\n  - {name: a, robots: 30, capacity: {h100-sxm: 10}}\n' >"$tmp/noplace.yaml"
 expect_error "place: demand past the GPUs" 2 "noplace.yaml:3:.*models.*has 30 robots but the GPUs hold at most 10" place "$tmp/noplace.yaml"

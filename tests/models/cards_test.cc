@@ -15,7 +15,7 @@ using testing::card;
 
 const std::vector<std::string> kExpected = {"diffusion_policy", "gr00t_n15", "gr00t_tiny", "minddrive",
                                             "openvla",          "orion",     "pi0",        "pi05",
-                                            "pi0_small",        "pi0_tiny",  "smolvla"};
+                                            "pi0_small",        "pi0_tiny",  "smolvla",   "xiaomi_robotics_0"};
 
 TEST(Cards, TheShippedSetIsComplete) {
   std::vector<std::string> names = card_names(default_cards_dir());
@@ -147,6 +147,18 @@ TEST(SmallCards, Pi0SmallIsAFewGflopAndPi0TinyUnderOne) {
   // Same structure as pi0: the same stages and one expert block per backbone block.
   EXPECT_EQ(small.blocks(Stage::Prefix), small.blocks(Stage::Action));
   EXPECT_EQ(small.suffix_tokens, 11);
+}
+
+// Xiaomi-Robotics-0 (issue 30): its one published size is 4.7B parameters (MODELS.md); the
+// card's backbone is Qwen3-VL-4B's and its expert is sized by assumption, so the total must
+// land near 4.7B, with the Qwen3-VL-4B part (vision + backbone) near 4.4B of it.
+TEST(Cards, XiaomiRobotics0IsQwen3Vl4bWithAnExpertToTheStatedSize) {
+  const OpGraph g = build_graph(card("xiaomi_robotics_0"), RunShape{});  // bf16: 2 bytes a parameter
+  EXPECT_NEAR(g.param_bytes() / 2e9, 4.7, 0.2);
+  EXPECT_NEAR((g.param_bytes(Stage::Vision) + g.param_bytes(Stage::Prefix)) / 2e9, 4.4, 0.2);
+  EXPECT_NEAR(g.param_bytes(Stage::Action) / 2e9, 0.3, 0.1);
+  const ModelCard c = card("xiaomi_robotics_0");
+  EXPECT_EQ(c.defaults.views, 2);  // MODELS.md: 2 views
 }
 
 TEST(CardDir, EnvironmentVariableOverridesTheBuiltInDirectory) {

@@ -49,6 +49,15 @@ std::vector<SweepRow> awkward_rows() {
   r.activations = 123456789012ULL;
   r.trace_truncated = true;
   r.partial = "";
+  ModelMetrics m1, m2;
+  m1.name = "pi0-gpu0";
+  m1.card = "pi0";
+  m1.requests = 60;
+  m1.with_deadline = 60;
+  m1.deadline_attainment = 0.1 + 0.2;
+  m2.name = "a name, with\nbytes: 3:x ";
+  m2.requests = 40;
+  r.models = {m1, m2};
   SweepRow b;
   b.value = "";
   b.ok = false;
@@ -86,6 +95,14 @@ void expect_same_row(const SweepRow& x, const SweepRow& y) {
   EXPECT_EQ(r.activations, s.activations);
   EXPECT_EQ(r.trace_truncated, s.trace_truncated);
   EXPECT_EQ(r.partial, s.partial);
+  ASSERT_EQ(r.models.size(), s.models.size());
+  for (size_t i = 0; i < r.models.size(); ++i) {
+    EXPECT_EQ(r.models[i].name, s.models[i].name);
+    EXPECT_EQ(r.models[i].card, s.models[i].card);
+    EXPECT_EQ(r.models[i].requests, s.models[i].requests);
+    EXPECT_EQ(r.models[i].with_deadline, s.models[i].with_deadline);
+    EXPECT_TRUE(same_bits(r.models[i].deadline_attainment, s.models[i].deadline_attainment));
+  }
   for (auto [p, q] : {std::pair{r.horizon_s, s.horizon_s},
                       {r.end_s, s.end_s},
                       {r.latency.mean, s.latency.mean},
@@ -114,10 +131,10 @@ TEST(SweepRows, RefusesTextItDidNotWrite) {
   for (size_t n = 0; n < text.size(); ++n)
     EXPECT_THROW(decode_sweep_rows(text.substr(0, n)), std::runtime_error) << "cut at " << n;
   EXPECT_THROW(decode_sweep_rows(text + "x"), std::runtime_error);
-  EXPECT_THROW(decode_sweep_rows("vlasim-sweep-rows 2 0\n"), std::runtime_error);
-  EXPECT_THROW(decode_sweep_rows("vlasim-sweep-rows 1 1\n99999999999999999999999:x \n"), std::runtime_error);
+  EXPECT_THROW(decode_sweep_rows("vlasim-sweep-rows 1 0\n"), std::runtime_error);  // the format before per-model rows
+  EXPECT_THROW(decode_sweep_rows("vlasim-sweep-rows 2 1\n99999999999999999999999:x \n"), std::runtime_error);
   try {
-    decode_sweep_rows("vlasim-sweep-rows 1 1\n1:a 2 ");
+    decode_sweep_rows("vlasim-sweep-rows 2 1\n1:a 2 ");
     FAIL() << "a flag of 2 was accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("at byte"), std::string::npos) << e.what();
@@ -234,6 +251,49 @@ TEST(Sweep, CapacityIsTheKneeNotTheLastValueThatMeetsTheSlo) {
   EXPECT_NE(finish_sweep(spec, load_rows({1.0, 0.5})).goal, "capacity");
 }
 
+// Issue 30: capacity holds the SLO for every model, not for the requests together. A row where
+// one model is at 53% beside others at 99% (98.1% together) is a miss, and names that model.
+TEST(Sweep, CapacityHoldsTheSloForEveryModelAndNamesTheOneThatLimitsIt) {
+  SweepSpec spec = split_sweep();
+  spec.capacity_slo = 0.98;
+  std::vector<SweepRow> rows = load_rows({1.0, 0.99, 0.981, 0.9});
+  auto model = [](const std::string& name, size_t n, double att) {
+    ModelMetrics m;
+    m.name = name;
+    m.requests = m.with_deadline = n;
+    m.deadline_attainment = att;
+    return m;
+  };
+  rows[0].report.models = {model("pi0-gpu0", 50, 1.0), model("smolvla-gpu0", 50, 1.0)};
+  rows[1].report.models = {model("pi0-gpu0", 50, 0.99), model("smolvla-gpu0", 50, 0.99)};
+  rows[2].report.models = {model("pi0-gpu0", 975, 0.995), model("smolvla-gpu0", 25, 0.53),
+                           model("idle", 0, 1.0)};  // no request with a deadline: not judged
+  rows[2].report.models[2].with_deadline = 0;
+  rows[3].report.models = {model("pi0-gpu0", 50, 0.9), model("smolvla-gpu0", 50, 0.9)};
+  ASSERT_GE(rows[2].report.deadline_attainment, spec.capacity_slo);  // together it would pass
+  const SweepResult r = finish_sweep(spec, rows);
+  EXPECT_EQ(r.best, 1);
+  EXPECT_EQ(r.first_miss, 2);
+  EXPECT_EQ(r.limiting_model, "smolvla-gpu0");
+  EXPECT_DOUBLE_EQ(r.limiting_attainment, 0.53);
+  EXPECT_NE(sweep_table(r).find("first below the SLO: model smolvla-gpu0 (53.0%)"), std::string::npos) << sweep_table(r);
+  EXPECT_FALSE(row_meets_slo(rows[2], 0.98));
+  EXPECT_TRUE(row_meets_slo(rows[2], 0.5));
+  EXPECT_EQ(lowest_model_attainment(rows[0].report).first, "pi0-gpu0");  // a tie: the first
+  // sweep.csv keeps its columns and adds the lowest model and one attainment column per model.
+  const std::filesystem::path dir = testing::scratch_dir("capacity_per_model");
+  write_sweep(r, dir.string());
+  std::ifstream in(dir / "sweep.csv");
+  std::string header, line;
+  std::getline(in, header);
+  EXPECT_EQ(header,
+            "value,ok,mean_latency_s,p50_latency_s,p99_latency_s,throughput_hz,deadline_attainment,peak_memory_bytes,"
+            "best,error,lowest_model,lowest_model_attainment,attainment:pi0-gpu0,attainment:smolvla-gpu0,attainment:idle");
+  for (int i = 0; i < 3; ++i) std::getline(in, line);
+  EXPECT_NE(line.find(",smolvla-gpu0,0.53,0.995,0.53,"), std::string::npos) << line;
+  EXPECT_EQ(line.back(), ',');  // idle had no deadline: its cell is empty
+}
+
 TEST(Sweep, CapacityNeedsIncreasingNumbersAndDeadlines) {
   SweepSpec spec = split_sweep();
   spec.capacity_slo = 0.9;
@@ -331,7 +391,12 @@ TEST(SweepGrid, EachConfigurationsKeysAreSetBeforeTheSweptOnesAndChangeTheKnee) 
   std::ifstream csv(dir / "grid.csv");
   std::string header;
   std::getline(csv, header);
-  EXPECT_EQ(header, "workload.0.deadline_ms,capacity,first_miss");
+  EXPECT_EQ(header, "workload.0.deadline_ms,capacity,first_miss,limiting_model,limiting_attainment");
+  // The tighter deadline's first miss names its one model (pi0's scenario has one).
+  std::string row;
+  std::getline(csv, row);
+  std::getline(csv, row);
+  if (g.sweeps[1].first_miss >= 0) EXPECT_NE(row.find(",pi0,"), std::string::npos) << row;
   EXPECT_GE(files.size(), 2u);
 }
 

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <functional>
+#include <numeric>
 #include <random>
 
 #include "models/builder.h"
@@ -95,6 +96,67 @@ TEST(Placement, ConcentratesAModelsRobotsOnFewGpus) {
   p.capacity = {{20, 20, 20, 20}, {80, 80, 80, 80}};
   const Placement x = solve_placement(p);
   EXPECT_EQ(x.instances, 3);  // pi0 needs two GPUs; SmolVLA fits on one (even splitting: 8)
+}
+
+// Issue 30: Robion's fleet replay (8 models, two instances each of four, on 4 H100s) took CBC
+// 138,533 nodes (17 s of CPU) with a bare CbcModel and x <= capacity * y; with the bound
+// min(capacity, robots) and CBC's default cuts and heuristics it takes a few hundred. Nodes
+// are a count, not a time: the same on any machine.
+TEST(Placement, TheFleetReplayOfEightModelsOnFourGpusIsSolvedInFewNodes) {
+  PlacementProblem p;
+  p.gpus = {"gpu0", "gpu1", "gpu2", "gpu3"};
+  const std::vector<std::pair<std::string, int>> kinds = {{"pi0", 20}, {"pi05", 18}, {"smolvla", 84}, {"gr00t", 40}};
+  for (const auto& [name, cap] : kinds)
+    for (const char* copy : {"-a", "-b"}) {
+      p.models.push_back(name + copy);
+      p.robots.push_back(13);
+      p.capacity.push_back(std::vector<int>(4, cap));
+    }
+  const Placement x = solve_placement(p);
+  EXPECT_EQ(x.instances, 8);  // every model on one GPU
+  EXPECT_TRUE(x.load_proven);
+  EXPECT_NEAR(x.load_max, 13.0 / 20 + 13.0 / 40, 1e-9);  // pi0 beside GR00T: pi0.5 fits only beside SmolVLA
+  EXPECT_LT(x.solver_nodes, 5000) << "the old set-up searched 138,533";
+  for (size_t m = 0; m < p.models.size(); ++m)
+    EXPECT_EQ(std::accumulate(x.robots[m].begin(), x.robots[m].end(), 0), 13) << p.models[m];
+}
+
+// Issue 30: place --maximize. 4 robots of a model two GPUs hold 10 each of: placed up to 20
+// robots, so 500% (ceil(4 x 5) = 20) is the largest demand and 501% (21 robots) is not placed.
+TEST(Placement, MaximizeFindsTheLargestDemandPlacedOrHeldByTheJudge) {
+  PlacementProblem p;
+  p.models = {"a"};
+  p.gpus = {"g0", "g1"};
+  p.robots = {4};
+  p.capacity = {{10, 10}};
+  std::vector<int> seen;
+  const DemandSearch d = maximize_demand(p, PlacementStrategy::Ilp, nullptr, [&](const DemandStep& st) { seen.push_back(st.percent); });
+  ASSERT_GE(d.best, 0);
+  EXPECT_EQ(d.steps[static_cast<size_t>(d.best)].percent, 500);
+  EXPECT_EQ(d.steps[static_cast<size_t>(d.best)].robots, (std::vector<int>{20}));
+  EXPECT_EQ(seen.front(), 100);
+  EXPECT_EQ(seen.size(), d.steps.size());
+  for (const DemandStep& st : d.steps) EXPECT_EQ(st.holds, st.percent <= 500) << st.percent;
+  EXPECT_NE(demand_search_markdown(p, d).find("| 500% | 20 | 20 |"), std::string::npos) << demand_search_markdown(p, d);
+  // A judge (a simulated fleet in `vlasim place`) that holds up to 13 robots: 325% (ceil(13)).
+  const DemandSearch j = maximize_demand(p, PlacementStrategy::Ilp,
+                                         [](const std::vector<int>& r, const Placement&, std::string* note) {
+                                           *note = "judged " + std::to_string(r[0]);
+                                           return r[0] <= 13;
+                                         },
+                                         nullptr);
+  ASSERT_GE(j.best, 0);
+  EXPECT_EQ(j.steps[static_cast<size_t>(j.best)].percent, 325);
+  EXPECT_EQ(j.steps[static_cast<size_t>(j.best)].note, "judged 13");
+  // Nothing holds: no best; no demand at all: refused.
+  EXPECT_EQ(maximize_demand(p, PlacementStrategy::Ilp, [](const std::vector<int>&, const Placement&, std::string*) { return false; },
+                            nullptr).best, -1);
+  p.robots = {0};
+  EXPECT_THROW(maximize_demand(p, PlacementStrategy::Ilp, nullptr, nullptr), std::invalid_argument);
+  // The baselines never refuse for load: a demand that loads a GPU past 1 is not placed.
+  p.robots = {4};
+  const DemandSearch e = maximize_demand(p, PlacementStrategy::Even, nullptr, nullptr);
+  EXPECT_EQ(e.steps[static_cast<size_t>(e.best)].percent, 500);
 }
 
 TEST(Placement, DemandPastEveryGpuIsRefusedAtTheProblemsModels) {
@@ -230,4 +292,53 @@ TEST(Placement, TheControllerResolvesAtEveryChangeOfDemandAndTheFleetFollows) {
 }
 
 }  // namespace
+// Issue 30 item d: a template may hold more than the GPU. The vLLM-Omni-like server's host CPU
+// (its stages hand data through host memory) is shared by every GPU, each GPU getting its own
+// PCIe link to it; the inter-GPU server's two GPUs are one slot, copied per GPU of the problem
+// with the NVLink between them. Both fleets load as scenarios.
+TEST(Placement, FleetTemplatesCarryAHostForHandOffsAndGpuPairsForInterGpuServers) {
+  namespace fs = std::filesystem;
+  const fs::path dir = testing::scratch_dir("fleet_templates");
+  PlacementProblem p;
+  p.models = {"pi0", "smolvla"};
+  p.gpus = {"gpu0", "gpu1", "gpu2"};
+  p.gpu_catalog = {"h100-sxm", "h100-sxm", "h100-sxm"};
+  p.robots = {30, 40};
+  p.capacity = {{20, 20, 20}, {80, 80, 80}};
+  const std::vector<Placement> phases{solve_placement(p)};
+  const std::string systems = std::string(VLASIM_SOURCE_DIR) + "/scenarios/systems/";
+  auto fleet_of = [&](const std::string& tmpl) {
+    const std::string f = (dir / (tmpl + ".fleet.yaml")).string();
+    std::ofstream(f) << fleet_scenario_yaml(p, phases, systems + tmpl);
+    return load_scenario(f, default_catalog_dir(), default_cards_dir());
+  };
+  const Scenario omni = fleet_of("robion_vllm_omni_h100.yaml");
+  ASSERT_EQ(omni.devices.size(), 4u);  // three GPUs, one host
+  EXPECT_EQ(omni.devices[3].name, "host");
+  EXPECT_EQ(omni.links.size(), 3u);  // host to each GPU
+  for (const ModelInstance& mi : omni.models) EXPECT_TRUE(mi.handoff_host) << mi.name;
+  const Scenario inter = fleet_of("robion_intergpu_h100.yaml");
+  ASSERT_EQ(inter.devices.size(), 6u);  // a pair per GPU of the problem
+  EXPECT_EQ(inter.devices[0].name, "gpu0-gpu0");
+  EXPECT_EQ(inter.devices[1].name, "gpu0-gpu1");
+  EXPECT_EQ(inter.links.size(), 3u);  // NVLink within each pair
+  // Every instance's VLM on its slot's first GPU and its action expert on the second.
+  for (const ModelInstance& mi : inter.models) {
+    const std::string gpu = mi.name.substr(mi.name.rfind('-') + 1);
+    for (const PlacementRule& r : mi.placement)
+      EXPECT_EQ(r.device, gpu + (r.stage == Stage::Action ? "-gpu1" : "-gpu0")) << mi.name;
+  }
+  // A template without a device of the problem's GPUs is refused at its devices.
+  const std::string cpu = (dir / "cpu.yaml").string();
+  std::ofstream(cpu) << "name: c\nhardware:\n  devices: [{name: cpu0, catalog: epyc-2vcpu}]\nmodels: [{card: pi0}, {card: smolvla}]\n"
+                        "workload: [{model: pi0, rate_hz: 10, duration_s: 1}, {model: smolvla, rate_hz: 10, duration_s: 1}]\n";
+  try {
+    fleet_scenario_yaml(p, phases, cpu);
+    FAIL() << "a template without the problem's GPU was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("h100-sxm"), std::string::npos) << e.what();
+    EXPECT_GT(e.line(), 0);
+  }
+}
+
 }  // namespace vlasim
