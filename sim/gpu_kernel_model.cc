@@ -11,6 +11,7 @@
 #include "scenarios/data_dir.h"
 #include "sim/shaped_cost_model.h"
 
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -461,6 +462,8 @@ std::string gpu_evaluation_csv(const GpuEvaluation& e) {
 OpCost KernelCost::op_cost(const Op& op, const DeviceInstance& dev, const UnitDecl& unit) const {
   OpCost c = shaped_->op_cost(op, dev, unit);
   if (dev.spec.type != DeviceType::Gpu || stream_sms(dev, unit) < dev.spec.sms) return c;
+  // Only what the fit saw: fp16 and bf16 kernels (no vendored source measures fp32 or int8).
+  if (op.dtype != DType::F16 && op.dtype != DType::BF16) return c;
   auto it = p_.by_class.find(kernel_class(op));
   if (it == p_.by_class.end()) return c;
   const KernelClassFit& f = it->second;
@@ -488,8 +491,8 @@ void register_kernel_cost_model(CostModelRegistry& r) {
          "GPU GEMMs (tiles, split-K and waves over the SMs), norms and elementwise ops from the kernel model "
          "fitted on measured kernel times (sim/gpu_kernel_model.h); attention, other ops, SM partitions as "
          "shaped; CPU units as the roofline. The default",
-         {{"fit", "kernel model parameters CSV (vlasim gpu-eval --fit-out); default: the shipped fit over every "
-                  "vendored GPU",
+         {{"fit", "kernel model parameters CSV (vlasim gpu-eval --fit-out; relative: beside the scenario, else "
+                  "here); default: the shipped fit over every vendored GPU",
            "sim/kernel_fit/kernel_model.csv"},
           {"host_op_us", "eager (no CUDA Graph) framework time per operator on the host, us", "25"},
           {"eff_scale", "multiplies every GPU's attention fractions (catalog kernels:) in the shaped part", "0.9"},
@@ -509,7 +512,13 @@ void register_kernel_cost_model(CostModelRegistry& r) {
            const ConfigNode sn = ConfigNode::load_string(keys.str(), "kernel cost model");
            std::unique_ptr<CostModel> shaped = cost_models().find("shaped")->make(Params(sn));
            const std::string path = prm.get_string("fit", "");
-           const std::string file = path.empty() ? default_kernel_fit_path() : path;
+           std::string file = path.empty() ? default_kernel_fit_path() : path;
+           if (!path.empty() && !std::filesystem::path(path).is_absolute()) {
+             // A relative fit file is looked for beside the scenario first, then here.
+             const std::filesystem::path beside =
+                 std::filesystem::path(prm.node().required("fit").file()).parent_path() / path;
+             if (std::filesystem::exists(beside)) file = beside.string();
+           }
            std::ifstream in(file);
            if (!in) {
              if (path.empty()) throw std::runtime_error("cannot read the kernel model fit " + file);

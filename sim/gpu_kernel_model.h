@@ -75,9 +75,10 @@ GpuKernelParams parse_kernel_params(const std::string& text, const std::string& 
 // vendored GPU by `vlasim gpu-eval --fit-out`, scripts/gpu_profiles.sh), or $VLASIM_KERNEL_FIT.
 std::string default_kernel_fit_path();
 
-// Registry entry "kernel": GEMMs, norms and elementwise ops on a whole GPU priced by the
-// kernel model with the shipped (or a given) fit, plus the shaped model's launch gap and eager
-// host floor; attention, other ops, SM partitions and CPU units as the shaped model.
+// Registry entry "kernel": fp16/bf16 GEMMs, norms and elementwise ops on a whole GPU priced by
+// the kernel model with the shipped (or a given) fit, plus the shaped model's launch gap and
+// eager host floor (host_op_us); attention, other ops, other dtypes (no measured data), SM
+// partitions and CPU units as the shaped model (its host_op_us, eff_scale, l2_hit_cost).
 void register_kernel_cost_model(CostModelRegistry& r);
 
 // Measured times of one catalog GPU.
