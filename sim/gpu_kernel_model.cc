@@ -488,9 +488,9 @@ OpCost KernelCost::op_cost(const Op& op, const DeviceInstance& dev, const UnitDe
 void register_kernel_cost_model(CostModelRegistry& r) {
   const ShapedParams def;
   r.add({"kernel",
-         "GPU GEMMs (tiles, split-K and waves over the SMs), norms and elementwise ops from the kernel model "
-         "fitted on measured kernel times (sim/gpu_kernel_model.h); attention, other ops, SM partitions as "
-         "shaped; CPU units as the roofline. The default",
+         "fp16/bf16 GPU GEMMs (tiles, split-K and waves over the SMs), norms and elementwise ops from the "
+         "kernel model fitted on measured kernel times (sim/gpu_kernel_model.h); attention, other ops, SM "
+         "partitions as shaped; CPU units as the roofline",
          {{"fit", "kernel model parameters CSV (vlasim gpu-eval --fit-out; relative: beside the scenario, else "
                   "here); default: the shipped fit over every vendored GPU",
            "sim/kernel_fit/kernel_model.csv"},
