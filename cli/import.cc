@@ -175,15 +175,16 @@ int run_import_trace(const Common& c, const ImportArgs& a) {
 // The vendored data sets: folder under the data root, catalog GPU, description.
 struct DataSet {
   std::string format, path, gpu, what;
+  bool event_timed = false;  // CUDA events around each launch, not kernel (CUPTI) time
 };
 const std::vector<DataSet> kDataSets = {
     {"vidur", "vidur/data/profiling/compute/h100", "h100-sxm", "Vidur fp16, CUPTI kernel time, warm L2"},
     {"vidur", "vidur/data/profiling/compute/a100", "a100-sxm-80gb", "Vidur fp16, CUPTI kernel time, warm L2"},
     {"vidur", "vidur/data/profiling/compute/a40", "a40", "Vidur fp16, CUPTI kernel time, warm L2"},
     {"apxinf", "apxinf/configs/pi05/orin_sm87_bf16_v2_v3_h10_tactics.json", "jetson-agx-orin-64gb",
-     "ApxInf pi0.5 bf16 GEMMs, CUDA events, cold L2"},
+     "ApxInf pi0.5 bf16 GEMMs, CUDA events, cold L2", true},
     {"apxinf", "apxinf/configs/pi05/thor_sm110_bf16_v2_v3_h10_tactics.json", "jetson-agx-thor",
-     "ApxInf pi0.5 bf16 GEMMs, CUDA events, cold L2"},
+     "ApxInf pi0.5 bf16 GEMMs, CUDA events, cold L2", true},
 };
 
 struct EvalArgs {
@@ -198,7 +199,7 @@ int run_gpu_eval(const Common& c, const EvalArgs& a) {
   for (const DataSet& ds : kDataSets) {
     gpu_entry(cat, ds.gpu);
     const std::string p = a.data + "/" + ds.path;
-    data.push_back({ds.gpu, ds.what, ds.format == "vidur" ? import_vidur(p) : import_apxinf(p)});
+    data.push_back({ds.gpu, ds.what, ds.format == "vidur" ? import_vidur(p) : import_apxinf(p), ds.event_timed});
   }
   const GpuEvaluation e = evaluate_gpus(data, cat);
   fs::create_directories(a.out);

@@ -13,10 +13,11 @@ namespace vlasim::cli {
 namespace {
 
 int run_validate_papers(const Common& c, const std::string& path, const std::string& dir, bool quiet,
-                        bool progress) {
+                        bool progress, const std::string& model) {
   if (!dir.empty()) check_output_dir("--out", dir);
   check_option_file("figures", path);
-  const FigureTable t = load_figure_table(path);
+  FigureTable t = load_figure_table(path);
+  t.model = model;
   const Validation v = validate_papers(t, c.catalog, c.cards, progress_for(quiet, progress));
   const std::string md = validation_markdown(t, v);
   std::cout << md;
@@ -31,7 +32,7 @@ int run_validate_papers(const Common& c, const std::string& path, const std::str
 
 // The validate-papers command's options.
 struct ValidatePapersArgs {
-  std::string figures = "scenarios/papers/figures.yaml", dir;
+  std::string figures = "scenarios/papers/figures.yaml", dir, model = "shaped";
   bool quiet = false, progress = false;
 };
 
@@ -44,9 +45,13 @@ Command add_validate_papers(CLI::App& app) {
                                       "fitted on a fit set, each paper out of sample (leave one paper out)");
   vpap->add_option("figures", a->figures, "figure table (default: scenarios/papers/figures.yaml)");
   vpap->add_option("-o,--out", a->dir, "folder for validate.md and validate.csv");
+  vpap->add_option("--cost-model", a->model,
+                   "the GPU cost model fitted (host_op_us, eff_scale): shaped (default) or kernel, the model "
+                   "fitted on measured kernel times")
+      ->check(CLI::IsMember({"shaped", "kernel"}));
   vpap->add_flag("-q,--quiet", a->quiet, "no progress bar");
   add_progress_flag(vpap, a->progress);
-  return {vpap, [a](const Common& c) { return run_validate_papers(c, a->figures, a->dir, a->quiet, a->progress); }};
+  return {vpap, [a](const Common& c) { return run_validate_papers(c, a->figures, a->dir, a->quiet, a->progress, a->model); }};
 }
 
 }  // namespace vlasim::cli

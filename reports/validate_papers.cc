@@ -97,10 +97,10 @@ struct Evaluator {
     if (point < 0) return {};
     const double host = t.host_op_us[point / t.eff_scale.size()];
     const double scale = t.eff_scale[point % t.eff_scale.size()];
-    return [host, scale](Scenario& s) {
+    return [host, scale, model = t.model](Scenario& s) {
       const ConfigNode n = ConfigNode::load_string(
           "host_op_us: " + fmt(host, 17) + "\neff_scale: " + fmt(scale, 17), "validate-papers");
-      s.cost_model = PolicyDecl{"shaped", Params(n), n};
+      s.cost_model = PolicyDecl{model, Params(n), n};
     };
   }
 
@@ -320,11 +320,13 @@ Validation validate_papers(const FigureTable& t, const std::string& catalog_dir,
 
 std::string validation_markdown(const FigureTable& t, const Validation& v) {
   std::ostringstream o;
-  o << "Figures: " << t.file << ". Shaped model fitted on the fit set (" << "host_op_us "
+  const std::string name = t.model == "shaped" ? "Shaped" : t.model == "kernel" ? "Kernel" : t.model;
+  o << "Figures: " << t.file << ". " << name << " model fitted on the fit set (" << "host_op_us "
     << fmt(v.host_op_us) << ", eff_scale " << fmt(v.eff_scale)
     << "); out of sample: each paper's figures predicted with the parameters fitted on the other "
        "papers' fit figures (leave one paper out). Roofline: the scenario's own (catalog) cost model.\n\n";
-  o << "| figure | paper | published | roofline | error | shaped, in sample | error | shaped, out of sample | error | fit set | out-of-sample fit |\n";
+  o << "| figure | paper | published | roofline | error | " << t.model << ", in sample | error | " << t.model
+    << ", out of sample | error | fit set | out-of-sample fit |\n";
   o << "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const FigureRow& r : v.rows) {
     const PaperFigure& f = *r.fig;

@@ -47,6 +47,9 @@ struct FigureTable {
   std::vector<double> host_op_us, eff_scale;  // the fit's grid
   // Where the fit goes when its figures cannot tell grid points apart (fit: prior:).
   double prior_host_op_us = 6, prior_eff_scale = 1;
+  // The cost model fitted: "shaped" (the default) or "kernel" (both take host_op_us and
+  // eff_scale; kernel's GEMMs, norms and elementwise ops come from its measured-kernel fit).
+  std::string model = "shaped";
 };
 
 // Reads a figure table. Throws ConfigError (file, line, key) on an unknown key, a missing

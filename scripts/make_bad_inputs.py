@@ -1052,6 +1052,32 @@ def gpu_import_cases():
         apx.replace('"m": 1,', '"mm": 1,', 1))
     add("gpu_import_apxinf_fp8", ai, 2, "fp8.json:22:9: && must be bf16", "an fp8 record",
         "gpu_import/fp8.json", apx.replace('"op": "bf16"', '"op": "fp8"', 1))
+    add("gpu_import_apxinf_no_records", ai, 2, "no_records.json && records",
+        "an ApxInf tactics JSON without records", "gpu_import/no_records.json",
+        '{"schema": "apxinf.cuda.tuning.v1", "records": []}\n')
+    tp = rows[0].rstrip("\n").split(",")
+    tp[cols.index("num_tensor_parallel_workers")] = "0"
+    add("gpu_import_vidur_zero_tp", imp, 2, "mlp.csv:2: && num_tensor_parallel_workers",
+        "zero tensor-parallel workers", "gpu_import/vidur_zero_tp/mlp.csv", head + ",".join(tp) + "\n")
+    # The kernel cost model (issue 29): its parameters and its fit file, named at their keys.
+    scn = read("scenarios/pi0_rtx4090.yaml")
+    assert "  cost_model: roofline\n" in scn
+    add("gpu_kernel_host_op_negative", SIM, 2, "kernel_host_op.yaml && host_op_us && from 0 to 10000",
+        "the kernel cost model with a negative eager host time", "gpu_import/kernel_host_op.yaml",
+        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {host_op_us: -1}}\n"))
+    add("gpu_kernel_unknown_param", SIM, 2, "kernel_unknown_param.yaml && bw_frac",
+        "an unknown kernel cost model parameter", "gpu_import/kernel_unknown_param.yaml",
+        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {bw_frac: 0.8}}\n"))
+    add("gpu_kernel_fit_missing", SIM, 2, "kernel_fit_missing.yaml && fit && cannot read",
+        "a kernel fit file that does not exist", "gpu_import/kernel_fit_missing.yaml",
+        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {fit: no_such_fit.csv}}\n"))
+    add("gpu_kernel_fit_bad_row", SIM, 2, "kernel_fit_bad_row.yaml && fit && bad_fit.csv:2: && unknown class 'conv'",
+        "a kernel fit file with an unknown class", "gpu_import/kernel_fit_bad_row.yaml",
+        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {fit: bad_fit.csv}}\n"))
+    with open(os.path.join(OUT, "gpu_import/bad_fit.csv"), "w", encoding="utf-8") as f:
+        f.write("class,latency_s,bw_frac,compute_frac,p\nconv,5e-6,0.7,0.8,4\n")
+    add("gpu_eval_cost_model_unknown", "{vlasim} validate-papers --cost-model frob -q", 2,
+        "--cost-model && frob", "validate-papers with an unknown fitted cost model")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@
 #    undefined behaviour (float-to-integer overflow included) fails the run;
 #  - scripts/sanitize.sh thread: the runtime tests under TSan (build-tsan/);
 #    SANITIZE=address runs the ASan+UBSan leg alone, SANITIZE=0 neither;
-#  - scripts/fuzz.sh: the libFuzzer programs of the scenario, card, catalog and profile readers,
+#  - scripts/fuzz.sh: the libFuzzer programs of the scenario, card, catalog and profile readers
+#    and the GPU kernel-time importers,
 #    FUZZ_SECONDS each (default 60) after one pass over the shipped and broken files
 #    (FUZZ_SEEDS=all adds the generated bad inputs, which bad_inputs_test runs in every build
 #    anyway), built in the sanitizer leg's clang build; FUZZ=0 skips that leg.
@@ -64,7 +65,7 @@ if [[ $sanitize == all || $sanitize == 1 ]]; then
   bash "$here/scripts/sanitize.sh" thread
 fi
 if [[ ${FUZZ:-1} != 0 ]]; then
-  leg "the scenario, card, catalog and profile readers under libFuzzer (scripts/fuzz.sh)"
+  leg "the scenario, card, catalog, profile and GPU-import readers under libFuzzer (scripts/fuzz.sh)"
   FUZZ_SKIP_BUILD=$fuzz_built FUZZ_SECONDS=${FUZZ_SECONDS:-60} FUZZ_SEEDS=${FUZZ_SEEDS:-shipped} \
     bash "$here/scripts/fuzz.sh"
 fi

@@ -36,7 +36,8 @@ class Roofline : public CostModel {
                                                 : e.vector_compute;
     OpCost c;
     c.compute_seconds = op.flops / (unit_peak_flops(dev, unit, op) * eff);
-    double fixed = op.weight_bytes + op.kv_bytes;
+    // An embedding lookup reads the rows it gathers (its bytes_read), not the whole table.
+    double fixed = op.kind == OpKind::Embedding ? 0.0 : op.weight_bytes + op.kv_bytes;
     double act = std::max(0.0, op.bytes_read + op.bytes_written - fixed);
     // Activations small enough to stay in the last-level cache cost a fraction of DRAM time.
     double act_traffic = act <= dev.spec.l2_bytes / 2 ? act * l2_hit_cost_ : act;

@@ -145,8 +145,7 @@ std::vector<KernelSample> merge(std::vector<KernelSample> in) {
   return out;
 }
 
-void import_vidur_file(const std::string& path, std::vector<KernelSample>* out) {
-  const std::string text = read_input_file(path);
+void parse_vidur_file(const std::string& text, const std::string& path, std::vector<KernelSample>* out) {
   std::istringstream in(text);
   std::string line;
   int lineno = 0;
@@ -299,15 +298,22 @@ std::vector<KernelSample> import_vidur(const std::string& path) {
     if (ec) throw ConfigError(path, 0, 0, "", "cannot list the folder: " + ec.message());
     if (files.empty()) throw ConfigError(path, 0, 0, "", "no mlp.csv under this folder");
     std::sort(files.begin(), files.end());
-    for (const std::string& f : files) import_vidur_file(f, &out);
+    for (const std::string& f : files) parse_vidur_file(read_input_file(f), f, &out);
   } else {
-    import_vidur_file(path, &out);
+    parse_vidur_file(read_input_file(path), path, &out);
   }
   return merge(std::move(out));
 }
 
-std::vector<KernelSample> import_apxinf(const std::string& path) {
-  const std::string text = read_input_file(path);
+std::vector<KernelSample> parse_vidur(const std::string& text, const std::string& name) {
+  std::vector<KernelSample> out;
+  parse_vidur_file(text, name, &out);
+  return merge(std::move(out));
+}
+
+std::vector<KernelSample> import_apxinf(const std::string& path) { return parse_apxinf(read_input_file(path), path); }
+
+std::vector<KernelSample> parse_apxinf(const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

@@ -50,6 +50,9 @@ struct KernelSample {
 std::vector<KernelSample> import_vidur(const std::string& path);
 // Reads one ApxInf tuning/tactics JSON (schema apxinf.cuda.tuning.v1, bf16 records).
 std::vector<KernelSample> import_apxinf(const std::string& path);
+// The same for a file's text; `name` stands in for the file in errors (the fuzz target's way in).
+std::vector<KernelSample> parse_vidur(const std::string& text, const std::string& name);
+std::vector<KernelSample> parse_apxinf(const std::string& text, const std::string& name);
 
 // A profile of `samples` for catalog GPU `gpu`: one section at the GPU's full SM count per
 // dtype present, table by op_signature, fits refitted. `tool` ("vidur", "apxinf") is the

@@ -2,15 +2,20 @@
 // (sim/gpu_import.h) to predict GPUs nobody measured, and its leave-one-GPU-out evaluation
 // against the roofline and shaped models (`vlasim gpu-eval`, reports/gpu_cost_model.md).
 //
-// Per op class c (gemm, norm, elementwise) three parameters: a per-kernel latency L_c that
-// ADDS (seconds), the fraction b_c of the catalog DRAM bandwidth the class reaches, and the
-// fraction f_c of the catalog matrix peak (gemm) reached per SM:
-//   memory  = bytes / (b_c x mem_bw)       (weights + activations read and written)
-//   compute = waves x 2 tile_m tile_n K / (f_c x peak / SMs)   (gemm: output tiles of
-//             tile_m (64 when M <= 64, else the catalog tile) x tile_n over the SMs in waves)
-//   t = L_c + (memory^p + compute^p)^(1/p)    (p per class: 1 adds them, large p is a max)
-// Norms and elementwise ops have no compute term. All parameters are shared by every GPU: the
-// GPU enters only through its catalog figures (SMs, tensor peak, DRAM bandwidth, tile).
+// Per op class c (gemm, norm, elementwise) a per-kernel latency L_c that ADDS (seconds), and
+// the fraction b_c of the datasheet DRAM bandwidth the class reaches. GEMMs also a fraction f
+// of the datasheet matrix peak reached per SM and a combination exponent p, and are run as a
+// GEMM library runs them (gemm_tiling): output tiles of tm x tn (64/128 x 64/128/256), split
+// over K in s parts when that fills more SMs, as thread blocks over the SMs in waves; the
+// library takes the fastest choice:
+//   memory  = bytes / (b x bw)                      (operands and result once through DRAM)
+//   block   = 2 tm tn ceil(K / s) / (f x peak / SMs)   (one SM's share of one block)
+//   compute = waves x block,  waves = ceil(tiles x s / SMs)
+//   reduce  = 8 M N s / (b x bw)                    (split-K fp32 partial sums, s > 1)
+//   t = L + (memory^p + compute^p)^(1/p) + reduce
+// Norms and elementwise ops: t = L + bytes / (b x bw). All parameters are shared by every GPU:
+// a GPU enters only through its datasheet figures (SMs, matrix peak, DRAM bandwidth), so a
+// GPU with only a catalog entry gets a prediction.
 #pragma once
 
 #include <map>
@@ -32,7 +37,30 @@ struct KernelClassFit {
 
 struct GpuKernelParams {
   std::map<std::string, KernelClassFit> by_class;  // "gemm", "norm", "elementwise"
+  // Not a kernel's time: what timing with CUDA events around each launch (ApxInf) adds to a
+  // kernel time (CUPTI, Vidur). Fitted when the fit data mixes both; the cost model ignores it.
+  double event_timing_s = 0;
 };
+
+// How the kernel model runs a GEMM `op` on the whole GPU `d` (see the top of this file): the
+// fastest tile and split-K choice, with its thread blocks, waves and times. Promises
+// seconds = latency_s + (memory_s^p + compute_s^p)^(1/p) + reduce_s, waves = ceil(blocks /
+// SMs), blocks = tiles x split_k, and seconds non-decreasing in M, N and K.
+struct GemmTiling {
+  int tile_m = 0, tile_n = 0, split_k = 1;
+  int64_t tiles = 0;      // output tiles ceil(M / tile_m) x ceil(N / tile_n)
+  int64_t blocks = 0;     // thread blocks: tiles x split_k
+  int64_t waves = 0;      // ceil(blocks / SMs)
+  double block_s = 0;     // one block's tensor-core time on one SM
+  double compute_s = 0;   // waves x block_s
+  double memory_s = 0;    // operands and result once through DRAM
+  double reduce_s = 0;    // split-K partial sums written and read (0 without split-K)
+  double latency_s = 0;   // the class's additive per-kernel latency
+  double seconds = 0;     // the kernel's predicted time alone on the GPU
+};
+GemmTiling gemm_tiling(const Op& op, const DeviceSpec& d, const KernelClassFit& f);
+// Predicted seconds of `op` alone on the whole GPU `d` with the class fit `f`.
+double kernel_class_seconds(const Op& op, const DeviceSpec& d, const KernelClassFit& f);
 
 // "gemm", "norm", "elementwise", "attention" or "other".
 std::string kernel_class(const Op& op);
@@ -40,16 +68,17 @@ std::string kernel_class(const Op& op);
 double kernel_model_seconds(const Op& op, const DeviceSpec& d, const GpuKernelParams& p);
 
 // The parameters as a small CSV (a header comment `note`, then class,latency_s,bw_frac,
-// compute_frac,p rows), and back; `where` names the text in errors (std::runtime_error).
+// compute_frac,p rows; a cuda_events row holds event_timing_s in latency_s), and back; `where` names the text in errors (std::runtime_error).
 std::string kernel_params_csv(const GpuKernelParams& p, const std::string& note);
 GpuKernelParams parse_kernel_params(const std::string& text, const std::string& where);
 // The parameters shipped with vlasim (sim/kernel_fit/kernel_model.csv: fitted on every
 // vendored GPU by `vlasim gpu-eval --fit-out`, scripts/gpu_profiles.sh), or $VLASIM_KERNEL_FIT.
 std::string default_kernel_fit_path();
 
-// Registry entry "kernel": GEMMs, norms and elementwise ops on a whole GPU priced by the
-// kernel model with the shipped (or a given) fit, plus the shaped model's launch gap and eager
-// host floor; attention, other ops, SM partitions and CPU units as the shaped model.
+// Registry entry "kernel": fp16/bf16 GEMMs, norms and elementwise ops on a whole GPU priced by
+// the kernel model with the shipped (or a given) fit, plus the shaped model's launch gap and
+// eager host floor (host_op_us); attention, other ops, other dtypes (no measured data), SM
+// partitions and CPU units as the shaped model (its host_op_us, eff_scale, l2_hit_cost).
 void register_kernel_cost_model(CostModelRegistry& r);
 
 // Measured times of one catalog GPU.
@@ -57,10 +86,12 @@ struct GpuSamples {
   std::string gpu;   // catalog name
   std::string data;  // where they came from ("vidur fp16", "apxinf bf16")
   std::vector<KernelSample> samples;
+  bool event_timed = false;  // timed with CUDA events around each launch (not kernel time)
 };
 
 // Fits every class to the samples of `fit` (log-error least squares, each GPU weighted
-// equally). Classes without samples keep the defaults.
+// equally; event_timing_s with the GEMMs when the samples mix timing methods). Classes
+// without samples keep the defaults.
 GpuKernelParams fit_kernel_model(const std::vector<const GpuSamples*>& fit, const Catalog& cat);
 
 // Held-out error figures of one (model, GPU, class, regime) cell; errors are pred / meas - 1.

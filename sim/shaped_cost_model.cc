@@ -17,9 +17,11 @@ double bandwidth(const DeviceSpec& d, int sms, double ctas) {
   return std::min(full, per_sm * std::max(1.0, std::min<double>(ctas, sms)));
 }
 
-// DRAM bytes of an op: weights and KV cache always; activations small enough for L2 at a
-// fraction of their DRAM time.
+// DRAM bytes of an op: weights and KV cache always (an embedding lookup: only the rows it
+// gathers, which its bytes_read count, not the whole table); activations small enough for L2
+// at a fraction of their DRAM time.
 double dram_bytes(const Op& op, const DeviceSpec& d, double l2_hit_cost) {
+  if (op.kind == OpKind::Embedding) return op.bytes_read + op.bytes_written;
   const double fixed = op.weight_bytes + op.kv_bytes;
   const double act = std::max(0.0, op.bytes_read + op.bytes_written - fixed);
   return fixed + (act <= d.l2_bytes / 2 ? act * l2_hit_cost : act);

@@ -16,10 +16,18 @@ const std::string kSource = VLASIM_SOURCE_DIR;
 
 std::vector<fs::path> inputs_of(const vlasim::fuzz::Target& t) {
   std::vector<fs::path> files;
-  for (const std::string& d : t.seed_dirs)
-    for (auto& e : fs::directory_iterator(kSource + "/" + d))
-      if (e.is_regular_file() && (e.path().extension() == ".yaml" || e.path().extension() == ".json"))
-        files.push_back(e.path());
+  auto input = [](const fs::path& p) {
+    return p.extension() == ".yaml" || p.extension() == ".json" || p.extension() == ".csv";
+  };
+  for (const std::string& d : t.seed_dirs) {
+    if (t.nested) {
+      for (auto& e : fs::recursive_directory_iterator(kSource + "/" + d))
+        if (e.is_regular_file() && input(e.path())) files.push_back(e.path());
+    } else {
+      for (auto& e : fs::directory_iterator(kSource + "/" + d))
+        if (e.is_regular_file() && input(e.path())) files.push_back(e.path());
+    }
+  }
   fs::path kept = kSource + "/tests/fuzz/regressions/" + t.name;
   if (fs::is_directory(kept))
     for (auto& e : fs::directory_iterator(kept))
@@ -55,4 +63,6 @@ TEST(FuzzRegressions, ARefusalMustNameTheInput) {
   EXPECT_EQ(vlasim::fuzz::profile("{"), Outcome::Refused);
   EXPECT_EQ(vlasim::fuzz::card("name: fuzz\n"), Outcome::Refused);
   EXPECT_EQ(vlasim::fuzz::scenario("["), Outcome::Refused);
+  EXPECT_EQ(vlasim::fuzz::gpu_import("{"), Outcome::Refused);
+  EXPECT_EQ(vlasim::fuzz::gpu_import("n_head\n1\n"), Outcome::Refused);
 }

@@ -1,5 +1,6 @@
 #include "fuzz/fuzz_targets.h"
 
+#include <cmath>
 #include <exception>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "scenarios/config.h"
 #include "scenarios/scenario.h"
 #include "sim/engine.h"
+#include "sim/gpu_import.h"
 #include "sim/hardware.h"
 #include "sim/plan.h"
 #include "sim/profile.h"
@@ -116,6 +118,19 @@ Outcome trace(std::string_view bytes) {
   });
 }
 
+Outcome gpu_import(std::string_view bytes) {
+  const std::string text = text_of(bytes);
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  const bool json = first != std::string::npos && text[first] == '{';
+  const std::string name = json ? "fuzz.json" : "mlp.csv";
+  return guarded(name, [&] {
+    for (const KernelSample& s : json ? parse_apxinf(text, name) : parse_vidur(text, name))
+      if (!(s.seconds > 0) || !std::isfinite(s.seconds) || !(s.op.flops >= 0) || !(s.op.bytes_read > 0))
+        throw Finding("an imported sample with time " + std::to_string(s.seconds) + " s, " +
+                      std::to_string(s.op.flops) + " flops, " + std::to_string(s.op.bytes_read) + " bytes read");
+  });
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"scenario", scenario,
@@ -127,6 +142,7 @@ const std::vector<Target>& targets() {
        {"sim/catalog", "tests/data/broken_catalog", "tests/data/bad_inputs/catalog"}},
       {"profile", profile, {"scenarios/validation", "tests/data/bad_inputs/profiles"}},
       {"trace", trace, {"tests/data/torch_trace/seeds", "tests/data/bad_inputs/traces"}},
+      {"gpu_import", gpu_import, {"tests/data/gpu_import", "tests/data/bad_inputs/gpu_import"}, true},
   };
   return all;
 }

@@ -34,14 +34,20 @@ Outcome profile(std::string_view bytes);
 // parsed, its inferences found and, with shapes, matched to pi0_tiny's graph.
 Outcome trace(std::string_view bytes);
 
+// Public measured GPU kernel times as `vlasim import` reads them (sim/gpu_import.h), the
+// format chosen by the text: one starting with '{' (after blanks) is an ApxInf tactics JSON,
+// anything else a Vidur mlp.csv. Every sample accepted has a positive, finite time.
+Outcome gpu_import(std::string_view bytes);
+
 inline constexpr double kMaxRequests = 2000;  // bigger scenarios are refused, not simulated
 
 struct Target {
   const char* name;
   Outcome (*run)(std::string_view);
   std::vector<std::string> seed_dirs;  // relative to the source tree: inputs to start from
+  bool nested = false;  // seed folders hold inputs in sub-folders too (a Vidur case is DIR/mlp.csv)
 };
-// The five targets above, with the folders of tests/data and the shipped files they start from.
+// The six targets above, with the folders of tests/data and the shipped files they start from.
 const std::vector<Target>& targets();
 
 }  // namespace vlasim::fuzz
