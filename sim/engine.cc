@@ -419,7 +419,7 @@ void Domain::on_wake() {
   done.clear();
   const double slack = same_time_slack(calendar_->now(), calendar_->tick());
   if (gpu_) {
-    const std::vector<int> ids = gpu_->take_done(calendar_->now(), slack);
+    const std::vector<int>& ids = gpu_->take_done(calendar_->now(), slack);
     for (size_t i = 0; i < jobs_.size();) {
       if (std::find(ids.begin(), ids.end(), jobs_[i].sched) != ids.end()) {
         done.push_back(jobs_[i]);
@@ -782,6 +782,18 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
     o.time_slice_s = plan.sharing[d].time_slice_s >= 0 ? plan.sharing[d].time_slice_s : dev.spec.time_slice_s;
     o.context_switch_s =
         plan.sharing[d].context_switch_s >= 0 ? plan.sharing[d].context_switch_s : dev.spec.context_switch_s;
+    o.tables = [&](const std::array<int, 5>& key) -> const KernelTable* {
+      const auto k = std::make_tuple(key[0], key[1], key[2], key[3], key[4]);
+      auto it = kernel_tables.find(k);
+      if (it != kernel_tables.end()) return &it->second;
+      if (!kernel_cost) kernel_cost = cost_models().make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
+      WorkItem w;
+      w.plan = key[0];
+      w.segment = key[1];
+      w.batch = key[2];
+      w.sms = key[3];
+      return &kernel_tables.emplace(k, segment_kernels(s, plan, *kernel_cost, w, key[4])).first->second;
+    };
     auto gpu = std::make_unique<BlockScheduler>(o);
     gpu->set_pool_sms(0, std::max(1, plan.shared_sms[d]));
     int domain = -1;
@@ -810,14 +822,7 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
       sp.delay = j.delay;
       sp.usage_compute = j.usage_compute;
       sp.usage_memory = j.usage_memory;
-      const WorkItem w = j.item;
-      sp.kernels = [&, w, pool_sms]() -> const KernelTable* {
-        auto key = std::make_tuple(w.plan, w.segment, w.batch, w.sms, static_cast<int>(pool_sms));
-        auto it = kernel_tables.find(key);
-        if (it != kernel_tables.end()) return &it->second;
-        if (!kernel_cost) kernel_cost = cost_models().make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
-        return &kernel_tables.emplace(key, segment_kernels(s, plan, *kernel_cost, w, pool_sms)).first->second;
-      };
+      sp.key = {j.item.plan, j.item.segment, j.item.batch, j.item.sms, static_cast<int>(pool_sms)};
       return sp;
     });
   }

@@ -155,8 +155,9 @@ void BlockScheduler::advance(double t) {
   last_ = std::max(last_, t);
 }
 
-std::vector<int> BlockScheduler::take_done(double now, double slack) {
-  std::vector<int> done;
+const std::vector<int>& BlockScheduler::take_done(double now, double slack) {
+  std::vector<int>& done = done_;
+  done.clear();
   for (Job& j : jobs_)
     if (j.delay > 0 && j.delay <= slack) j.delay = 0;
   for (Job& j : jobs_) {
@@ -193,7 +194,7 @@ bool BlockScheduler::on_gpu(const Job& j) const {
 void BlockScheduler::to_kernel(Job& j) {
   if (j.kernel) return;
   if (!j.table) {
-    j.table = j.spec.kernels ? j.spec.kernels() : nullptr;
+    j.table = j.spec.kernels ? j.spec.kernels() : o_.tables ? o_.tables(j.spec.key) : nullptr;
     if (!j.table || j.table->kernels.empty() || !(j.table->total() > 0))
       throw std::logic_error("BlockScheduler: a job running kernel by kernel has no kernels");
     j.scale = j.spec.seconds / j.table->total();
@@ -218,6 +219,12 @@ void BlockScheduler::schedule_processes(double now) {
     return;
   }
   constexpr double eps = 1e-9;
+  if (!switching_ && jobs_.size() == 1 && jobs_[0].delay <= 0 &&
+      (cur_ < 0 || cur_ == jobs_[0].spec.process)) {  // one job, its context on the GPU (or none yet)
+    cur_ = jobs_[0].spec.process;
+    phase_end_ = now + o_.time_slice_s;
+    return;
+  }
   if (switching_) {
     if (now < phase_end_ - eps) return;
     switching_ = false;
@@ -225,7 +232,8 @@ void BlockScheduler::schedule_processes(double now) {
     ++switches_;
     phase_end_ = now + o_.time_slice_s;
   }
-  std::vector<int> procs;
+  std::vector<int>& procs = procs_;
+  procs.clear();
   for (const Job& j : jobs_)
     if (j.delay <= 0) procs.push_back(j.spec.process);
   std::sort(procs.begin(), procs.end());
@@ -262,13 +270,25 @@ void BlockScheduler::schedule_processes(double now) {
 void BlockScheduler::resolve(double now) {
   last_ = std::max(last_, now);
   schedule_processes(now);
+  if (jobs_.size() == 1 && !jobs_[0].kernel && on_gpu(jobs_[0])) {  // the common case: one segment
+    Job& j = jobs_[0];
+    const double avail = std::max(0.05, 1 - bg_compute_) * pool_sms_[static_cast<size_t>(j.spec.pool)] / o_.sms;
+    j.rate = j.spec.usage_compute > avail ? avail / j.spec.usage_compute : 1;
+    j.mem = j.spec.usage_memory;
+    j.held = j.spec.usage_compute * o_.sms;
+    const double bw = std::max(0.05, 1 - bg_memory_);
+    if (j.rate * j.mem > bw) j.rate = bw / j.mem;
+    return;
+  }
   // Jobs on the GPU per pool: two or more share SMs kernel by kernel.
-  std::vector<int> count(pool_sms_.size(), 0);
+  std::vector<int>& count = count_;
+  count.assign(pool_sms_.size(), 0);
   for (const Job& j : jobs_)
     if (on_gpu(j)) ++count[static_cast<size_t>(j.spec.pool)];
   const double sm_left = 1 - bg_compute_;
   double ask = 0;
-  std::vector<Job*> kernels;
+  std::vector<Job*>& kernels = kernel_jobs_;
+  kernels.clear();
   for (Job& j : jobs_) {
     j.rate = j.held = j.mem = 0;
     if (!on_gpu(j)) continue;

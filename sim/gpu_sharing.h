@@ -10,6 +10,7 @@
 // No SystemC here: the engine drives a BlockScheduler with its clock, and tests drive it alone.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -101,6 +102,9 @@ class BlockScheduler {
     int sms = 1;           // the GPU's SMs
     bool mps = false;      // processes share SMs as streams of one process do
     double time_slice_s = 2e-3, context_switch_s = 50e-6;
+    // The kernels of a job whose JobSpec::kernels is empty, by its JobSpec::key (asked the
+    // first time it must run kernel by kernel; at least one kernel).
+    std::function<const KernelTable*(const std::array<int, 5>& key)> tables;
   };
   explicit BlockScheduler(Options o);
 
@@ -119,8 +123,9 @@ class BlockScheduler {
     double usage_compute = 0, usage_memory = 0;
     // Its kernels (alone on its pool), scaled so that they add to `seconds`; asked for the
     // first time the job must run kernel by kernel. Must return a table with at least one
-    // kernel.
+    // kernel. When empty, Options::tables is asked with `key` instead.
     std::function<const KernelTable*()> kernels;
+    std::array<int, 5> key{};
   };
   // Adds a job at time `now` (after advance(now)); returns its id.
   int add(JobSpec spec, double now);
@@ -129,7 +134,8 @@ class BlockScheduler {
   void advance(double t);
   // Ends the kernels due at `now` (within `slack` seconds of their end) and returns the jobs
   // that have ended (in order of id), removing them. Call resolve() after.
-  std::vector<int> take_done(double now, double slack);
+  // The list is valid until the next call.
+  const std::vector<int>& take_done(double now, double slack);
   // Sets every rate for the state at `now` (after advance(now) and take_done).
   void resolve(double now);
   // The absolute time of the next event (a job or kernel end, a delay's end, a time slice's
@@ -185,6 +191,8 @@ class BlockScheduler {
   int next_ = -1;
   double phase_end_ = INFINITY;  // the switch's end, or the slice's end while others wait
   uint64_t switches_ = 0;
+  std::vector<int> done_, procs_, count_;  // scratch
+  std::vector<Job*> kernel_jobs_;
 };
 
 }  // namespace vlasim
