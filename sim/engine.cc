@@ -776,6 +776,10 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   for (size_t d = 0; d < s.devices.size() && d < plan.sharing.size(); ++d) {
     const DeviceInstance& dev = s.devices[d];
     if (dev.spec.type != DeviceType::Gpu || !plan.sharing[d].kernel_level) continue;
+    // One stream runs one segment at a time, in one process: the block scheduler would give it
+    // exactly the max-min fair rate (its alone speed, less background load), so such a GPU
+    // keeps the domain's own arithmetic (the large fleets of one stream per GPU run faster).
+    if (dev.units.size() == 1) continue;
     BlockScheduler::Options o;
     o.sms = dev.spec.sms;
     o.mps = dev.mps;

@@ -79,6 +79,8 @@ struct KernelTable {
 // - Pools: every stream with an SM limit has a pool of its own (its partition: no other
 //   stream's blocks run there); streams without one share the device's shared pool. A stream
 //   runs one job at a time, so only the shared pool can hold several jobs.
+// - A GPU with one stream never shares: the engine runs it as `fluid` does, which gives the
+//   same rates (one segment at its alone speed, less background load).
 // - Kernel-level resolution only where it matters: while a job is the only one running in its
 //   pool it runs as a whole segment (its mean compute and memory shares, one completion
 //   event); while two or more jobs of the shared pool run, each runs kernel by kernel (an
