@@ -74,9 +74,18 @@ std::vector<UnitDecl> parse_units(const ConfigNode& dn, DeviceInstance& d) {
     ConfigNode sn = dn.optional("streams");
     if (!sn.defined()) return {UnitDecl{"s0", 1.0, 0, 0, 0, 1, false, {}}};
     for (auto& s : sn.items()) {
-      s.check_keys({"name", "sm_fraction", "sms", "batch"});
+      s.check_keys({"name", "sm_fraction", "sms", "batch", "process", "priority"});
       UnitDecl u;
       parse_unit_batch(s, u);
+      if (s.has("process")) {
+        u.process = s.required("process").as_string();
+        check_name(s.required("process"), u.process);
+      }
+      if (s.has("priority")) {
+        const long long pr = s.get_int("priority", 0);
+        if (pr < -100 || pr > 100) s.required("priority").fail("must be from -100 to 100 (lower runs first, as CUDA's)");
+        u.priority = static_cast<int>(pr);
+      }
       u.name = s.required("name").as_string();
       check_name(s.required("name"), u.name);
       if (!seen.insert(u.name).second) s.required("name").fail("duplicate stream '" + u.name + "'");
@@ -160,11 +169,13 @@ LockstepDecl parse_lockstep(const ConfigNode& n, const DeviceInstance& d) {
   return l;
 }
 
+PolicyDecl parse_policy(const ConfigNode& pol, const std::string& key, const std::string& fallback);
+
 void parse_hardware(const ConfigNode& hw, const Catalog& catalog, Scenario& s) {
   hw.check_keys({"devices", "links"});
   for (auto& dn : hw.required("devices").items()) {
     dn.check_keys({"name", "catalog", "count", "isa", "graph_capture", "streams", "core_groups",
-                   "reserved_gb", "lockstep"});
+                   "reserved_gb", "lockstep", "gpu_sharing", "mps"});
     std::string base = dn.required("name").as_string();
     check_name(dn.required("name"), base);
     const DeviceSpec& spec = catalog.get(dn.required("catalog").as_string(), dn.required("catalog"));
@@ -192,10 +203,17 @@ void parse_hardware(const ConfigNode& hw, const Catalog& catalog, Scenario& s) {
         d.spec.peak = spec.isa.at(d.isa);
         d.spec.eff = spec.isa_efficiency.at(d.isa);
         if (dn.has("streams")) dn.required("streams").fail("a CPU has core_groups, not streams");
+        if (dn.has("gpu_sharing")) dn.required("gpu_sharing").fail("only GPUs take gpu_sharing (a CPU's core groups are disjoint)");
+        if (dn.has("mps")) dn.required("mps").fail("only GPUs run MPS");
       } else {
         if (dn.has("isa")) dn.required("isa").fail("only CPUs take an isa");
         if (dn.has("core_groups")) dn.required("core_groups").fail("a GPU has streams, not core_groups");
         d.graph_capture = dn.get_bool("graph_capture", false);
+        const PolicyDecl sharing = parse_policy(dn, "gpu_sharing", "blocks");
+        d.sharing = sharing.name;
+        d.sharing_params = sharing.params;
+        d.sharing_where = sharing.where;
+        d.mps = dn.get_bool("mps", false);
       }
       d.units = parse_units(dn, d);
       if (dn.has("lockstep")) {

@@ -26,6 +26,13 @@ struct UnitDecl {
   int batch = 1;
   bool batch_given = false;  // `batch:` was given on the unit
   ConfigNode batch_where;    // the unit's entry (or its `batch:`), for errors
+  // GPU: the process whose CUDA context the stream belongs to (`process:`; "" when not given:
+  // the device's one process, or a process of its own for a stream a `handoff: host` model
+  // runs a stage on; sim/plan.h UnitInfo::process). Processes time-slice a GPU unless it
+  // declares `mps: true` (sim/gpu_sharing.h).
+  std::string process;
+  // GPU: the stream's priority (`priority:`; lower runs first, as CUDA's; 0 by default).
+  int priority = 0;
 };
 
 // Robion's locksteps on one GPU (SYSTEMS.md system 2): its two streams start their batches
@@ -53,6 +60,12 @@ struct DeviceInstance {
   double reserved_bytes = 0;  // memory taken by co-running software (not ours)
   std::vector<UnitDecl> units;
   LockstepDecl lockstep;      // GPU: off unless `lockstep:` is given
+  // GPU: how running segments share it (`gpu_sharing:`, a name from gpu_sharing_models(),
+  // sim/gpu_sharing.h; "blocks" by default) and its parameters; checked when planned.
+  std::string sharing = "blocks";
+  Params sharing_params;
+  ConfigNode sharing_where;
+  bool mps = false;           // GPU: `mps: true`: processes share SMs (no time slicing)
   int line = 0;
 };
 

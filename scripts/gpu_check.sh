@@ -10,7 +10,10 @@
 # executor, a CUDA stream each (a captured CUDA Graph per segment where the device has
 # graph_capture), predicted by the shaped model; then `vlasim calibrate` of the GPU (every op of
 # pi0, no grid: its shapes are all the compares need; on the whole GPU and on the SMs of a two-stream split, each limit a
-# green context) and `vlasim compare` of pi0 whole and split, predicted from that profile.
+# green context) and `vlasim compare` of pi0 whole and split, predicted from that profile; and
+# the two streams at once (issue 30: frames back to back, so a VLM segment and an action-expert
+# segment run concurrently), without and with the SM split, measured against predicted under
+# the `blocks` GPU sharing model, `fluid` predicted beside.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build-gpu}
@@ -55,6 +58,22 @@ for sc in pi0_gpu pi0_split; do
   echo $? > "$out/compare_profiled_$sc.rc"
   cp "$out/compare_profiled_$sc/compare.md" "$out/compare_profiled_$sc.md" 2>/dev/null || true
 done
+# Two streams at once (issue 30): pi0 asked for frames faster than it runs (60 Hz, two in flight),
+# so frame t+1's VLM segment runs beside frame t's action-expert segment, without an SM limit
+# and with the 96/32 split (green contexts), on the cuda executor: measured against predicted
+# from the GPU profile under `gpu_sharing: blocks` (the default), with `fluid` predicted beside.
+for sc in pi0_gpu pi0_split; do
+  sed -e "s/rate_hz: 30, jitter_ms: 0.5, deadline_ms: 33.3, duration_s: 3/rate_hz: 60, jitter_ms: 0.5, deadline_ms: 1000, duration_s: 1/" \
+      "$out/$sc.yaml" > "$out/${sc}_2s.yaml"
+  grep -q "rate_hz: 60" "$out/${sc}_2s.yaml" || echo "gpu_check: could not saturate $sc" >&2
+  sed -e "s/^      graph_capture: false$/      graph_capture: false\n      gpu_sharing: fluid/" "$out/${sc}_2s.yaml" > "$out/${sc}_2s_fluid.yaml"
+  SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 timeout 120 "$build/vlasim" --profile "$out/gpu_profile.json" compare "$out/${sc}_2s.yaml" \
+    -q -o "$out/compare_2s_$sc" > "$out/compare_2s_$sc.txt" 2>&1
+  echo $? > "$out/compare_2s_$sc.rc"
+  cp "$out/compare_2s_$sc/compare.md" "$out/compare_2s_$sc.md" 2>/dev/null || true
+  SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 timeout 60 "$build/vlasim" --profile "$out/gpu_profile.json" simulate \
+    "$out/${sc}_2s_fluid.yaml" -q -o "$out/fluid_2s_$sc" > "$out/fluid_2s_$sc.txt" 2>&1 || true
+done
 set -e
 python3 - "$out" "$here/reports/gpu_executor.md" "$tests_rc" "$bench_rc" "$((built - start))" "$((SECONDS - built))" "$compare_rc" "$calibrate_rc" <<'PY'
 import json, sys, datetime, os
@@ -95,6 +114,18 @@ for sc, what in (("pi0_gpu", "whole GPU, both streams"), ("pi0_split", "VLM on 9
     md = os.path.join(out, f"compare_profiled_{sc}.md")
     lines += open(md).read().splitlines() if os.path.exists(md) else [open(os.path.join(out, f"compare_profiled_{sc}.txt")).read()[-2000:]]
 lines += ["", "Target (issue 12): after calibration, per-stage error median <= 5%, e2e p50 within 5%."]
+for sc, what in (("pi0_gpu", "both streams on every SM"), ("pi0_split", "VLM on 96 SMs, action expert on 32 (green contexts)")):
+    rc = open(os.path.join(out, f"compare_2s_{sc}.rc")).read().strip()
+    lines += ["", f"Two streams at once (issue 30), frames back to back, {what}: `vlasim compare` from the GPU profile, "
+              f"predicted under gpu_sharing blocks (exit {rc}):", ""]
+    md = os.path.join(out, f"compare_2s_{sc}.md")
+    lines += open(md).read().splitlines() if os.path.exists(md) else [open(os.path.join(out, f"compare_2s_{sc}.txt")).read()[-2000:]]
+    try:
+        r = json.load(open(os.path.join(out, f"fluid_2s_{sc}", "report.json")))
+        lines += ["", f"Predicted under gpu_sharing fluid instead: throughput {r['throughput_hz']:.1f} Hz, "
+                  f"latency p50 {1000 * r['latency']['p50_s']:.2f} ms."]
+    except Exception as e:
+        lines += ["", f"(no fluid prediction: {e})"]
 head = "# CUDA executor on a GPU (scripts/gpu_check.sh)\n\n"
 old = open(report).read() if os.path.exists(report) else head
 if not old.startswith(head): old = head + old

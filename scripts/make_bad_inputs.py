@@ -1269,6 +1269,62 @@ def fleet_tooling_cases():
         "--template && -o DIR", "place --maximize --template without -o")
 
 
+def cosched_cases():
+    """Issue 30: GPU sharing (`gpu_sharing:`, `mps:`, a stream's `process:` and `priority:`)."""
+    base = strip_comments(read("scenarios/systems/realtime_pi0_4090.yaml"))
+    streams = "streams: [{name: vlm}, {name: ae}]"
+    assert streams in base
+
+    def dev(extra, streams_text=streams):
+        return base.replace(streams, streams_text + "\n      " + extra, 1) if extra else base.replace(streams, streams_text, 1)
+
+    def line(text, needle):
+        return text[:text.index(needle)].count("\n") + 1
+
+    cases = [
+        ("cosched_unknown_sharing", dev("gpu_sharing: warp_level"), "gpu_sharing: warp_level",
+         "unknown gpu_sharing 'warp_level' && fluid, blocks", "gpu_sharing: an unknown name"),
+        ("cosched_slice_negative", dev("gpu_sharing: {name: blocks, params: {time_slice_us: -1}}"), "time_slice_us",
+         "time_slice_us && must be from 1", "blocks with time_slice_us -1"),
+        ("cosched_slice_zero", dev("gpu_sharing: {name: blocks, params: {time_slice_us: 0}}"), "time_slice_us",
+         "time_slice_us && must be from 1", "blocks with time_slice_us 0 (a slice that never ends)"),
+        ("cosched_slice_text", dev("gpu_sharing: {name: blocks, params: {time_slice_us: long}}"), "time_slice_us",
+         "time_slice_us", "blocks with time_slice_us: long"),
+        ("cosched_switch_negative", dev("gpu_sharing: {name: blocks, params: {context_switch_us: -5}}"),
+         "context_switch_us", "context_switch_us && must be from 0", "blocks with context_switch_us -5"),
+        ("cosched_switch_huge", dev("gpu_sharing: {name: blocks, params: {context_switch_us: 1e300}}"),
+         "context_switch_us", "context_switch_us && must be from 0", "blocks with context_switch_us 1e300"),
+        ("cosched_unknown_param", dev("gpu_sharing: {name: blocks, params: {slice_us: 2000}}"), "slice_us",
+         "slice_us && time_slice_us", "blocks with an undeclared parameter (lists the valid ones)"),
+        ("cosched_fluid_param", dev("gpu_sharing: {name: fluid, params: {time_slice_us: 2000}}"), "time_slice_us",
+         "gpu_sharing.params && takes no parameters", "fluid takes no parameters"),
+        ("cosched_mps_text", dev("mps: sometimes"), "mps", "mps", "mps: sometimes"),
+        ("cosched_priority_text", dev("", "streams: [{name: vlm, priority: high}, {name: ae}]"), "priority",
+         "priority", "a stream's priority: high"),
+        ("cosched_priority_range", dev("", "streams: [{name: vlm, priority: 1000}, {name: ae}]"), "priority",
+         "priority && must be from -100 to 100", "a stream's priority 1000"),
+        ("cosched_process_empty", dev("", "streams: [{name: vlm, process: ''}, {name: ae}]"), "process",
+         "process", "a stream's process ''"),
+        ("cosched_partitions_overlap", dev("", "streams: [{name: vlm, sms: 96}, {name: ae, sms: 64}]"), "name: gpu0",
+         "take 160 SMs && rtx4090 has 128", "two green-context partitions that add to more than the GPU's SMs"),
+        ("cosched_partitions_leave_none", dev("", "streams: [{name: vlm, sms: 96}, {name: ae, sms: 32}, {name: aux}]"),
+         "name: gpu0", "take 128 SMs && a stream without a limit needs at least one",
+         "partitions that leave a stream without a limit no SM"),
+    ]
+    for cid, text, key, expect, desc in cases:
+        rel = "scenarios/%s.yaml" % cid
+        where = line(text, key)
+        add(cid, SIM, 2, "%s.yaml:%d && %s" % (cid, where, expect), desc, rel, text)
+    # A CPU takes neither.
+    cpu = strip_comments(read("scenarios/cpu_pipeline_small.yaml"))
+    m = re.search(r"catalog: [a-z0-9-]*(xeon|epyc|cpu)[a-z0-9-]*", cpu)
+    if m:
+        text = cpu.replace(m.group(0), m.group(0) + ", mps: true", 1) if "{" in cpu[cpu.rfind("\n", 0, m.start()):m.start()] \
+            else cpu.replace(m.group(0), m.group(0) + "\n      mps: true", 1)
+        add("cosched_cpu_mps", SIM, 2, "cosched_cpu_mps.yaml:%d && mps && only GPUs" % line(text, "mps"),
+            "mps on a CPU device", "scenarios/cosched_cpu_mps.yaml", text)
+
+
 def main():
     # Everything here is generated except README.md, which is kept.
     os.makedirs(OUT, exist_ok=True)
@@ -1292,6 +1348,7 @@ def main():
     engine_round2_cases()
     fleet_tooling_cases()
     trace_cases()
+    cosched_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
         f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")
         for c in cases:

@@ -2,6 +2,7 @@
 
 #include "scenarios/workload.h"
 #include "sim/flow.h"
+#include "sim/gpu_sharing.h"
 
 #include <systemc>
 
@@ -14,6 +15,7 @@
 #include <memory>
 #include <queue>
 #include <random>
+#include <tuple>
 
 namespace vlasim {
 
@@ -99,7 +101,39 @@ struct Job {
   double usage_compute = 0, usage_memory = 0;
   int compute_resource = 0, memory_resource = 0;
   double start = 0;
+  int sched = -1;  // its id in the domain's BlockScheduler (a GPU shared by `blocks`)
 };
+
+// Segment `w`'s ops as the kernels it launches (sim/gpu_sharing.h): each op's time and memory
+// share from `cost` on its stream (limited to w.sms SMs when its lockstep split it), the SMs it
+// occupies from its thread blocks on the stream's SMs (kernel_shape; its pool, `pool_sms` SMs,
+// may hold fewer). At least one kernel.
+KernelTable segment_kernels(const Scenario& s, const Plan& p, const CostModel& cost, const WorkItem& w,
+                            double pool_sms) {
+  const ModelPlan& mp = p.models[static_cast<size_t>(w.plan)];
+  const Segment& seg = mp.segment_at(w.segment, w.batch, w.sms);
+  const OpGraph& g = mp.graph_at(w.batch);
+  const UnitInfo& ui = p.units[static_cast<size_t>(seg.unit)];
+  KernelTable t;
+  if (ui.device >= 0 && !seg.transfer) {
+    const DeviceInstance& dev = s.devices[static_cast<size_t>(ui.device)];
+    UnitDecl unit = dev.units[static_cast<size_t>(ui.unit)];
+    if (w.sms > 0) unit.sm_fraction = static_cast<double>(w.sms) / dev.spec.sms;
+    const int sms = stream_sms(dev, unit);
+    for (int id : seg.ops) {
+      const Op& op = g.op(id);
+      const OpCost c = cost.op_cost(op, dev, unit);
+      if (!(c.seconds > 0)) continue;
+      KernelSpec k;
+      k.seconds = c.seconds;
+      k.sms = kernel_shape(op, dev.spec, sms).width(sms);
+      k.memory = std::min(1.0, c.memory_seconds / c.seconds);
+      t.add(k);
+    }
+  }
+  if (t.kernels.empty()) t.add(KernelSpec{std::max(seg.seconds, 1e-9), pool_sms, seg.memory_frac});
+  return t;
+}
 
 class Domain;
 class Workload;
@@ -218,6 +252,14 @@ class Domain {
     stats.resource_usage.assign(resources, 0.0);
   }
 
+  // Makes this GPU's segments share it as `gpu` schedules them (sim/gpu_sharing.h) instead
+  // of max-min fair; `spec` describes a job that has just started. Before any job starts.
+  using GpuSpec = std::function<BlockScheduler::JobSpec(const Job&)>;
+  void use_blocks(std::unique_ptr<BlockScheduler> gpu, GpuSpec spec) {
+    gpu_ = std::move(gpu);
+    gpu_spec_ = std::move(spec);
+  }
+
   // Sets the share of resource k taken by load from outside the scenario, from now on.
   void set_background(int k, double share) {
     advance();
@@ -225,6 +267,7 @@ class Domain {
     background_[k] = share;
     any_background_ = false;
     for (double b : background_) any_background_ = any_background_ || b > 0;
+    if (gpu_) gpu_->set_background(background_[0], resources_ > 1 ? background_[1] : 0.0);
     resolve();
   }
 
@@ -236,7 +279,10 @@ class Domain {
     j.start = calendar_->now();
     return j;
   }
-  void started() { resolve(); }
+  void started() {
+    if (gpu_) jobs_.back().sched = gpu_->add(gpu_spec_(jobs_.back()), calendar_->now());
+    resolve();
+  }
 
   // Completes the jobs due now (called by the calendar at this domain's entry).
   void on_wake();
@@ -247,6 +293,18 @@ class Domain {
   // Moves every job forward to now at its current rate, accumulating statistics.
   void advance() {
     double t = calendar_->now(), dt = t - last_;
+    if (gpu_) {
+      if (dt > 0 && !jobs_.empty()) {
+        stats.busy_seconds += dt;
+        double sm = 0, mem = 0;
+        gpu_->usage(&sm, &mem);
+        stats.resource_usage[0] += sm * dt;
+        stats.resource_usage[1] += mem * dt;
+      }
+      gpu_->advance(t);
+      last_ = std::max(last_, t);
+      return;
+    }
     if (dt > 0) {
       if (!jobs_.empty()) stats.busy_seconds += dt;
       for (auto& j : jobs_) {
@@ -305,6 +363,13 @@ class Domain {
   }
   // Gives every running job its rate and schedules the next completion.
   void resolve() {
+    if (gpu_) {
+      gpu_->resolve(last_);
+      const double next = gpu_->next_event();
+      if (next == INFINITY) calendar_->cancel(calendar_->domain_slot(index_));
+      else calendar_->schedule(calendar_->domain_slot(index_), next);
+      return;
+    }
     if (jobs_.size() == 1 && !any_background_) {
       jobs_[0].rate = 1.0;  // alone: usage fractions never exceed 1
     } else if (!jobs_.empty()) {
@@ -330,6 +395,8 @@ class Domain {
   bool any_background_ = false;
   std::vector<Job> done_;
   double last_ = 0;
+  std::unique_ptr<BlockScheduler> gpu_;
+  GpuSpec gpu_spec_;
 };
 
 // The workload: every stream's arrival clock, each on its own calendar slot.
@@ -351,9 +418,20 @@ void Domain::on_wake() {
   std::vector<Job>& done = done_;
   done.clear();
   const double slack = same_time_slack(calendar_->now(), calendar_->tick());
+  if (gpu_) {
+    const std::vector<int>& ids = gpu_->take_done(calendar_->now(), slack);
+    for (size_t i = 0; i < jobs_.size();) {
+      if (std::find(ids.begin(), ids.end(), jobs_[i].sched) != ids.end()) {
+        done.push_back(jobs_[i]);
+        jobs_.erase(jobs_.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
+  }
   for (Job& j : jobs_)
     if (j.delay <= slack) j.delay = 0;
-  for (size_t i = 0; i < jobs_.size();) {
+  for (size_t i = 0; i < jobs_.size() && !gpu_;) {
     if (jobs_[i].delay == 0 && jobs_[i].remaining <= jobs_[i].rate * slack) {
       done.push_back(jobs_[i]);
       jobs_.erase(jobs_.begin() + static_cast<long>(i));
@@ -690,6 +768,68 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
                     options.quantum_s, limit, resolution);
   for (int d = 0; d < plan.domains; ++d)
     domains.push_back(std::make_unique<Domain>(d, plan.domain_resources[d], &flow, &plan, &calendar));
+  // GPUs shared as their hardware schedules them (`gpu_sharing: blocks`): a block scheduler
+  // each. A segment's kernels are costed the first time it runs kernel by kernel.
+  std::unique_ptr<CostModel> kernel_cost;
+  std::map<std::tuple<int, int, int, int, int>, KernelTable> kernel_tables;
+  std::vector<int> unit_pool(plan.units.size(), 0);
+  for (size_t d = 0; d < s.devices.size() && d < plan.sharing.size(); ++d) {
+    const DeviceInstance& dev = s.devices[d];
+    if (dev.spec.type != DeviceType::Gpu || !plan.sharing[d].kernel_level) continue;
+    // One stream runs one segment at a time, in one process: the block scheduler would give it
+    // exactly the max-min fair rate (its alone speed, less background load), so such a GPU
+    // keeps the domain's own arithmetic (the large fleets of one stream per GPU run faster).
+    if (dev.units.size() == 1) continue;
+    BlockScheduler::Options o;
+    o.sms = dev.spec.sms;
+    o.mps = dev.mps;
+    o.time_slice_s = plan.sharing[d].time_slice_s >= 0 ? plan.sharing[d].time_slice_s : dev.spec.time_slice_s;
+    o.context_switch_s =
+        plan.sharing[d].context_switch_s >= 0 ? plan.sharing[d].context_switch_s : dev.spec.context_switch_s;
+    o.tables = [&](const std::array<int, 5>& key) -> const KernelTable* {
+      const auto k = std::make_tuple(key[0], key[1], key[2], key[3], key[4]);
+      auto it = kernel_tables.find(k);
+      if (it != kernel_tables.end()) return &it->second;
+      if (!kernel_cost) kernel_cost = cost_models().make(s.cost_model.name, s.cost_model.params, s.cost_model.where);
+      WorkItem w;
+      w.plan = key[0];
+      w.segment = key[1];
+      w.batch = key[2];
+      w.sms = key[3];
+      return &kernel_tables.emplace(k, segment_kernels(s, plan, *kernel_cost, w, key[4])).first->second;
+    };
+    auto gpu = std::make_unique<BlockScheduler>(o);
+    gpu->set_pool_sms(0, std::max(1, plan.shared_sms[d]));
+    int domain = -1;
+    for (size_t u = 0; u < plan.units.size(); ++u) {
+      const UnitInfo& ui = plan.units[u];
+      if (ui.device != static_cast<int>(d)) continue;
+      domain = ui.domain;
+      const bool lockstep = dev.lockstep.on() && (ui.unit == dev.lockstep.first || ui.unit == dev.lockstep.second);
+      if (ui.partition || lockstep) unit_pool[u] = gpu->add_pool(stream_sms(dev, dev.units[static_cast<size_t>(ui.unit)]));
+    }
+    if (domain < 0) continue;
+    BlockScheduler* sched = gpu.get();
+    domains[static_cast<size_t>(domain)]->use_blocks(std::move(gpu), [&, sched, d](const Job& j) {
+      const UnitInfo& ui = plan.units[static_cast<size_t>(j.unit)];
+      const DeviceInstance& dv = s.devices[d];
+      const UnitDecl& decl = dv.units[static_cast<size_t>(ui.unit)];
+      BlockScheduler::JobSpec sp;
+      sp.pool = unit_pool[static_cast<size_t>(j.unit)];
+      // A lockstep stream's partition is the split its lockstep gave it.
+      const int own = j.item.sms > 0 ? j.item.sms : stream_sms(dv, decl);
+      if (sp.pool > 0) sched->set_pool_sms(sp.pool, own);
+      const double pool_sms = sp.pool > 0 ? own : std::max(1, plan.shared_sms[d]);
+      sp.process = ui.process;
+      sp.priority = ui.priority;
+      sp.seconds = j.remaining;
+      sp.delay = j.delay;
+      sp.usage_compute = j.usage_compute;
+      sp.usage_memory = j.usage_memory;
+      sp.key = {j.item.plan, j.item.segment, j.item.batch, j.item.sms, static_cast<int>(pool_sms)};
+      return sp;
+    });
+  }
   Workload workload(s, &flow, &calendar);
   std::unique_ptr<Background> background;
   if (!s.background.empty()) background = std::make_unique<Background>(s, plan, domains, &calendar);

@@ -123,7 +123,8 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
     case DeviceType::Gpu: {
       n.check_keys(with({"sms", "tflops_bf16", "tflops_fp16", "tflops_fp32", "tops_int8",
                          "mem_gb", "bw_gbs", "l2_mb", "max_streams", "launch_us",
-                         "graph_launch_us", "context_gb", "sm_granularity", "kernels"}));
+                         "graph_launch_us", "context_gb", "sm_granularity", "kernels",
+                         "time_slice_us", "context_switch_us"}));
       d.sms = static_cast<int>(n.get_count("sms", 0, 1, 100000));
       if (!n.has("sms")) n.required("sms");
       d.peak.matrix_bf16 = figure(n, "tflops_bf16", 1e-3, 1e5) * kT;
@@ -139,6 +140,8 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
       d.graph_launch_s = figure(n, "graph_launch_us", 0, 1e6, 1) * 1e-6;
       d.context_bytes = n.get_nonneg("context_gb", 0.5) * kGB;
       d.sm_granularity = static_cast<int>(n.get_count("sm_granularity", 1, 1, d.sms));
+      d.time_slice_s = figure(n, "time_slice_us", 1, 1e7, d.time_slice_s * 1e6) * 1e-6;
+      d.context_switch_s = figure(n, "context_switch_us", 0, 1e6, d.context_switch_s * 1e6) * 1e-6;
       d.eff = parse_efficiency(n.optional("efficiency"), Efficiency{});
       d.kernels = parse_kernels(n.optional("kernels"), d.sms);
       break;

@@ -65,6 +65,15 @@ struct DeviceSpec {
   double graph_launch_s = 1e-6;  // per-kernel overhead under CUDA Graph replay
   double context_bytes = 0;    // runtime/context memory reserved on the device
   int sm_granularity = 1;      // SM partitions come in multiples of this
+  // Time slicing between processes (contexts) that share a GPU without MPS (the `blocks` GPU
+  // sharing model, sim/gpu_sharing.h); catalog keys time_slice_us, context_switch_us.
+  // Defaults: a 2 ms slice: NVIDIA DRIVE OS 6.0 Linux SDK, "Setting the Timeslice" (timeslices
+  // are set in microseconds, at least 1 ms; 2 ms is its bound for medium-priority contexts;
+  // NVIDIA publishes no figure for data-centre GPUs). A 50 us switch: an assumption of the
+  // order of a compute-preemption context save and restore discussed by Park et al.
+  // (Chimera, ASPLOS 2015); NVIDIA publishes none. Neither is a measurement.
+  double time_slice_s = 2e-3;
+  double context_switch_s = 50e-6;
   KernelModel kernels;         // GPU: the shape-aware cost model's figures
 
   // CPU

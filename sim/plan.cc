@@ -41,6 +41,10 @@ void add_units(const Scenario& s, Plan& p) {
         ui.compute_share = dev.units[u].sm_fraction;
         ui.memory_share = 1;
         ui.batch = dev.units[u].batch;
+        ui.priority = dev.units[u].priority;
+        const bool lockstep = dev.lockstep.on() && (static_cast<int>(u) == dev.lockstep.first ||
+                                                     static_cast<int>(u) == dev.lockstep.second);
+        ui.partition = !lockstep && dev.units[u].sm_fraction < 1;
         p.units.push_back(ui);
       }
     } else {
@@ -76,6 +80,47 @@ void add_units(const Scenario& s, Plan& p) {
       ui.memory_resource = 0;
       p.units.push_back(ui);
     }
+  }
+}
+
+// Each GPU's sharing model (ConfigError at its `gpu_sharing:` for an unknown name or a bad
+// parameter), its streams' processes, and the SMs its streams without a partition share
+// (ConfigError at its streams when partitions leave them none).
+void plan_gpu_sharing(const Scenario& s, Plan& p) {
+  p.sharing.assign(s.devices.size(), GpuSharingModel{});
+  p.shared_sms.assign(s.devices.size(), 0);
+  for (size_t d = 0; d < s.devices.size(); ++d) {
+    const DeviceInstance& dev = s.devices[d];
+    if (dev.spec.type != DeviceType::Gpu) continue;
+    p.sharing[d] = *gpu_sharing_models().make(dev.sharing, dev.sharing_params, dev.sharing_where);
+    // Processes: a stream's `process:`; else its own when a `handoff: host` model (stages as
+    // separate processes) runs a stage on it; else the device's one process "".
+    std::vector<std::string> names;
+    int partitions = 0;
+    bool shared = false;
+    for (UnitInfo& ui : p.units) {
+      if (ui.device != static_cast<int>(d)) continue;
+      const UnitDecl& u = dev.units[static_cast<size_t>(ui.unit)];
+      std::string name = u.process;
+      if (name.empty())
+        for (const ModelInstance& mi : s.models)
+          if (mi.handoff_host)
+            for (const PlacementRule& r : mi.placement)
+              if (r.device == dev.name && (r.unit == u.name || (r.unit.empty() && ui.unit == 0)))
+                name = "\x01" + u.name;  // a process of its own (no declared name can clash)
+      auto it = std::find(names.begin(), names.end(), name);
+      ui.process = static_cast<int>(it - names.begin());
+      if (it == names.end()) names.push_back(name);
+      if (ui.partition) partitions += stream_sms(dev, u);
+      else if (!(dev.lockstep.on() && (ui.unit == dev.lockstep.first || ui.unit == dev.lockstep.second)))
+        shared = true;
+    }
+    p.shared_sms[d] = dev.spec.sms - partitions;
+    if (p.sharing[d].kernel_level && partitions > 0 && (p.shared_sms[d] < (shared ? 1 : 0)))
+      dev.sharing_where.fail("the SM limits of " + dev.name + "'s streams (green contexts, each its SMs alone under "
+                             "gpu_sharing " + dev.sharing + ") take " + std::to_string(partitions) + " SMs; " +
+                             dev.spec.name + " has " + std::to_string(dev.spec.sms) +
+                             (shared ? " and a stream without a limit needs at least one" : ""));
   }
 }
 
@@ -417,6 +462,7 @@ using WindowFn = std::function<int(int model, int stages)>;
 Plan make_plan_with(const Scenario& s, const CostModel& cost, const WindowFn& in_flight) {
   Plan p;
   add_units(s, p);
+  plan_gpu_sharing(s, p);
   p.memory.resize(s.devices.size());
   for (size_t d = 0; d < s.devices.size(); ++d) {
     p.memory[d].device = s.devices[d].name;

@@ -13,6 +13,7 @@
 #include "scenarios/scenario.h"
 #include "scheduler/policy.h"
 #include "sim/cost_model.h"
+#include "sim/gpu_sharing.h"
 
 namespace vlasim {
 
@@ -31,6 +32,12 @@ struct UnitInfo {
   double compute_share = 1;  // fraction of the compute resource the unit may use
   double memory_share = 1;   // fraction of the memory resource the unit may use
   int batch = 1;             // most items of one model and stage it runs as one batch
+  // GPU streams (the `blocks` sharing model, sim/gpu_sharing.h):
+  int process = 0;           // its process on the device (0, 1, ...: in order of first stream)
+  int priority = 0;          // lower runs first
+  // It has its SMs alone (a declared SM limit: a green context); the device's other streams
+  // share the SMs no such stream holds. Lockstep streams are split at each lockstep instead.
+  bool partition = false;
 };
 
 struct Segment {
@@ -135,6 +142,10 @@ struct Plan {
   std::vector<ModelPlan> models;
   std::vector<DeviceMemory> memory;   // one per device
   std::vector<LockstepPlan> locksteps;  // one per GPU with `lockstep:`
+  // By device: how its running segments share it (GPUs; a CPU's entry is unused), and the
+  // SMs its streams without a partition share (the GPU's less its partitions').
+  std::vector<GpuSharingModel> sharing;
+  std::vector<int> shared_sms;
 };
 
 // The scenario's batching policy (dynamic when a scenario built in code names none).

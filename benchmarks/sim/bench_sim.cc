@@ -18,10 +18,11 @@ namespace {
 
 double g_minutes = 10;
 
-std::string large_scenario(double seconds) {
+// `sharing`: the GPUs' gpu_sharing (sim/gpu_sharing.h).
+std::string large_scenario(double seconds, const std::string& sharing = "blocks") {
   std::ostringstream y;
   y << "name: bench-64-cameras\nseed: 3\nhardware:\n  devices:\n"
-    << "    - {name: gpu, catalog: h100-sxm, count: 32}\nmodels:\n";
+    << "    - {name: gpu, catalog: h100-sxm, count: 32, gpu_sharing: " << sharing << "}\nmodels:\n";
   for (int g = 0; g < 32; ++g)
     y << "  - {name: pi0_" << g << ", card: pi0, views: 2, chunk: 50, steps: 10, placement: "
       << "[{stages: [vision, prefix, action], device: gpu" << g << "}]}\n";
@@ -36,13 +37,13 @@ std::string large_scenario(double seconds) {
 // Robion's fleet (issue 11): 100 robots at 10 Hz (100 ms deadlines) over 8 instances of 6
 // architectures on 4 H100s, each GPU serving two instances with batched stage disaggregation in
 // locksteps (SM table from the cost model, guard), dynamic batches, ESF.
-std::string robion_fleet(double seconds) {
+std::string robion_fleet(double seconds, const std::string& sharing = "blocks") {
   const char* cards[8] = {"pi0", "smolvla", "pi05", "gr00t_n15", "pi0_small", "diffusion_policy", "pi0", "smolvla"};
   const int robots[8] = {13, 14, 12, 14, 20, 2, 12, 13};  // 100, every model within its deadlines
   std::ostringstream y;
   y << "name: bench-robion-fleet\nseed: 4\nhardware:\n  devices:\n";
   for (int g = 0; g < 4; ++g)
-    y << "    - {name: gpu" << g << ", catalog: h100-sxm, graph_capture: true, "
+    y << "    - {name: gpu" << g << ", catalog: h100-sxm, graph_capture: true, gpu_sharing: " << sharing << ", "
       << "streams: [{name: vlm, sms: 96, batch: 4}, {name: adit, batch: 8}], lockstep: {streams: [vlm, adit]}}\n";
   y << "models:\n";
   for (int m = 0; m < 8; ++m) {
@@ -59,8 +60,12 @@ std::string robion_fleet(double seconds) {
   return y.str();
 }
 
+// Arg: 1 with the GPUs shared `fluid` (the model before issue 30), 0 `blocks` (the default).
+const char* sharing_arg(int64_t fluid) { return fluid ? "fluid" : "blocks"; }
+
 void BM_SimulateRobionFleet(benchmark::State& state) {
-  Scenario s = load_scenario_text(robion_fleet(g_minutes * 60), "<bench>", default_catalog_dir(), default_cards_dir());
+  Scenario s = load_scenario_text(robion_fleet(g_minutes * 60, sharing_arg(state.range(0))), "<bench>",
+                                  default_catalog_dir(), default_cards_dir());
   Plan plan = plan_scenario(s);
   SimOptions options;
   options.trace_limit = 0;
@@ -76,7 +81,7 @@ void BM_SimulateRobionFleet(benchmark::State& state) {
     state.counters["sim_s_per_wall_s"] = r.end_time / wall;
   }
 }
-BENCHMARK(BM_SimulateRobionFleet)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimulateRobionFleet)->ArgName("fluid")->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // Arg 0: events; arg 1: self-notifying processes (1 = the bare loop the target refers to;
 // 33 = as many pending timed events as the large scenario keeps: 32 GPUs + the workload).
@@ -93,14 +98,15 @@ BENCHMARK(BM_BareSystemCLoop)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
-// Arg: the temporal-decoupling quantum in microseconds (SimOptions::quantum_s; 0: one
-// SystemC activation per event time). The results are the same; only the speed differs.
+// Args: the temporal-decoupling quantum in microseconds (SimOptions::quantum_s; 0: one
+// SystemC activation per event time; the results are the same, only the speed differs), and
+// 1 with the GPUs shared `fluid`, 0 `blocks` (sharing_arg).
 void BM_SimulateLargeScenario(benchmark::State& state) {
   double seconds = g_minutes * 60;
   SimOptions options;
   options.quantum_s = static_cast<double>(state.range(0)) * 1e-6;
-  Scenario s = load_scenario_text(large_scenario(seconds), "<bench>", default_catalog_dir(),
-                                  default_cards_dir());
+  Scenario s = load_scenario_text(large_scenario(seconds, sharing_arg(state.range(1))), "<bench>",
+                                  default_catalog_dir(), default_cards_dir());
   auto cost = cost_models().make("roofline", Params(), ConfigNode());
   Plan plan = make_plan(s, *cost, std::vector<int>(s.models.size(), 1));
   for (auto _ : state) {
@@ -118,9 +124,10 @@ void BM_SimulateLargeScenario(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_SimulateLargeScenario)
-    ->ArgName("quantum_us")
-    ->Arg(1000)  // the default
-    ->Arg(0)
+    ->ArgNames({"quantum_us", "fluid"})
+    ->Args({1000, 0})  // the defaults
+    ->Args({0, 0})
+    ->Args({1000, 1})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

@@ -54,6 +54,18 @@ TEST(Catalog, EveryBrokenEntryFailsWithFileLineAndKey) {
   EXPECT_GE(checked, 8);
 }
 
+TEST(Catalog, TimeSlicingFiguresHaveCitedDefaultsAndMayBeGiven) {
+  Catalog c = Catalog::load_dir(default_catalog_dir());
+  EXPECT_DOUBLE_EQ(c.find("h100-sxm")->time_slice_s, 2e-3);
+  EXPECT_DOUBLE_EQ(c.find("h100-sxm")->context_switch_s, 50e-6);
+  Catalog t;
+  t.load_text("g:\n  type: gpu\n  source: t\n  sms: 10\n  tflops_bf16: 10\n  tflops_fp32: 1\n  bw_gbs: 100\n"
+              "  mem_gb: 8\n  time_slice_us: 1000\n  context_switch_us: 0\n",
+              "<test>");
+  EXPECT_DOUBLE_EQ(t.find("g")->time_slice_s, 1e-3);
+  EXPECT_DOUBLE_EQ(t.find("g")->context_switch_s, 0);
+}
+
 TEST(Catalog, DuplicateNamesAcrossFilesAreRefused) {
   std::string dir = testing::scratch_dir("dup_catalog").string();
   const char* entry = "x:\n  type: link\n  source: t\n  h2d_gbs: 1\n  d2h_gbs: 1\n";
