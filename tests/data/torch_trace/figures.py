@@ -13,6 +13,14 @@ Per trace:
   streams       distinct args.stream over those
   launched_us   device time whose launch call (cuda_runtime / cuda_driver event of equal
                 args.correlation) lies inside some cpu_op on the call's pid/tid
+  class_us      (traces with kernels and Input Dims) device time by what vlasim would match its
+                launching op as: the outermost cpu_op around the launch call (earliest start,
+                longest first), classed by name and Input Dims as the forms documented for
+                trace_op_key in sim/torch_trace.h (gemm: linear, addmm, mm, matmul, patch
+                conv2d; attention: 4-D scaled_dot_product_attention; norm: layer_norm,
+                rms_norm, group_norm; eltwise: gelu, silu, add, mul, sub, softmax; embedding),
+                each only when its sizes are consistent and positive; "none" for any other
+                op; device time with no launching op is left out (launched_us is the total)
   inferences    ranges named "inference"; stage_ms: per stage the mean over inferences of
                 (last end - first start) of the ranges of that name inside it; inference_ms
                 the mean inference range duration (these traces have no kernels)
@@ -31,6 +39,49 @@ def load(path):
     with gzip.open(path, "rt") as f:
         d = json.load(f)
     return d["traceEvents"] if isinstance(d, dict) else d
+
+
+def prod(v):
+    """Product of the sizes, -1 when one is negative."""
+    p = 1
+    for x in v:
+        if x < 0:
+            return -1
+        p *= x
+    return p
+
+
+def op_class(name, dims):
+    """What trace_op_key makes of an op, by its first word; written from the key forms, not the code."""
+    b = name.split("::")[-1].strip("_")
+    d = dims or []
+    a = [x if isinstance(x, list) else [] for x in d]
+
+    def at(i):
+        return a[i] if i < len(a) else []
+
+    if b == "linear" and len(at(0)) >= 1 and len(at(1)) == 2 and at(0)[-1] == at(1)[1]:
+        return "gemm" if min(prod(at(0)[:-1]), at(1)[0], at(1)[1]) > 0 else "none"
+    if b == "addmm" and len(at(1)) == 2 and len(at(2)) == 2 and at(1)[1] == at(2)[0]:
+        return "gemm" if min(at(1)[0], at(2)[1], at(1)[1]) > 0 else "none"
+    if b in ("mm", "matmul") and len(at(0)) >= 2 and len(at(1)) == 2 and at(0)[-1] == at(1)[0]:
+        return "gemm" if min(prod(at(0)[:-1]), at(1)[1], at(1)[0]) > 0 else "none"
+    if b in ("conv2d", "convolution") and len(at(0)) == 4 and len(at(1)) == 4:
+        x, w = at(0), at(1)
+        if prod(w) <= 0 or min(x) < 0 or x[2] % w[2] or x[3] % w[3]:
+            return "none"
+        return "gemm" if min(x[0] * (x[2] // w[2]) * (x[3] // w[3]), w[0], prod(w[1:])) > 0 else "none"
+    if b == "scaled_dot_product_attention" and len(at(0)) == 4 and len(at(1)) == 4:
+        return "attention" if at(0)[0] * at(0)[1] > 0 and min(at(0)) > 0 and min(at(1)) > 0 else "none"
+    if not a or not at(0):
+        return "none"
+    if b in ("layer_norm", "rms_norm", "group_norm"):
+        return "norm" if min(at(0)) > 0 else "none"
+    if b in ("gelu", "silu", "add", "mul", "sub", "softmax"):
+        return "eltwise" if max(prod(x) for x in a if x) > 0 else "none"
+    if b == "embedding" and len(at(0)) == 2 and len(a) >= 2:
+        return "embedding" if min(at(1) + [at(0)[1]]) > 0 else "none"
+    return "none"
 
 
 def figures(path):
@@ -60,6 +111,18 @@ def figures(path):
                      for o in ops):
             launched += d["dur"]
     out["launched_us"] = launched
+    if dev and any("Input Dims" in o.get("args", {}) for o in ops):
+        by_class = {}
+        for d in dev:
+            c = calls.get(d["args"]["correlation"])
+            around = [o for o in ops if c and o["pid"] == c["pid"] and o["tid"] == c["tid"] and
+                      o["ts"] <= c["ts"] <= o["ts"] + o["dur"]]
+            if not around:
+                continue
+            top = min(around, key=lambda o: (o["ts"], -o["dur"]))
+            k = op_class(top["name"], top["args"].get("Input Dims"))
+            by_class[k] = by_class.get(k, 0.0) + d["dur"]
+        out["class_us"] = by_class
     inf = [r for r in ranges if r["name"] == "inference"]
     if inf:
         out["inferences"] = len(inf)
@@ -96,7 +159,8 @@ def figures(path):
 
 def main():
     res = {}
-    for p in sorted(glob.glob(os.path.join(here, "*.json.gz")) + glob.glob(os.path.join(here, "hta", "*.json.gz"))):
+    for p in sorted(glob.glob(os.path.join(here, "*.json.gz")) + glob.glob(os.path.join(here, "hta", "*.json.gz")) +
+                    glob.glob(os.path.join(here, "tracelens", "*.json.gz"))):
         res[os.path.relpath(p, here)] = figures(p)
     print(json.dumps(res, indent=1, sort_keys=True))
 
