@@ -120,6 +120,7 @@ def ok(x, bound):
 prof = json.load(open(os.path.join(out, "profile.json")))
 rows, misses = [], []
 all_stage, all_p50, all_p99 = [], [], []
+drows, marked, quiet_stage, quiet_p50, quiet_p99 = [], [], [], [], []
 for path in scenarios:
     name = os.path.splitext(os.path.basename(path))[0]
     c = json.load(open(os.path.join(out, name, "compare.json")))
@@ -148,6 +149,21 @@ for path in scenarios:
     rows.append(f"| {name} | {1e3*meas_p50:.1f} | {pct(med_stage, False)} | {pct(p50)} | {pct(p99)} | {pct(thr)} | "
                 f"{'equivalent' if tost else 'not shown'} ({ratios}) | {ks} | {lb} / {la} | {100*drift:+.1f}% | {'yes' if met else '**no**: ' + ', '.join(missed)} |")
     if not met: misses.append(name)
+    # The drift sentinel over the measurement and the sensitivity (compare's drift.json; absent
+    # in runs before issue 32).
+    dj = os.path.join(out, name, "drift.json")
+    if os.path.exists(dj):
+        d = json.load(open(dj))
+        sc = d["speed_change"]
+        drows.append(f"| {name} | {pct(d['measurement']['drift'])} | {pct(sc)} | "
+                     f"{d['sensitivity']['p50_elasticity']:.2f} | {100*d['sensitivity']['utilisation']:.0f}% | "
+                     f"{'**marked**' if d['marked'] else 'no'} |")
+        if not d["marked"]:
+            if med_stage is not None: quiet_stage.append(med_stage)
+            if p50 is not None: quiet_p50.append(abs(p50))
+            if p99 is not None: quiet_p99.append(abs(p99))
+        else:
+            marked.append(name)
 
 header = ["# Validation suite: predicted against measured\n",
           "Made by `scripts/validation_suite.sh` (do not edit by hand): the profiled cost model, "
@@ -189,6 +205,23 @@ lines.append(f"Over the suite: median of the scenarios' median stage errors {pct
              f"targets met on {len(rows) - len(misses)} of {len(rows)} scenarios"
              + (f" (not: {', '.join(misses)})." if misses else "."))
 lines.append("")
+if drows:
+    lines.append("### The machine's own speed (drift sentinel) and the sensitivity to service time\n")
+    lines.append("Sentinel: a fixed 96^3 fp32 matrix product timed before, every 2 s during and after each "
+                 "calibration and measurement (`vlasim compare`'s drift.json). Drift: its time at the end of the "
+                 "measurement over the start; speed change: its median during the measurement over the median "
+                 f"during the calibration (> 0: the machine was slower when measured). A run beyond {100*0.03:.0f}% "
+                 "in either is marked and left out of the medians below. Elasticity: d(p50)/p50 over "
+                 "d(service)/service, from re-simulating with every service time x(1 -+ 2%): the factor by which "
+                 "the queueing multiplies a service-time error (calibration noise, the machine's drift).\n")
+    lines.append("| scenario | sentinel drift | speed change since calibration | p50 elasticity | busiest unit | marked |")
+    lines.append("|---|---:|---:|---:|---:|---|")
+    lines += drows
+    lines.append("")
+    lines.append(f"Over the {len(quiet_stage)} scenarios not marked: median stage error {pct(med(quiet_stage), False)}, "
+                 f"median |p50 error| {pct(med(quiet_p50), False)}, median |p99 error| {pct(med(quiet_p99), False)}"
+                 + (f" (marked: {', '.join(marked)})." if marked else "."))
+    lines.append("")
 
 # Interference between the two 1-core groups: segments of one unit that ran while the other
 # unit was busy (> 70% of their time) against the same segment alone (the plan's alone time:
@@ -227,7 +260,16 @@ if irows:
     lines.append("Async split scenarios: segments that ran while the other core group was busy for more than 70% of "
                  "their time, against the same segment's predicted alone time (calibrated in context, one request "
                  "at a time). Measured slowdown: median overlapped measured time / alone time; predicted: the "
-                 "simulator's, from the device's compute and memory sharing.\n")
+                 "simulator's, from the device's compute and memory sharing and, when the profile's host entry "
+                 "stands for the CPU, the measured loaded bandwidth (`vlasim list host`).\n")
+    h = prof.get("host")
+    if h:
+        g1 = h["groups"][0]
+        lines.append(f"Host entry of the calibration (`vlasim --profile {out}/profile.json list host`): a {g1['cores']}-core "
+                     f"group moves {g1['alone_bw']/1e9:.2f} GB/s alone and {g1['loaded_bw']/1e9:.2f} GB/s with every other CPU "
+                     f"streaming; all CPUs together {h['node_bw']/1e9:.2f} GB/s; LLC {h['llc_bytes']/2**20:.0f} MiB.\n")
+    else:
+        lines.append("The profile has no host entry: the catalog CPU's figures made the prediction.\n")
     lines.append("| scenario | segment | overlapped runs | alone, predicted (ms) | overlapped, measured median (ms) | measured slowdown | predicted slowdown |")
     lines.append("|---|---|---:|---:|---:|---:|---:|")
     lines += irows
