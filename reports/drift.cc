@@ -21,7 +21,7 @@ void scale_segment(Segment& s, double f) {
 }
 
 struct Tails {
-  double p50 = 0, p99 = 0;
+  double mean = 0, p50 = 0, p99 = 0;
 };
 
 Tails tails(const SimResult& r) {
@@ -29,7 +29,7 @@ Tails tails(const SimResult& r) {
   for (const RequestRecord& q : r.requests)
     if (q.end >= 0 && !q.failed && !q.dropped) v.push_back(q.end - q.arrival);
   const LatencyStats st = latency_stats(v);
-  return {st.p50, st.p99};
+  return {st.mean, st.p50, st.p99};
 }
 
 double elasticity(double minus, double plus, double base, double step) {
@@ -79,6 +79,8 @@ ServiceSensitivity service_sensitivity(const Scenario& s, const Plan& p, const S
   const Tails hi = tails(simulate(s, scale_service(p, 1 + step), quiet));
   r.p50_base = b.p50, r.p50_minus = lo.p50, r.p50_plus = hi.p50;
   r.p99_base = b.p99, r.p99_minus = lo.p99, r.p99_plus = hi.p99;
+  r.mean_base = b.mean, r.mean_minus = lo.mean, r.mean_plus = hi.mean;
+  r.mean_elasticity = elasticity(lo.mean, hi.mean, b.mean, step);
   r.p50_elasticity = elasticity(lo.p50, hi.p50, b.p50, step);
   r.p99_elasticity = elasticity(lo.p99, hi.p99, b.p99, step);
   for (const UnitStats& u : base.units)
@@ -126,9 +128,9 @@ std::string drift_markdown(const Comparison& c, const DriftInputs& d, const Serv
   }
   std::snprintf(b, sizeof b,
                 "\nSensitivity to the service time (re-simulated with every segment's time x(1 -+ %.0f%%), same seed; "
-                "not an M/G/1 formula): busiest unit %.0f%% busy; d(p50)/p50 = %.2f x d(service)/service, "
+                "not an M/G/1 formula): busiest unit %.0f%% busy; d(mean)/mean = %.2f, d(p50)/p50 = %.2f and "
                 "d(p99)/p99 = %.2f x d(service)/service.%s\n\n",
-                100 * sens.step, 100 * sens.utilisation, sens.p50_elasticity, sens.p99_elasticity,
+                100 * sens.step, 100 * sens.utilisation, sens.mean_elasticity, sens.p50_elasticity, sens.p99_elasticity,
                 sens.p50_elasticity > 3 ? " Near saturation: a service-time error of a few percent (calibration noise, "
                                           "the machine's drift) becomes several times that in latency, whatever the model."
                                         : "");
@@ -139,7 +141,7 @@ std::string drift_markdown(const Comparison& c, const DriftInputs& d, const Serv
     const char* name;
     const Figure& f;
     double el;
-  } rows[] = {{"mean latency", c.overall.mean_s, sens.p50_elasticity},
+  } rows[] = {{"mean latency", c.overall.mean_s, sens.mean_elasticity},
               {"p50 latency", c.overall.p50_s, sens.p50_elasticity},
               {"p99 latency", c.overall.p99_s, sens.p99_elasticity}};
   for (const auto& r : rows) {
@@ -162,6 +164,10 @@ void write_drift_json(const Comparison& c, const DriftInputs& d, const ServiceSe
   j["marked"] = drift_marked(d);
   j["sensitivity"] = {{"step", sens.step},
                       {"utilisation", sens.utilisation},
+                      {"mean_base_s", sens.mean_base},
+                      {"mean_minus_s", sens.mean_minus},
+                      {"mean_plus_s", sens.mean_plus},
+                      {"mean_elasticity", sens.mean_elasticity},
                       {"p50_base_s", sens.p50_base},
                       {"p50_minus_s", sens.p50_minus},
                       {"p50_plus_s", sens.p50_plus},

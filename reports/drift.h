@@ -28,10 +28,12 @@ struct ServiceSensitivity {
   double step = 0.02;
   double p50_base = 0, p50_minus = 0, p50_plus = 0;
   double p99_base = 0, p99_minus = 0, p99_plus = 0;
-  double p50_elasticity = 0, p99_elasticity = 0;
+  double mean_base = 0, mean_minus = 0, mean_plus = 0;
+  double mean_elasticity = 0, p50_elasticity = 0, p99_elasticity = 0;
   double utilisation = 0;  // busiest unit's busy time over the base run's end time
 };
 // REQUIRES: 0 < step < 0.5; `base` is simulate(s, p, o). Requests not finished are left out.
+// Throws std::invalid_argument for a step outside (0, 0.5).
 ServiceSensitivity service_sensitivity(const Scenario& s, const Plan& p, const SimOptions& o, const SimResult& base,
                                        double step = 0.02);
 

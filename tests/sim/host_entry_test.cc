@@ -245,6 +245,8 @@ TEST(ServiceSensitivity, QueueingAmplifiesAServiceTimeErrorNearSaturation) {
   };
   const ServiceSensitivity lo = elasticity(5), hi = elasticity(95);
   EXPECT_NEAR(lo.p50_elasticity, 1.0, 0.3);
+  EXPECT_NEAR(lo.mean_elasticity, 1.0, 0.3);
+  EXPECT_GT(hi.mean_elasticity, 3.0);
   EXPECT_GT(hi.p50_elasticity, 3.0);
   EXPECT_GT(hi.utilisation, 0.85);
   EXPECT_LT(lo.utilisation, 0.1);
