@@ -494,6 +494,14 @@ def catalog_mutations():
             expect = fname + (" && " + key if key else "") + (" && " + extra if extra else "")
             code, expect = OVERRIDE.get(cid, (2, expect))
             add(cid, CAT, code, expect, "sim/catalog/%s: %s" % (fname, tag), rel, mut)
+        # A CPU's loaded per-core bandwidth (issue 32): optional, at most core_bw_gbs, > 0.
+        if entry == "epyc-2vcpu":
+            for tag, val in (("above_alone", "100"), ("negative", "-1"), ("text", "fast")):
+                cid = "cat_%s__core_bw_loaded_gbs__%s" % (stem, tag)
+                mut = text[:end] + "  core_bw_loaded_gbs: %s\n" % val + text[end:]
+                add(cid, CAT, 2, "%s:%d && core_bw_loaded_gbs" % (fname, line_of(mut, end)),
+                    "sim/catalog/%s %s: core_bw_loaded_gbs %s" % (fname, entry, val),
+                    "catalog/%s/%s" % (cid, fname), mut)
 
 
 # ---------------------------------------------------------------------------------------------
