@@ -51,7 +51,8 @@ int run_list(const Common& c, const std::string& what) {
       std::cout << "  used: " << (why.empty() ? "yes, instead of catalog '" + prof.catalog_device + "'" : "no: " + why)
                 << "\n";
     } else {
-      const LlcInfo llc = read_llc(host_info().numa_nodes.front().front());
+      const auto& nodes = host_info().numa_nodes;
+      const LlcInfo llc = nodes.empty() || nodes.front().empty() ? LlcInfo{} : read_llc(nodes.front().front());
       if (llc.bytes > 0)
         std::cout << "  last-level cache: " << llc.bytes / 1e6 << " MB shared by " << llc.shared_cpus << " allowed CPUs\n";
       std::cout << "  measured host entry: pass --profile PROFILE.json (vlasim calibrate measures one)\n";
