@@ -46,12 +46,14 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
   const std::vector<StreamingRow> sp = make_streaming_report(pr.s, predicted), sm = make_streaming_report(pr.s, measured.result);
   if (!sp.empty()) md += streaming_comparison(sp, sm);
   md += drift_markdown(cmp, drift, sens);
+  const std::vector<CorunRow> corun = corun_slowdowns(pr.s, pr.plan);
+  md += corun_markdown(corun);
   if (!out.quiet) std::cout << md;
   if (!out.dir.empty()) {
     fs::create_directories(out.dir);
     write_compare_json(cmp, out.dir + "/compare.json");
     std::ofstream(out.dir + "/compare.md") << md;
-    write_drift_json(cmp, drift, sens, out.dir + "/drift.json");
+    write_drift_json(cmp, drift, sens, corun, out.dir + "/drift.json");
     for (const auto& [mode, r] : {std::pair<std::string, const SimResult*>{"simulate", &predicted},
                                   {"execute", &measured.result}}) {
       std::string sub = out.dir + "/" + mode;

@@ -88,6 +88,43 @@ ServiceSensitivity service_sensitivity(const Scenario& s, const Plan& p, const S
   return r;
 }
 
+std::vector<CorunRow> corun_slowdowns(const Scenario& s, const Plan& p) {
+  std::vector<CorunRow> rows;
+  for (const ModelPlan& mp : p.models)
+    for (const Segment& seg : mp.segments) {
+      if (seg.transfer || seg.unit < 0 || static_cast<size_t>(seg.unit) >= p.units.size()) continue;
+      const UnitInfo& ui = p.units[static_cast<size_t>(seg.unit)];
+      if (ui.type != DeviceType::Cpu || ui.device < 0) continue;
+      const DeviceSpec& spec = s.devices[static_cast<size_t>(ui.device)].spec;
+      CorunRow r;
+      r.unit = seg.unit;
+      r.unit_name = ui.name;
+      r.segment = s.models[static_cast<size_t>(mp.model)].name + " " + seg.label;
+      if (std::any_of(rows.begin(), rows.end(), [&](const CorunRow& o) { return o.unit == r.unit && o.segment == r.segment; }))
+        continue;
+      r.alone_s = seg.seconds;
+      r.memory_frac = seg.memory_frac;
+      if (spec.core_bw_loaded > 0) r.slowdown = 1 + seg.memory_frac * (spec.core_bw / spec.core_bw_loaded - 1);
+      rows.push_back(r);
+    }
+  return rows;
+}
+
+std::string corun_markdown(const std::vector<CorunRow>& rows) {
+  if (rows.empty()) return "";
+  std::string md =
+      "\nThe engine's slowdown of each CPU segment while every other core of its node is busy (memory share of "
+      "its time x alone/loaded bandwidth; 1 without a loaded bandwidth, where only the node's bandwidth is "
+      "shared):\n\n| unit | segment | alone (ms) | memory share | slowdown |\n|---|---|---:|---:|---:|\n";
+  char b[256];
+  for (const CorunRow& r : rows) {
+    std::snprintf(b, sizeof b, "| %s | %s | %.3f | %.2f | x%.3f |\n", r.unit_name.c_str(), r.segment.c_str(), 1e3 * r.alone_s,
+                  r.memory_frac, r.slowdown);
+    md += b;
+  }
+  return md;
+}
+
 double speed_change(const DriftInputs& d) {
   if (d.measurement.empty() || d.calibration.empty()) return 0;
   return d.measurement.median_s() / d.calibration.median_s() - 1;
@@ -155,8 +192,13 @@ std::string drift_markdown(const Comparison& c, const DriftInputs& d, const Serv
 }
 
 void write_drift_json(const Comparison& c, const DriftInputs& d, const ServiceSensitivity& sens,
-                      const std::string& path) {
+                      const std::vector<CorunRow>& corun, const std::string& path) {
   nlohmann::json j;
+  nlohmann::json cr = nlohmann::json::array();
+  for (const CorunRow& r : corun)
+    cr.push_back({{"unit", r.unit}, {"unit_name", r.unit_name}, {"segment", r.segment}, {"alone_s", r.alone_s},
+                  {"memory_frac", r.memory_frac}, {"slowdown", r.slowdown}});
+  j["corun"] = cr;
   j["measurement"] = sentinel_json(d.measurement);
   j["calibration"] = sentinel_json(d.calibration);
   j["speed_change"] = (d.measurement.empty() || d.calibration.empty()) ? nlohmann::json(nullptr) : num(speed_change(d));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "reports/compare.h"
 #include "sim/engine.h"
@@ -37,6 +38,21 @@ struct ServiceSensitivity {
 ServiceSensitivity service_sensitivity(const Scenario& s, const Plan& p, const SimOptions& o, const SimResult& base,
                                        double step = 0.02);
 
+// The engine's slowdown of a CPU segment while every other core of its node runs a job
+// (sim/engine.cc Domain::corun, before max-min sharing): 1 + memory_frac (core_bw /
+// core_bw_loaded - 1), or 1 where the device gives no loaded bandwidth (then only max-min
+// sharing of the node's bandwidth slows it). One row per (unit, segment name) of the plans'
+// unbatched segments on CPU units, in plan order.
+struct CorunRow {
+  int unit = 0;              // index into Plan::units (the trace's tid)
+  std::string unit_name;     // "cpu0.a"
+  std::string segment;       // "<model> <label>", as the trace names it
+  double alone_s = 0;        // predicted alone time
+  double memory_frac = 0;    // share of its time that is memory traffic
+  double slowdown = 1;       // with every other core of the node busy
+};
+std::vector<CorunRow> corun_slowdowns(const Scenario& s, const Plan& p);
+
 struct DriftInputs {
   SentinelRecord measurement;   // over the measured run
   SentinelRecord calibration;   // over the calibration that made the profile (may be empty)
@@ -55,9 +71,13 @@ bool drift_marked(const DriftInputs& d);
 // change alone would cause (elasticity x speed change).
 std::string drift_markdown(const Comparison& c, const DriftInputs& d, const ServiceSensitivity& sens);
 
+// Markdown table of corun_slowdowns (empty text when there are none).
+std::string corun_markdown(const std::vector<CorunRow>& rows);
+
 // The same as JSON (fixed key order; NaN as null). Throws std::runtime_error naming the path
 // when it cannot write.
+// `corun` goes in as the key "corun".
 void write_drift_json(const Comparison& c, const DriftInputs& d, const ServiceSensitivity& sens,
-                      const std::string& path);
+                      const std::vector<CorunRow>& corun, const std::string& path);
 
 }  // namespace vlasim

@@ -247,6 +247,9 @@ def overlap_table(name):
                 if ov > 0.7: hi.append(d)
             res[(mode, tid)] = (lst[0]["name"], hi, min(e["dur"] for e in lst))
     rows = []
+    # The engine's slowdown with the other group busy, per (unit, segment) (compare's drift.json).
+    dj = os.path.join(out, name, "drift.json")
+    corun = {(r["unit"], r["segment"]): r["slowdown"] for r in json.load(open(dj)).get("corun", [])} if os.path.exists(dj) else {}
     for tid in sorted({t for (_, t) in res}):
         label, sim_hi, sim_min = res[("simulate", tid)]
         _, exe_hi, _ = res[("execute", tid)]
@@ -254,8 +257,9 @@ def overlap_table(name):
         meas = statistics.median(exe_hi) / sim_min
         # No predicted run overlapped: the simulator's runs did not meet there (not a x1.000).
         pred = f"x{statistics.median(sim_hi) / sim_min:.3f}" if sim_hi else "n/a (no predicted run overlapped)"
+        model = f"x{corun[(tid, label)]:.3f}" if (tid, label) in corun else "n/a"
         rows.append(f"| {name} | {label} (unit {tid}) | {len(exe_hi)} | {sim_min/1e3:.2f} | {statistics.median(exe_hi)/1e3:.2f} | "
-                    f"x{meas:.3f} | {pred} |")
+                    f"x{meas:.3f} | {pred} | {model} |")
     return rows
 irows = []
 for path in scenarios:
@@ -276,8 +280,11 @@ if irows:
                      f"streaming; all CPUs together {h['node_bw']/1e9:.2f} GB/s; LLC {h['llc_bytes']/2**20:.0f} MiB.\n")
     else:
         lines.append("The profile has no host entry: the catalog CPU's figures made the prediction.\n")
-    lines.append("| scenario | segment | overlapped runs | alone, predicted (ms) | overlapped, measured median (ms) | measured slowdown | predicted slowdown |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|")
+    lines.append("Model slowdown: the engine's for that segment with the other group busy all through (memory share "
+                 "of its time x alone/loaded bandwidth of the host entry), whether or not the simulated runs overlapped; "
+                 "the predicted slowdown is the simulated overlapped runs' (with the calibrated run-to-run variation).\n")
+    lines.append("| scenario | segment | overlapped runs | alone, predicted (ms) | overlapped, measured median (ms) | measured slowdown | predicted slowdown | model slowdown, other group busy |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|")
     lines += irows
     lines.append("")
 lines.append(f"<!-- /class:{cls} -->\n")

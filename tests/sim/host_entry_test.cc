@@ -206,6 +206,23 @@ TEST(HostEntry, AnAppliedEntrySlowsOverlappedGroupsAsItsLoadedBandwidthSays) {
   EXPECT_LT(hb, 0.010 * slowdown);
 }
 
+TEST(HostEntry, CorunSlowdownsSayWhatTheEngineDoesWithTheOtherGroupBusy) {
+  TwoGroups catalog(catalog_cpu());
+  for (const CorunRow& r : corun_slowdowns(catalog.s, catalog.p)) EXPECT_EQ(r.slowdown, 1.0);
+  DeviceSpec host = catalog_cpu();
+  const DeviceProfile p = small_profile();
+  apply_host_entry(host, p.host, p.logical_cpus);
+  TwoGroups measured(host);
+  const std::vector<CorunRow> rows = corun_slowdowns(measured.s, measured.p);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].segment, "ma seg");
+  EXPECT_EQ(rows[1].unit, 1);
+  const double slowdown = 1 + 0.5 * (12.5 / 7.25 - 1);
+  EXPECT_NEAR(rows[0].slowdown, slowdown, 1e-12);
+  // ... which is what the engine gives two such segments run together.
+  EXPECT_NEAR(measured.run(0).first / 0.010, rows[0].slowdown, 1e-5);
+}
+
 TEST(HostEntry, SentinelDriftAndMarks) {
   SentinelRecord r;
   r.samples = {{0, 0.010}, {2, 0.0105}, {4, 0.0102}};
