@@ -131,7 +131,9 @@ for path in scenarios:
     def alone_latency(log):
         txt = open(os.path.join(out, name, log)).read().split()
         return sum(float(txt[i - 1]) for i, w in enumerate(txt) if w == "ms" and txt[i - 2] == "latency")
-    drift = alone_latency("calibrate_after.log") / alone_latency("calibrate.log") - 1
+    # n/a when a calibration timed no request (a loaded machine can leave it none in its budget)
+    la0, la1 = alone_latency("calibrate.log"), alone_latency("calibrate_after.log")
+    drift = la1 / la0 - 1 if la0 > 0 and la1 > 0 else None
     la = open(os.path.join(out, name, "load_after")).read().split()[0]
     o = c["overall"]
     stage_errs = [st["mean_s"]["error"] for m in c["models"] for st in m["stages"]
@@ -150,7 +152,7 @@ for path in scenarios:
     if p50 is not None: all_p50.append(abs(p50))
     if p99 is not None: all_p99.append(abs(p99))
     rows.append(f"| {name} | {1e3*meas_p50:.1f} | {pct(med_stage, False)} | {pct(p50)} | {pct(p99)} | {pct(thr)} | "
-                f"{'equivalent' if tost else 'not shown'} ({ratios}) | {ks} | {lb} / {la} | {100*drift:+.1f}% | {'yes' if met else '**no**: ' + ', '.join(missed)} |")
+                f"{'equivalent' if tost else 'not shown'} ({ratios}) | {ks} | {lb} / {la} | {pct(drift)} | {'yes' if met else '**no**: ' + ', '.join(missed)} |")
     if not met: misses.append(name)
     # The drift sentinel over the measurement and the sensitivity (compare's drift.json; absent
     # in runs before issue 32).

@@ -40,7 +40,7 @@ LlcInfo read_llc(int cpu);
 HostEntry measure_host(const HostMeasureOptions& o = {});
 
 // Seconds the sentinel kernel takes once on the calling thread: a fixed 96x96x96 fp32
-// matrix product (plain C++, no library), the median of 5 runs, a few milliseconds. Its
+// matrix product (plain C++, no library), the mean of 5 runs, a few milliseconds. Its
 // figure moves with the machine's speed (clock, other work on the same cores, co-tenants),
 // not with anything vlasim does.
 double sentinel_seconds();
