@@ -668,7 +668,9 @@ TEST(HostMeasure, SentinelSamplesAtStartEveryIntervalAndStop) {
   ASSERT_GE(r.samples.size(), 3u);  // start, at least one during, stop
   for (size_t i = 0; i < r.samples.size(); ++i) {
     EXPECT_GT(r.samples[i].second, 0);
-    if (i) EXPECT_GE(r.samples[i].first, r.samples[i - 1].first);
+    if (i) {
+      EXPECT_GE(r.samples[i].first, r.samples[i - 1].first);
+    }
   }
   EXPECT_EQ(w.stop(), r);
   EXPECT_GT(sentinel_seconds(), 0);
