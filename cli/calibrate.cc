@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "executors/calibration/calibrate.h"
+#include "executors/calibration/host_measure.h"
 #include "sim/profile.h"
 
 namespace vlasim::cli {
@@ -88,10 +89,22 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
               << " timed runs per op, each op cut near " << fmt_g(o.max_seconds_per_op)
               << " s), at most about " << fmt_g(std::ceil(e.max_seconds / 60)) << " min\n";
   }
+  // The drift sentinel watches the machine's own speed over the whole calibration (CPU).
+  std::unique_ptr<SentinelWatch> sentinel;
+  if (!gpu) sentinel = std::make_unique<SentinelWatch>();
   DeviceProfile profile = base.empty() ? calibrate(o) : load_profile(base);
   if (!base.empty())
     if (std::string why = profile_isa_problem(profile, base, host_info().isa); !why.empty())
       throw ConfigError("<command line>", 0, 0, "--base", why);
+  // The host entry: measured with a new profile (or a base without one); a base's is kept,
+  // measured when its grid was.
+  if (!gpu && profile.host.empty()) {
+    HostMeasureOptions hm;
+    hm.group_cores = profile.threads;
+    if (!quiet) std::cerr << "measuring the host: memory bandwidth per core group, alone and loaded...\n";
+    profile.host = measure_host(hm);
+  }
+  if (!gpu && !quiet) std::cout << host_entry_text(profile.host, profile.logical_cpus);
   if (in_context) {
     io.executor = executor;
     if (!quiet) std::cerr << "in context: running " << loaded.size() << " scenario(s) one request at a time...\n";
@@ -99,6 +112,10 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
       std::printf("in context %-28s %3d requests: ops %.3f ms, segments %.3f ms, latency %.3f ms\n",
                     r.scenario.c_str(), r.requests, r.op_seconds * 1e3, r.wall_seconds * 1e3,
                     r.latency_seconds * 1e3);
+  }
+  if (sentinel) {
+    profile.sentinel = sentinel->stop();
+    std::printf("%s\n", sentinel_text(profile.sentinel).c_str());
   }
   save_profile(profile, out_path);
   if (!quiet) std::cout << "wrote " << out_path << "\n";

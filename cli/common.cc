@@ -191,11 +191,43 @@ void tell_auto_dtypes(const Scenario& s) {
                 << "\n";
 }
 
+std::string host_entry_problem(const DeviceProfile& p) {
+  const HostInfo& h = host_info();
+  if (p.host.empty()) return "the profile has no host entry (made before calibrate measured the host)";
+  if (p.machine != h.cpu_model || p.isa != h.isa || p.logical_cpus != h.logical_cpus)
+    return "the profile's host entry was measured on " + p.machine + " (ISA " + p.isa + ", " +
+           std::to_string(p.logical_cpus) + " CPUs), not this machine (" + h.cpu_model + ", ISA " + h.isa + ", " +
+           std::to_string(h.logical_cpus) + " CPUs)";
+  return "";
+}
+
+void use_host_entry(Scenario& s, bool quiet) {
+  const ProfileRef ref = scenario_profile(s);
+  if (ref.path.empty()) return;
+  const DeviceProfile prof = load_profile(ref.path);
+  for (DeviceInstance& d : s.devices) {
+    if (d.spec.type != DeviceType::Cpu || d.spec.name != prof.catalog_device) continue;
+    const std::string why = host_entry_problem(prof);
+    if (why.empty()) apply_host_entry(d.spec, prof.host, prof.logical_cpus);
+    if (quiet) continue;
+    if (why.empty())
+      std::fprintf(stderr,
+                   "cpu device '%s': the host entry of %s (this machine, measured %s) stands for catalog '%s': "
+                   "core %.1f GB/s alone, %.1f GB/s with every core streaming, node %.1f GB/s, LLC %.1f MB\n",
+                   d.name.c_str(), ref.path.c_str(), prof.date.c_str(), d.spec.name.c_str(), d.spec.core_bw / 1e9,
+                   d.spec.core_bw_loaded / 1e9, d.spec.mem_bw / 1e9, d.spec.l2_bytes / 1e6);
+    else
+      std::fprintf(stderr, "cpu device '%s': catalog entry '%s' (%s)\n", d.name.c_str(), d.spec.name.c_str(),
+                   why.c_str());
+  }
+}
+
 Scenario load_for(const Common& c, const std::string& path, bool on_this_host, bool quiet) {
   Scenario s = load_scenario(path, c.catalog, c.cards);
   resolve_auto_dtypes(s, native_cpu_dtype());
   if (!quiet) tell_auto_dtypes(s);
   if (!c.profile.empty()) use_profiled_cost_model(s, c.profile);
+  use_host_entry(s, quiet);
   if (on_this_host)
     if (ProfileRef ref = scenario_profile(s); !ref.path.empty()) {
       // A CPU profile predicts this host only if it was made on its ISA; a GPU's records none.

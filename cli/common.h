@@ -21,6 +21,7 @@
 #include "sim/engine.h"
 #include "sim/hardware.h"
 #include "sim/plan.h"
+#include "sim/profile.h"
 
 namespace vlasim::cli {
 
@@ -123,7 +124,18 @@ struct Prepared {
 // Says on stderr which dtype each `dtype: auto` model got on this machine.
 void tell_auto_dtypes(const Scenario& s);
 
-// Loads a scenario, gives `dtype: auto` models this machine's dtype, and with `on_this_host`
+// Why the host entry of profile `p` cannot stand for this machine's CPU ("" when it can): it
+// has none, or it was measured on another machine (CPU model, oneDNN ISA or CPU count differ).
+std::string host_entry_problem(const DeviceProfile& p);
+
+// Where the simulator's CPU figures are chosen: every CPU device of `s` whose catalog entry
+// the scenario's profile stands for takes the profile's host entry (sim/profile.h
+// apply_host_entry) when it was measured on this machine, else keeps the catalog entry; says
+// on stderr which, unless quiet. Nothing happens without a profiled cost model.
+void use_host_entry(Scenario& s, bool quiet);
+
+// Loads a scenario, gives `dtype: auto` models this machine's dtype, uses the profile's host
+// entry when it was measured here (use_host_entry), and with `on_this_host`
 // (its prediction is compared with a run here) refuses a profile made on another CPU ISA.
 Scenario load_for(const Common& c, const std::string& path, bool on_this_host, bool quiet);
 

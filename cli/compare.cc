@@ -9,10 +9,12 @@
 #include <utility>
 
 #include "cli/commands.h"
+#include "executors/calibration/host_measure.h"
 #include "executors/stop_signal.h"
 #include "reports/plot.h"
 #include "reports/compare.h"
 #include "reports/control.h"
+#include "reports/drift.h"
 #include "reports/report.h"
 #include "sim/torch_trace.h"
 
@@ -108,7 +110,12 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
   SimOptions sopt = out.sim_options();
   SimResult predicted = simulate(pr.s, pr.plan, sopt);
   StopSignals signals;  // SIGINT / SIGTERM: the comparison of what ran, exit 130 / 143
+  SentinelWatch watch;  // the machine's own speed over the measurement (reports/drift.h)
   ExecResult measured = run_for_real(pr, out, executor, warmup);
+  DriftInputs drift;
+  drift.measurement = watch.stop();
+  if (const ProfileRef ref = scenario_profile(pr.s); !ref.path.empty()) drift.calibration = load_profile(ref.path).sentinel;
+  const ServiceSensitivity sens = service_sensitivity(pr.s, pr.plan, sopt, predicted);
   Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured.result,
                                 op_times(pr.s, pr.plan, measured.op_seconds), margin);
   std::string md = compare_markdown(cmp);
@@ -116,11 +123,15 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
   if (control) md += control_comparison(make_control_report(pr.s, predicted), make_control_report(pr.s, measured.result));
   const std::vector<StreamingRow> sp = make_streaming_report(pr.s, predicted), sm = make_streaming_report(pr.s, measured.result);
   if (!sp.empty()) md += streaming_comparison(sp, sm);
+  md += drift_markdown(cmp, drift, sens);
+  const std::vector<CorunRow> corun = corun_slowdowns(pr.s, pr.plan);
+  md += corun_markdown(corun);
   if (!out.quiet) std::cout << md;
   if (!out.dir.empty()) {
     fs::create_directories(out.dir);
     write_compare_json(cmp, out.dir + "/compare.json");
     std::ofstream(out.dir + "/compare.md") << md;
+    write_drift_json(cmp, drift, sens, corun, out.dir + "/drift.json");
     for (const auto& [mode, r] : {std::pair<std::string, const SimResult*>{"simulate", &predicted},
                                   {"execute", &measured.result}}) {
       std::string sub = out.dir + "/" + mode;

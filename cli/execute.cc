@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "executors/calibration/host_measure.h"
 #include "executors/stop_signal.h"
 
 namespace vlasim::cli {
@@ -19,8 +20,11 @@ int run_execute(const Common& c, const std::string& path, long long seed, const 
   if (!out.dir.empty()) check_output_dir("--out", out.dir);
   Prepared pr = prepare(c, path, seed, false, out.quiet);  // no prediction is compared
   StopSignals signals;  // SIGINT / SIGTERM: the report of what ran, exit 130 / 143
+  SentinelWatch watch;  // the machine's own speed over the measurement (reports/drift.h)
   ExecResult r = run_for_real(pr, out, executor, warmup);
+  const SentinelRecord drift = watch.stop();
   write_outputs(pr, r.result, "execute", out);
+  if (!out.quiet) std::cout << sentinel_text(drift) << "\n";
   if (const int stopped = signal_stop(r.result)) return stopped;
   return r.failed ? kExitExecutorFailed : 0;
 }

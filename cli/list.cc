@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "executors/calibration/host_measure.h"
 #include "executors/executor.h"
 #include "models/passes/passes.h"
 #include "scenarios/workload.h"
@@ -41,7 +42,23 @@ int run_list(const Common& c, const std::string& what) {
               << "\n";
     return 2;
   }
-  if (all || what == "host") std::cout << host_text(host_info());
+  if (all || what == "host") {
+    std::cout << host_text(host_info());
+    if (!c.profile.empty()) {
+      const DeviceProfile prof = load_profile(c.profile);
+      std::cout << "profile " << c.profile << " (" << prof.machine << ", " << prof.date << "):\n"
+                << host_entry_text(prof.host, prof.logical_cpus);
+      const std::string why = host_entry_problem(prof);
+      std::cout << "  used: " << (why.empty() ? "yes, instead of catalog '" + prof.catalog_device + "'" : "no: " + why)
+                << "\n";
+    } else {
+      const auto& nodes = host_info().numa_nodes;
+      const LlcInfo llc = nodes.empty() || nodes.front().empty() ? LlcInfo{} : read_llc(nodes.front().front());
+      if (llc.bytes > 0)
+        std::cout << "  last-level cache: " << llc.bytes / 1e6 << " MB shared by " << llc.shared_cpus << " allowed CPUs\n";
+      std::cout << "  measured host entry: pass --profile PROFILE.json (vlasim calibrate measures one)\n";
+    }
+  }
   if (all || what == "cost_models") list_registry(cost_models());
   if (all || what == "gpu_sharing") list_registry(gpu_sharing_models());
   if (all || what == "queue_policies") list_registry(queue_policies());

@@ -516,6 +516,14 @@ def catalog_mutations():
             expect = fname + (" && " + key if key else "") + (" && " + extra if extra else "")
             code, expect = OVERRIDE.get(cid, (2, expect))
             add(cid, CAT, code, expect, "sim/catalog/%s: %s" % (fname, tag), rel, mut)
+        # A CPU's loaded per-core bandwidth (issue 32): optional, at most core_bw_gbs, > 0.
+        if entry == "epyc-2vcpu":
+            for tag, val in (("above_alone", "100"), ("negative", "-1"), ("text", "fast")):
+                cid = "cat_%s__core_bw_loaded_gbs__%s" % (stem, tag)
+                mut = text[:end] + "  core_bw_loaded_gbs: %s\n" % val + text[end:]
+                add(cid, CAT, 2, "%s:%d && core_bw_loaded_gbs" % (fname, line_of(mut, end)),
+                    "sim/catalog/%s %s: core_bw_loaded_gbs %s" % (fname, entry, val),
+                    "catalog/%s/%s" % (cid, fname), mut)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -581,6 +589,46 @@ def profile_mutations():
         m = json.loads(json.dumps(base))
         m["memcpy"][mkey] = bad
         case("memcpy_%s_%s" % (mkey, tag), dump(m), mkey, "memcpy %s set to %r" % (mkey, bad))
+    # The measured host entry and the drift sentinel (issue 32): the shipped profile has
+    # neither, so the cases add a valid one (itself a case that must pass) and break it.
+    host = {"groups": [{"cores": 1, "alone_bw": 1.2e10, "loaded_bw": 7.0e9},
+                       {"cores": 2, "alone_bw": 1.5e10, "loaded_bw": 1.5e10}],
+            "node_bw": 1.4e10, "llc_bytes": 33554432, "llc_shared_cpus": 2, "freq_hz": 0}
+    with_host = json.loads(json.dumps(base))
+    with_host["host"] = host
+    with_host["sentinel"] = [[0, 0.003], [2.0, 0.0031]]
+    add("prof__host_valid", PROF_CMD, 0, "", "the trimmed profile with a host entry and a sentinel: valid",
+        "profiles/prof__host_valid.json", dump(with_host))
+
+    def host_case(tag, edit, key, desc):
+        m = json.loads(json.dumps(with_host))
+        edit(m)
+        case("host_" + tag, dump(m), key, desc)
+
+    for hkey in sorted(host):
+        host_case("%s_removed" % hkey, lambda m, k=hkey: m["host"].pop(k), hkey, "host entry without %s" % hkey)
+    for hkey, tag, bad in (("node_bw", "neg", -1.0), ("node_bw", "zero", 0), ("node_bw", "text", "abc"),
+                           ("llc_bytes", "neg", -1.0), ("llc_shared_cpus", "fraction", 1.5),
+                           ("freq_hz", "huge", 1e300), ("freq_hz", "neg", -1.0)):
+        host_case("%s_%s" % (hkey, tag), lambda m, k=hkey, b=bad: m["host"].__setitem__(k, b), hkey,
+                  "host %s set to %r" % (hkey, bad))
+    for gkey, tag, bad in (("alone_bw", "neg", -1.0), ("alone_bw", "text", "abc"), ("loaded_bw", "zero", 0),
+                           ("loaded_bw", "null", None), ("cores", "zero", 0)):
+        host_case("group_%s_%s" % (gkey, tag), lambda m, k=gkey, b=bad: m["host"]["groups"][0].__setitem__(k, b),
+                  gkey, "host group %s set to %r" % (gkey, bad))
+    host_case("group_alone_bw_removed", lambda m: m["host"]["groups"][0].pop("alone_bw"), "alone_bw",
+              "a host group without alone_bw")
+    host_case("groups_empty", lambda m: m["host"].__setitem__("groups", []), "groups", "host groups empty")
+    host_case("groups_repeat", lambda m: m["host"]["groups"][1].__setitem__("cores", 1), "cores",
+              "two host groups of 1 core")
+    host_case("group_more_cores_than_cpus", lambda m: m["host"]["groups"][1].__setitem__("cores", 4096), "groups",
+              "a host group of more cores than the profile's logical CPUs")
+    host_case("unknown_key", lambda m: m["host"].__setitem__("colour", "blue"), "colour", "an unknown host key")
+    host_case("sentinel_text", lambda m: m.__setitem__("sentinel", "abc"), "sentinel", "sentinel set to text")
+    host_case("sentinel_neg_time", lambda m: m["sentinel"][1].__setitem__(1, -0.1), "sentinel",
+              "a sentinel sample of negative seconds")
+    host_case("sentinel_backwards", lambda m: m["sentinel"][1].__setitem__(0, -5), "sentinel",
+              "a sentinel sample earlier than the one before")
     full = dump(base)
     case("truncated_half", full[: len(full) // 2], None, "cut off at half its bytes")
     case("empty", "", None, "an empty file")

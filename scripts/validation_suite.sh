@@ -24,7 +24,8 @@
 # It runs in wall-clock time on this machine's cores (about 12 minutes on 2 cores): run it on a
 # machine as quiet as you can get; the report states the load. Needs python3 for the report.
 # REPORT_ONLY=1 only rewrites the report from the last run (e.g. after editing
-# reports/validation_notes.md, whose text the report includes).
+# reports/validation_notes.md, whose text the report includes). SCENARIOS="a b" runs only
+# those scenarios of scenarios/validation/ (a partial run: write it to another REPORT).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -55,6 +56,8 @@ isa_cap=${ONEDNN_MAX_CPU_ISA:-}
 out=${OUT_DIR:-$here/out/validation/$host_isa}
 scenarios=() skipped=()
 for s in scenarios/validation/*.yaml; do
+  # SCENARIOS="split3_async rate_95pct" runs only those (a partial run; its report section says so).
+  if [[ -n ${SCENARIOS:-} && " $SCENARIOS " != *" $(basename "$s" .yaml) "* ]]; then continue; fi
   if [[ $bf16 == 0 ]] && grep -q "^ *dtype: bf16" "$s"; then skipped+=("$(basename "$s" .yaml)"); else scenarios+=("$s"); fi
 done
 if [[ -n $isa_cap && $host_isa != avx2 ]]; then
@@ -120,6 +123,7 @@ def ok(x, bound):
 prof = json.load(open(os.path.join(out, "profile.json")))
 rows, misses = [], []
 all_stage, all_p50, all_p99 = [], [], []
+drows, marked, quiet_stage, quiet_p50, quiet_p99 = [], [], [], [], []
 for path in scenarios:
     name = os.path.splitext(os.path.basename(path))[0]
     c = json.load(open(os.path.join(out, name, "compare.json")))
@@ -127,7 +131,9 @@ for path in scenarios:
     def alone_latency(log):
         txt = open(os.path.join(out, name, log)).read().split()
         return sum(float(txt[i - 1]) for i, w in enumerate(txt) if w == "ms" and txt[i - 2] == "latency")
-    drift = alone_latency("calibrate_after.log") / alone_latency("calibrate.log") - 1
+    # n/a when a calibration timed no request (a loaded machine can leave it none in its budget)
+    la0, la1 = alone_latency("calibrate.log"), alone_latency("calibrate_after.log")
+    drift = la1 / la0 - 1 if la0 > 0 and la1 > 0 else None
     la = open(os.path.join(out, name, "load_after")).read().split()[0]
     o = c["overall"]
     stage_errs = [st["mean_s"]["error"] for m in c["models"] for st in m["stages"]
@@ -146,8 +152,23 @@ for path in scenarios:
     if p50 is not None: all_p50.append(abs(p50))
     if p99 is not None: all_p99.append(abs(p99))
     rows.append(f"| {name} | {1e3*meas_p50:.1f} | {pct(med_stage, False)} | {pct(p50)} | {pct(p99)} | {pct(thr)} | "
-                f"{'equivalent' if tost else 'not shown'} ({ratios}) | {ks} | {lb} / {la} | {100*drift:+.1f}% | {'yes' if met else '**no**: ' + ', '.join(missed)} |")
+                f"{'equivalent' if tost else 'not shown'} ({ratios}) | {ks} | {lb} / {la} | {pct(drift)} | {'yes' if met else '**no**: ' + ', '.join(missed)} |")
     if not met: misses.append(name)
+    # The drift sentinel over the measurement and the sensitivity (compare's drift.json; absent
+    # in runs before issue 32).
+    dj = os.path.join(out, name, "drift.json")
+    if os.path.exists(dj):
+        d = json.load(open(dj))
+        sc = d["speed_change"]
+        drows.append(f"| {name} | {pct(d['measurement']['drift'])} | {pct(sc)} | "
+                     f"{d['sensitivity']['p50_elasticity']:.2f} | {100*d['sensitivity']['utilisation']:.0f}% | "
+                     f"{'**marked**' if d['marked'] else 'no'} |")
+        if not d["marked"]:
+            if med_stage is not None: quiet_stage.append(med_stage)
+            if p50 is not None: quiet_p50.append(abs(p50))
+            if p99 is not None: quiet_p99.append(abs(p99))
+        else:
+            marked.append(name)
 
 header = ["# Validation suite: predicted against measured\n",
           "Made by `scripts/validation_suite.sh` (do not edit by hand): the profiled cost model, "
@@ -163,6 +184,8 @@ if isa_cap:
     lines.append(f"oneDNN capped with ONEDNN_MAX_CPU_ISA={isa_cap} on a CPU that runs more: this is how an {cls} host behaves.\n")
 if skipped:
     lines.append(f"Skipped (an explicit dtype this CPU cannot run): {skipped}.\n")
+if os.environ.get("SCENARIOS"):
+    lines.append(f"Partial run: only {os.environ['SCENARIOS']} (`SCENARIOS=...`); the suite medians below are over these.\n")
 lines.append("| | |\n|---|---|")
 lines.append(f"| machine | {cpu}, {ncpu} logical CPUs |")
 lines.append(f"| oneDNN | {onednn}, effective ISA {host_isa}{' (capped: ONEDNN_MAX_CPU_ISA=' + isa_cap + ')' if isa_cap else ''} |")
@@ -189,6 +212,23 @@ lines.append(f"Over the suite: median of the scenarios' median stage errors {pct
              f"targets met on {len(rows) - len(misses)} of {len(rows)} scenarios"
              + (f" (not: {', '.join(misses)})." if misses else "."))
 lines.append("")
+if drows:
+    lines.append("### The machine's own speed (drift sentinel) and the sensitivity to service time\n")
+    lines.append("Sentinel: a fixed 96^3 fp32 matrix product timed before, every 2 s during and after each "
+                 "calibration and measurement (`vlasim compare`'s drift.json). Drift: its time at the end of the "
+                 "measurement over the start; speed change: its median during the measurement over the median "
+                 f"during the calibration (> 0: the machine was slower when measured). A run beyond {100*0.03:.0f}% "
+                 "in either is marked and left out of the medians below. Elasticity: d(p50)/p50 over "
+                 "d(service)/service, from re-simulating with every service time x(1 -+ 2%): the factor by which "
+                 "the queueing multiplies a service-time error (calibration noise, the machine's drift).\n")
+    lines.append("| scenario | sentinel drift | speed change since calibration | p50 elasticity | busiest unit | marked |")
+    lines.append("|---|---:|---:|---:|---:|---|")
+    lines += drows
+    lines.append("")
+    lines.append(f"Over the {len(quiet_stage)} scenarios not marked: median stage error {pct(med(quiet_stage), False)}, "
+                 f"median |p50 error| {pct(med(quiet_p50), False)}, median |p99 error| {pct(med(quiet_p99), False)}"
+                 + (f" (marked: {', '.join(marked)})." if marked else "."))
+    lines.append("")
 
 # Interference between the two 1-core groups: segments of one unit that ran while the other
 # unit was busy (> 70% of their time) against the same segment alone (the plan's alone time:
@@ -209,14 +249,19 @@ def overlap_table(name):
                 if ov > 0.7: hi.append(d)
             res[(mode, tid)] = (lst[0]["name"], hi, min(e["dur"] for e in lst))
     rows = []
+    # The engine's slowdown with the other group busy, per (unit, segment) (compare's drift.json).
+    dj = os.path.join(out, name, "drift.json")
+    corun = {(r["unit"], r["segment"]): r["slowdown"] for r in json.load(open(dj)).get("corun", [])} if os.path.exists(dj) else {}
     for tid in sorted({t for (_, t) in res}):
         label, sim_hi, sim_min = res[("simulate", tid)]
         _, exe_hi, _ = res[("execute", tid)]
         if not exe_hi: continue
         meas = statistics.median(exe_hi) / sim_min
-        pred = statistics.median(sim_hi) / sim_min if sim_hi else 1.0
+        # No predicted run overlapped: the simulator's runs did not meet there (not a x1.000).
+        pred = f"x{statistics.median(sim_hi) / sim_min:.3f}" if sim_hi else "n/a (no predicted run overlapped)"
+        model = f"x{corun[(tid, label)]:.3f}" if (tid, label) in corun else "n/a"
         rows.append(f"| {name} | {label} (unit {tid}) | {len(exe_hi)} | {sim_min/1e3:.2f} | {statistics.median(exe_hi)/1e3:.2f} | "
-                    f"x{meas:.3f} | x{pred:.3f} |")
+                    f"x{meas:.3f} | {pred} | {model} |")
     return rows
 irows = []
 for path in scenarios:
@@ -227,9 +272,21 @@ if irows:
     lines.append("Async split scenarios: segments that ran while the other core group was busy for more than 70% of "
                  "their time, against the same segment's predicted alone time (calibrated in context, one request "
                  "at a time). Measured slowdown: median overlapped measured time / alone time; predicted: the "
-                 "simulator's, from the device's compute and memory sharing.\n")
-    lines.append("| scenario | segment | overlapped runs | alone, predicted (ms) | overlapped, measured median (ms) | measured slowdown | predicted slowdown |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|")
+                 "simulator's, from the device's compute and memory sharing and, when the profile's host entry "
+                 "stands for the CPU, the measured loaded bandwidth (`vlasim list host`).\n")
+    h = prof.get("host")
+    if h:
+        g1 = h["groups"][0]
+        lines.append(f"Host entry of the calibration (`vlasim --profile {out}/profile.json list host`): a {g1['cores']}-core "
+                     f"group moves {g1['alone_bw']/1e9:.2f} GB/s alone and {g1['loaded_bw']/1e9:.2f} GB/s with every other CPU "
+                     f"streaming; all CPUs together {h['node_bw']/1e9:.2f} GB/s; LLC {h['llc_bytes']/2**20:.0f} MiB.\n")
+    else:
+        lines.append("The profile has no host entry: the catalog CPU's figures made the prediction.\n")
+    lines.append("Model slowdown: the engine's for that segment with the other group busy all through (memory share "
+                 "of its time x alone/loaded bandwidth of the host entry), whether or not the simulated runs overlapped; "
+                 "the predicted slowdown is the simulated overlapped runs' (with the calibrated run-to-run variation).\n")
+    lines.append("| scenario | segment | overlapped runs | alone, predicted (ms) | overlapped, measured median (ms) | measured slowdown | predicted slowdown | model slowdown, other group busy |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|")
     lines += irows
     lines.append("")
 lines.append(f"<!-- /class:{cls} -->\n")
@@ -241,7 +298,7 @@ if os.path.exists(report):
 sections[cls] = "\n".join(lines) + "\n"
 text = "\n".join(header) + "\n" + "\n".join(sections[k] for k in sorted(sections))
 notes = os.path.join(os.path.dirname(report), "validation_notes.md")
-if os.path.exists(notes):
+if os.path.exists(notes) and os.path.basename(report) == "validation.md":
     text += ("\n## Why targets are missed, and what the figures rest on\n\n"
              "(From `reports/validation_notes.md`, written by hand from the runs; the tables above are the runs'.)\n\n"
              + open(notes).read().rstrip() + "\n")

@@ -102,6 +102,11 @@ struct Job {
   int compute_resource = 0, memory_resource = 0;
   double start = 0;
   int sched = -1;  // its id in the domain's BlockScheduler (a GPU shared by `blocks`)
+  // CPU core groups with a loaded bandwidth (DeviceSpec::core_bw_loaded): the share of the
+  // job's time that is memory (the segment's memory_frac), its stretch when every other core
+  // of its node runs (core_bw / core_bw_loaded), its cores and its node's cores.
+  double corun_memory = 0, corun_ratio = 1;
+  int cores = 0, node_cores = 0;
 };
 
 // Segment `w`'s ops as the kernels it launches (sim/gpu_sharing.h): each op's time and memory
@@ -361,6 +366,21 @@ class Domain {
       }
     }
   }
+  // CPU core groups with a measured loaded bandwidth: a job's memory time stretches towards
+  // core_bw / core_bw_loaded as the other cores of its node get busy (the fraction of them
+  // running a job now), which max-min filling alone does not see below saturation (the
+  // co-runners' LLC and DRAM contention). Its rate is the lower of the filled rate and
+  // 1 / (1 + memory_frac (ratio - 1) busy_fraction), so a streaming job is not slowed twice.
+  void corun() {
+    for (Job& j : jobs_) {
+      if (j.corun_ratio <= 1 || j.delay > 0 || j.node_cores <= j.cores) continue;
+      int busy = 0;
+      for (const Job& o : jobs_)
+        if (&o != &j && o.delay == 0 && o.memory_resource == j.memory_resource) busy += o.cores;
+      const double f = std::min(1.0, static_cast<double>(busy) / (j.node_cores - j.cores));
+      j.rate = std::min(j.rate, 1.0 / (1.0 + j.corun_memory * (j.corun_ratio - 1) * f));
+    }
+  }
   // Gives every running job its rate and schedules the next completion.
   void resolve() {
     if (gpu_) {
@@ -374,6 +394,7 @@ class Domain {
       jobs_[0].rate = 1.0;  // alone: usage fractions never exceed 1
     } else if (!jobs_.empty()) {
       share();
+      corun();
     }
     if (jobs_.empty()) {
       calendar_->cancel(calendar_->domain_slot(index_));
@@ -756,6 +777,13 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
       const double share = w.sms > 0 ? static_cast<double>(w.sms) / s.devices[ui.device].spec.sms : ui.compute_share;
       j.usage_compute = seg.compute_frac * share;
       j.usage_memory = seg.memory_frac * ui.memory_share;
+      const DeviceInstance& dev = s.devices[ui.device];
+      if (ui.type == DeviceType::Cpu && dev.spec.core_bw_loaded > 0) {
+        j.corun_memory = seg.memory_frac;
+        j.corun_ratio = dev.spec.core_bw / dev.spec.core_bw_loaded;
+        j.cores = dev.units[ui.unit].cores;
+        j.node_cores = dev.spec.cores() / std::max(1, dev.spec.numa_nodes);
+      }
     }
     d.started();
   }, options.on_record);

@@ -148,8 +148,8 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
     }
     case DeviceType::Cpu: {
       n.check_keys(with({"sockets", "cores_per_socket", "numa_nodes", "ghz", "isa",
-                         "default_isa", "bw_gbs_per_node", "core_bw_gbs", "mem_gb", "llc_mb",
-                         "op_overhead_us", "interconnect_gbs"}));
+                         "default_isa", "bw_gbs_per_node", "core_bw_gbs", "core_bw_loaded_gbs", "mem_gb",
+                         "llc_mb", "op_overhead_us", "interconnect_gbs"}));
       d.sockets = static_cast<int>(n.get_count("sockets", 1, 1, 64));
       d.cores_per_socket = static_cast<int>(n.get_count("cores_per_socket", 0, 1, 4096));
       if (!n.has("cores_per_socket")) n.required("cores_per_socket");
@@ -160,6 +160,8 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
       double ghz = figure(n, "ghz", 0.1, 20);
       d.mem_bw = figure(n, "bw_gbs_per_node", 1e-3, 1e6) * kGB;
       d.core_bw = figure(n, "core_bw_gbs", 1e-3, 1e6, d.mem_bw / kGB) * kGB;
+      if (n.has("core_bw_loaded_gbs"))
+        d.core_bw_loaded = figure(n, "core_bw_loaded_gbs", 1e-3, d.core_bw / kGB) * kGB;
       d.mem_bytes = n.get_positive("mem_gb") * kGB;
       d.l2_bytes = n.get_nonneg("llc_mb", 0) * kMB;
       d.op_overhead_s = figure(n, "op_overhead_us", 0, 1e6, 2) * 1e-6;

@@ -79,6 +79,11 @@ struct DeviceSpec {
   // CPU
   int sockets = 0, cores_per_socket = 0, numa_nodes = 0;
   double core_bw = 0;          // bytes/s one core can pull from memory
+  // bytes/s one core pulls while every other core of its NUMA node streams too (a measured
+  // host's figure, sim/profile.h HostEntry, or catalog core_bw_loaded_gbs); 0: not given, and
+  // core groups running at once slow each other only when their memory demands together
+  // exceed mem_bw (sim/engine.cc).
+  double core_bw_loaded = 0;
   double op_overhead_s = 0;    // per-operator dispatch overhead on CPU
   double interconnect_bw = 0;  // bytes/s between NUMA nodes (UPI / Infinity Fabric)
   // Per-core peak by instruction-set stack, e.g. "amx", "avx512", "avx2", "naive".

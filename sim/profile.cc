@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -330,6 +331,73 @@ const FitModel* ProfileSection::fit_for(const Op& op) const {
   return fn_fit == fits.end() ? nullptr : &fn_fit->second;
 }
 
+const HostGroupBandwidth* HostEntry::group(int cores) const {
+  for (const HostGroupBandwidth& g : groups)
+    if (g.cores == cores) return &g;
+  return nullptr;
+}
+
+double HostEntry::core_bw() const { return groups.empty() ? 0 : groups.front().alone_bw / groups.front().cores; }
+
+double HostEntry::core_bw_loaded(int cpus) const { return cpus > 0 ? node_bw / cpus : 0; }
+
+double SentinelRecord::drift() const {
+  if (samples.size() < 2) return 0;
+  return samples.back().second / samples.front().second - 1;
+}
+
+double SentinelRecord::max_deviation() const {
+  double m = 0;
+  for (const auto& [t, s] : samples) m = std::max(m, std::abs(s / samples.front().second - 1));
+  return m;
+}
+
+double SentinelRecord::median_s() const {
+  if (samples.empty()) return 0;
+  std::vector<double> v;
+  for (const auto& [t, s] : samples) v.push_back(s);
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void apply_host_entry(DeviceSpec& spec, const HostEntry& h, int cpus) {
+  spec.core_bw = h.core_bw();
+  spec.mem_bw = h.node_bw / std::max(1, spec.numa_nodes);
+  // One core never pulls more with others streaming than alone (noise can say otherwise).
+  spec.core_bw_loaded = std::min(spec.core_bw, h.core_bw_loaded(cpus));
+  if (h.llc_bytes > 0) spec.l2_bytes = h.llc_bytes;
+}
+
+std::string host_entry_text(const HostEntry& h, int cpus) {
+  if (h.empty()) return "host entry: not measured (vlasim calibrate writes one; the catalog CPU stands for this machine)\n";
+  std::ostringstream o;
+  char buf[200];
+  o << "host entry (measured by calibrate; stands for the catalog CPU on this machine):\n";
+  for (const HostGroupBandwidth& g : h.groups) {
+    std::snprintf(buf, sizeof buf, "  %d-core group: %.2f GB/s alone, %.2f GB/s with every other CPU streaming (x%.2f)\n",
+                  g.cores, g.alone_bw / 1e9, g.loaded_bw / 1e9, g.alone_bw / g.loaded_bw);
+    o << buf;
+  }
+  std::snprintf(buf, sizeof buf, "  all %d CPUs together: %.2f GB/s; per core %.2f GB/s alone, %.2f GB/s loaded\n", cpus,
+                h.node_bw / 1e9, h.core_bw() / 1e9, h.core_bw_loaded(cpus) / 1e9);
+  o << buf;
+  if (h.llc_bytes > 0) {
+    std::snprintf(buf, sizeof buf, "  last-level cache: %.1f MB shared by %d of the allowed CPUs\n", h.llc_bytes / 1e6,
+                  h.llc_shared_cpus);
+    o << buf;
+  } else {
+    o << "  last-level cache: unknown (sysfs says nothing)\n";
+  }
+  if (h.freq_hz > 0) {
+    std::snprintf(buf, sizeof buf, "  clock under load: %.0f MHz\n", h.freq_hz / 1e6);
+    o << buf;
+  } else {
+    o << "  clock under load: not readable here\n";
+  }
+  return o.str();
+}
+
 double MemcpyFit::seconds(double bytes) const {
   if (points.empty()) return latency_s + bytes / bytes_per_s;
   if (bytes <= points.front().first) return points.front().second;
@@ -499,6 +567,21 @@ std::string profile_to_json(const DeviceProfile& p) {
                      {"latency_s", p.memcpy.latency_s},
                      {"bytes_per_s", p.memcpy.bytes_per_s},
                      {"points", pts}};
+  if (!p.host.empty()) {
+    json gs = json::array();
+    for (const HostGroupBandwidth& g : p.host.groups)
+      gs.push_back(json{{"cores", g.cores}, {"alone_bw", g.alone_bw}, {"loaded_bw", g.loaded_bw}});
+    j["host"] = json{{"groups", gs},
+                     {"node_bw", p.host.node_bw},
+                     {"llc_bytes", p.host.llc_bytes},
+                     {"llc_shared_cpus", p.host.llc_shared_cpus},
+                     {"freq_hz", p.host.freq_hz}};
+  }
+  if (!p.sentinel.empty()) {
+    json ss = json::array();
+    for (const auto& [t, v] : p.sentinel.samples) ss.push_back(json::array({t, v}));
+    j["sentinel"] = ss;
+  }
   json secs = json::array();
   for (const ProfileSection& s : p.sections) {
     json js;
@@ -570,6 +653,43 @@ struct DuplicateKeyCheck : nlohmann::json_sax<json> {
 
 }  // namespace
 
+namespace {
+
+HostEntry parse_host_entry(const At& h) {
+  h.check_keys({"groups", "node_bw", "llc_bytes", "llc_shared_cpus", "freq_hz"});
+  HostEntry e;
+  for (const At& ga : h.key("groups").items()) {
+    ga.check_keys({"cores", "alone_bw", "loaded_bw"});
+    HostGroupBandwidth g;
+    g.cores = ga.key("cores").integer(1, 1 << 16);
+    if (!e.groups.empty() && g.cores <= e.groups.back().cores)
+      ga.key("cores").fail("groups must grow in cores (each size once)");
+    g.alone_bw = ga.key("alone_bw").positive();
+    g.loaded_bw = ga.key("loaded_bw").positive();
+    e.groups.push_back(g);
+  }
+  if (e.groups.empty()) h.key("groups").fail("a host entry needs at least one measured core group");
+  e.node_bw = h.key("node_bw").positive();
+  e.llc_bytes = h.key("llc_bytes").nonneg();
+  e.llc_shared_cpus = h.key("llc_shared_cpus").integer(0, 1 << 20);
+  e.freq_hz = h.key("freq_hz").at_most(1e11);
+  return e;
+}
+
+SentinelRecord parse_sentinel(const At& a) {
+  SentinelRecord r;
+  for (const At& pt : a.items()) {
+    std::vector<At> v = pt.items();
+    if (v.size() != 2) pt.fail("expected [seconds since start, kernel seconds]");
+    const double t = v[0].nonneg();
+    if (!r.samples.empty() && t < r.samples.back().first) v[0].fail("sentinel samples must not go back in time");
+    r.samples.push_back({t, v[1].positive()});
+  }
+  return r;
+}
+
+}  // namespace
+
 DeviceProfile parse_profile(const std::string& text, const std::string& name) {
   DuplicateKeyCheck check(name);
   json::sax_parse(text, &check);
@@ -580,7 +700,8 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
     throw ConfigError(name, 0, 0, "", std::string("malformed JSON: ") + e.what());
   }
   At root(j, name, "");
-  root.check_keys({"format", "version", "catalog_device", "made_with", "threads", "dtypes", "memcpy", "sections"});
+  root.check_keys({"format", "version", "catalog_device", "made_with", "threads", "dtypes", "memcpy", "host",
+                   "sentinel", "sections"});
   if (root.key("format").str() != "vlasim-device-profile")
     root.key("format").fail("not a vlasim device profile (expected 'vlasim-device-profile')");
   int version = root.key("version").integer(0, 1 << 20);
@@ -624,6 +745,15 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
                   p.memcpy.points[n - 1].second < p.memcpy.points[n - 2].second))
       pt.fail("memcpy points must grow in bytes and not shrink in seconds");
   }
+
+  if (root.has("host")) {
+    p.host = parse_host_entry(root.key("host"));
+    if (p.logical_cpus > 0 && p.host.groups.back().cores > p.logical_cpus)
+      root.key("host").key("groups").fail("a group of " + std::to_string(p.host.groups.back().cores) +
+                                          " cores, but the profile was made on " +
+                                          std::to_string(p.logical_cpus) + " logical CPUs");
+  }
+  if (root.has("sentinel")) p.sentinel = parse_sentinel(root.key("sentinel"));
 
   for (const At& sa : root.key("sections").items()) {
     sa.check_keys({"threads", "dtype", "executor_device", "table", "fits", "skipped", "op_overhead_s",

@@ -143,6 +143,67 @@ struct MemcpyFit {
   double seconds(double bytes) const;
 };
 
+// One core group's memory bandwidth on the measured host: a STREAM-like triad
+// (a[i] = b[i] + s c[i] over arrays well beyond the last-level cache) on the group's cores.
+struct HostGroupBandwidth {
+  int cores = 1;         // the group: the first `cores` allowed CPUs, one triad thread on each
+  double alone_bw = 0;   // bytes/s the group moves alone, > 0
+  double loaded_bw = 0;  // bytes/s it moves while every other allowed CPU runs the triad too,
+                         // > 0; equal to alone_bw when the group holds every CPU
+  bool operator==(const HostGroupBandwidth&) const = default;
+};
+
+// The machine `vlasim calibrate` ran on, measured (executors/calibration/host_measure.h):
+// what the simulator uses instead of the catalog CPU's bandwidth and cache figures when the
+// profile is used on that machine (apply_host_entry; the choice is made where the command
+// loads its scenario, cli/common.cc). Written to JSON (key "host") only when measured.
+struct HostEntry {
+  std::vector<HostGroupBandwidth> groups;  // cores increasing, each size once
+  double node_bw = 0;    // bytes/s every allowed CPU moves together (a triad thread on each), > 0
+  double llc_bytes = 0;  // last-level cache one CPU sees (sysfs), >= 0; 0 unknown
+  int llc_shared_cpus = 0;  // allowed CPUs sharing that cache, >= 0; 0 unknown
+  double freq_hz = 0;    // mean clock read while every CPU ran the triad (cpufreq or
+                         // /proc/cpuinfo), >= 0; 0 when it cannot be read
+  bool operator==(const HostEntry&) const = default;
+  bool empty() const { return groups.empty(); }
+  // The measured group of `cores` cores, or nullptr.
+  const HostGroupBandwidth* group(int cores) const;
+  // Per core: alone_bw / cores of the smallest group, and node_bw / (cores of the node) when
+  // every core streams (`cpus`: the allowed CPUs the triad ran on, = made_with logical_cpus).
+  double core_bw() const;
+  double core_bw_loaded(int cpus) const;
+};
+
+// The drift sentinel: a short fixed kernel (executors/calibration/sentinel.h) timed before,
+// during (every few seconds) and after a calibration or a measurement, so that a change in
+// the machine's own speed is seen beside the errors it causes.
+struct SentinelRecord {
+  std::vector<std::pair<double, double>> samples;  // (seconds since the start, kernel seconds > 0)
+  bool operator==(const SentinelRecord&) const = default;
+  bool empty() const { return samples.empty(); }
+  // Kernel time at the end over kernel time at the start, - 1 (> 0: the machine got slower);
+  // 0 with fewer than 2 samples.
+  double drift() const;
+  // The largest |sample / first sample - 1| over all samples; 0 when empty.
+  double max_deviation() const;
+  // Median kernel seconds over all samples; 0 when empty.
+  double median_s() const;
+};
+
+// The machine's speed drift targets: a run whose sentinel moved by more than this is marked.
+inline constexpr double kDriftTarget = 0.03;
+
+// Replaces the figures of CPU spec `spec` that the cost models and the engine read with the
+// measured host's: core_bw (one core alone), core_bw_loaded (one core with every core
+// streaming), mem_bw (node_bw over the spec's NUMA nodes) and the LLC (l2_bytes) when
+// measured. `cpus` is the number of CPUs the host entry measured (made_with logical_cpus).
+// REQUIRES: spec is a CPU and !h.empty().
+void apply_host_entry(DeviceSpec& spec, const HostEntry& h, int cpus);
+
+// A few lines describing host entry `h` measured on `cpus` CPUs (for `vlasim list host` and
+// calibrate); says "not measured" when empty.
+std::string host_entry_text(const HostEntry& h, int cpus);
+
 struct DeviceProfile {
   static constexpr int kVersion = 1;
   std::string catalog_device;   // catalog entry this profile stands for, e.g. "epyc-2vcpu"
@@ -166,6 +227,11 @@ struct DeviceProfile {
   std::vector<int> threads;     // thread counts profiled, in calibration order
   std::vector<DType> dtypes;
   MemcpyFit memcpy;
+  // The machine measured (CPU profiles from calibrate); empty in GPU profiles and in
+  // profiles made before it was measured.
+  HostEntry host;
+  // The drift sentinel over the calibration that made this profile; empty when not taken.
+  SentinelRecord sentinel;
   std::vector<ProfileSection> sections;
   bool operator==(const DeviceProfile&) const = default;
 

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "executors/calibration/calibrate.h"
+#include "executors/calibration/host_measure.h"
 #include "sim/plan.h"
 #include "sim/profile.h"
 #include "scratch.h"
@@ -627,6 +629,51 @@ TEST(InContextCalibration, MeasuresEveryBatchSizeItsUnitsRun) {
   ASSERT_NE(m, nullptr) << "no in-context time for " << op.name << " at batch 2";
   EXPECT_EQ(m->source, "in-context");
   EXPECT_GT(m->median_s, 0);
+}
+
+// The host measurement fills every field of the entry with a plausible (positive) figure and
+// the entry survives the profile file; nothing about this host's speed is asserted.
+TEST(HostMeasure, MeasuresEveryGroupAskedForAndRoundTrips) {
+  HostMeasureOptions o;
+  o.group_cores = {1, 4096};  // a size beyond the allowed CPUs is left out
+  o.seconds_per_run = 0.05;
+  const HostEntry h = measure_host(o);
+  ASSERT_EQ(h.groups.size(), 1u);
+  EXPECT_EQ(h.groups[0].cores, 1);
+  EXPECT_GT(h.groups[0].alone_bw, 0);
+  EXPECT_GT(h.groups[0].loaded_bw, 0);
+  EXPECT_GT(h.node_bw, 0);
+  EXPECT_GE(h.llc_bytes, 0);
+  EXPECT_GE(h.freq_hz, 0);
+  DeviceProfile p;
+  p.catalog_device = "epyc-2vcpu";
+  p.machine = "m";
+  p.logical_cpus = 1;
+  p.threads = {1};
+  p.dtypes = {DType::F32};
+  ProfileSection sec;
+  sec.threads = 1;
+  sec.dtype = DType::F32;
+  p.sections.push_back(sec);
+  p.host = h;
+  EXPECT_EQ(parse_profile(profile_to_json(p), "p.json").host, h);
+}
+
+// The sentinel samples at its start, every interval and at stop, in time order; stop() is
+// idempotent.
+TEST(HostMeasure, SentinelSamplesAtStartEveryIntervalAndStop) {
+  SentinelWatch w(0.05);
+  std::this_thread::sleep_for(std::chrono::milliseconds(220));
+  const SentinelRecord r = w.stop();
+  ASSERT_GE(r.samples.size(), 3u);  // start, at least one during, stop
+  for (size_t i = 0; i < r.samples.size(); ++i) {
+    EXPECT_GT(r.samples[i].second, 0);
+    if (i) {
+      EXPECT_GE(r.samples[i].first, r.samples[i - 1].first);
+    }
+  }
+  EXPECT_EQ(w.stop(), r);
+  EXPECT_GT(sentinel_seconds(), 0);
 }
 
 }  // namespace

@@ -151,6 +151,11 @@ check "an overloaded simulate says so before the run" grep -q "^note: overloaded
 check "calibrate --grid none exits 0 (got $rc)" test "$rc" -eq 0
 check "calibrate states its measurements and time first" \
   grep -qE '^calibrating: 4 measurements \(100000 timed runs per op, each op cut near 0.5 s\), at most about 1 min$' "$tmp/cal.err"
+# calibrate measures the host into the profile, and list host shows it as used here (issue 32).
+check "calibrate wrote a host entry and a drift sentinel" python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["host"]["node_bw"] > 0 and p["host"]["groups"][0]["alone_bw"] > 0 and len(p["sentinel"]) >= 2' "$tmp/none.json"
+"$bin" --profile "$tmp/none.json" list host >"$tmp/host_entry"
+check "list host prints the profile's host entry" grep -q "1-core group: .* GB/s alone" "$tmp/host_entry"
+check "list host says the entry is used on the machine it was measured on" grep -q "used: yes, instead of catalog 'epyc-2vcpu'" "$tmp/host_entry"
 
 # SIGINT and SIGTERM end simulate and execute at once: the report of what ran, marked partial,
 # every request issued counted, exit 130 / 143 (issue 28). A background job of this

@@ -1,0 +1,272 @@
+#include "executors/calibration/host_measure.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+namespace vlasim {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> out;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) out.push_back(c);
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+std::string read_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+// "0-3,8" -> {0,1,2,3,8}; malformed parts skipped.
+std::vector<int> cpulist(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    try {
+      const size_t dash = part.find('-');
+      const int a = std::stoi(part.substr(0, dash));
+      const int b = dash == std::string::npos ? a : std::stoi(part.substr(dash + 1));
+      for (int c = a; c <= b && c - a < 65536; ++c) out.push_back(c);
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+void pin_self(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+    throw std::runtime_error("host measurement: cannot pin a thread to CPU " + std::to_string(cpu));
+}
+
+// One triad run: a thread pinned to each of `cpus`, all starting together and stopping at the
+// same deadline; returns the bytes/s each moved.
+std::vector<double> triad_run(const std::vector<int>& cpus, size_t n, double seconds, double* freq_hz) {
+  const size_t k = cpus.size();
+  std::vector<double> bw(k, 0);
+  std::vector<std::string> errors(k);
+  std::atomic<size_t> ready{0};
+  std::atomic<bool> go{false};
+  Clock::time_point deadline;
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < k; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        pin_self(cpus[t]);
+        std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);  // first touch on this CPU's node
+        ready.fetch_add(1);
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        const Clock::time_point start = Clock::now();
+        size_t passes = 0;
+        while (Clock::now() < deadline || passes == 0) {
+          double* __restrict pa = a.data();
+          const double* __restrict pb = b.data();
+          const double* __restrict pc = c.data();
+          for (size_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0 * pc[i];
+          ++passes;
+        }
+        const double dt = std::chrono::duration<double>(Clock::now() - start).count();
+        volatile double sink = a[n / 2];
+        (void)sink;
+        bw[t] = static_cast<double>(passes) * 24.0 * static_cast<double>(n) / dt;
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+        ready.fetch_add(1);
+      }
+    });
+  while (ready.load() < k) std::this_thread::yield();
+  deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  go.store(true, std::memory_order_release);
+  if (freq_hz) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds / 2));
+    double sum = 0;
+    int got = 0;
+    for (int c : cpus) {
+      const std::string khz = read_line("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/cpufreq/scaling_cur_freq");
+      try {
+        if (!khz.empty()) {
+          sum += std::stod(khz) * 1e3;
+          ++got;
+        }
+      } catch (const std::exception&) {
+      }
+    }
+    if (got == 0) {  // no cpufreq (VMs): the kernel's own figure per CPU
+      std::ifstream f("/proc/cpuinfo");
+      std::string line;
+      while (std::getline(f, line))
+        if (line.rfind("cpu MHz", 0) == 0)
+          if (size_t colon = line.find(':'); colon != std::string::npos) try {
+              sum += std::stod(line.substr(colon + 1)) * 1e6;
+              ++got;
+            } catch (const std::exception&) {
+            }
+    }
+    *freq_hz = got ? sum / got : 0;
+  }
+  for (auto& th : threads) th.join();
+  for (const std::string& e : errors)
+    if (!e.empty()) throw std::runtime_error(e);
+  return bw;
+}
+
+double sum_first(const std::vector<double>& v, size_t k) {
+  double s = 0;
+  for (size_t i = 0; i < k && i < v.size(); ++i) s += v[i];
+  return s;
+}
+
+}  // namespace
+
+LlcInfo read_llc(int cpu) {
+  LlcInfo best;
+  int best_level = -1;
+  const std::vector<int> allowed = allowed_cpus();
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cache/index" + std::to_string(i);
+    const std::string level = read_line(dir + "/level"), size = read_line(dir + "/size"),
+                      type = read_line(dir + "/type");
+    if (level.empty() || size.empty() || type == "Instruction") continue;
+    try {
+      const int lv = std::stoi(level);
+      double bytes = std::stod(size);
+      const char unit = size.back();
+      bytes *= unit == 'K' ? 1024.0 : unit == 'M' ? 1024.0 * 1024 : unit == 'G' ? 1024.0 * 1024 * 1024 : 1.0;
+      if (lv <= best_level) continue;
+      best_level = lv;
+      best.bytes = bytes;
+      best.shared_cpus = 0;
+      for (int c : cpulist(read_line(dir + "/shared_cpu_list")))
+        if (std::find(allowed.begin(), allowed.end(), c) != allowed.end()) ++best.shared_cpus;
+    } catch (const std::exception&) {
+    }
+  }
+  return best;
+}
+
+HostEntry measure_host(const HostMeasureOptions& o) {
+  const std::vector<int> cpus = allowed_cpus();
+  HostEntry h;
+  const LlcInfo llc = read_llc(cpus.front());
+  h.llc_bytes = llc.bytes;
+  h.llc_shared_cpus = llc.shared_cpus;
+  // Beyond the LLC, but bounded: some VMs report the host's whole L3 (hundreds of MB).
+  const double per_thread = std::min(std::max(2 * llc.bytes, 48.0 * 1024 * 1024), 256.0 * 1024 * 1024);
+  const size_t n = static_cast<size_t>(per_thread / 24.0);
+  std::vector<int> sizes;
+  for (int g : o.group_cores)
+    if (g >= 1 && g <= static_cast<int>(cpus.size())) sizes.push_back(g);
+  if (sizes.empty()) sizes.push_back(1);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  // Every CPU at once: the node's bandwidth, each group's loaded figure, the clock.
+  const std::vector<double> all = triad_run(cpus, n, o.seconds_per_run, &h.freq_hz);
+  h.node_bw = sum_first(all, all.size());
+  for (int g : sizes) {
+    const std::vector<int> group(cpus.begin(), cpus.begin() + g);
+    HostGroupBandwidth gb;
+    gb.cores = g;
+    gb.alone_bw = sum_first(triad_run(group, n, o.seconds_per_run, nullptr), group.size());
+    gb.loaded_bw = g == static_cast<int>(cpus.size()) ? gb.alone_bw : sum_first(all, group.size());
+    h.groups.push_back(gb);
+  }
+  return h;
+}
+
+double sentinel_seconds() {
+  constexpr int N = 96;
+  static thread_local std::vector<float> a(N * N), b(N * N), c(N * N);
+  for (int i = 0; i < N * N; ++i) {
+    a[i] = static_cast<float>(i % 7) * 0.25f;
+    b[i] = static_cast<float>(i % 5) * 0.5f;
+  }
+  std::vector<double> runs;
+  for (int rep = 0; rep < 5; ++rep) {
+    const Clock::time_point t0 = Clock::now();
+    for (int r = 0; r < 4; ++r)
+      for (int i = 0; i < N; ++i)
+        for (int j = 0; j < N; ++j) {
+          float s = 0;
+          for (int k = 0; k < N; ++k) s += a[i * N + k] * b[k * N + j];
+          c[i * N + j] = s + static_cast<float>(r);
+        }
+    volatile float sink = c[N + 1];
+    (void)sink;
+    runs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  // The mean, not the best nor the median: the sentinel is to see what the executor sees,
+  // time lost to other work on the same cores (preemption within a run) included.
+  double sum = 0;
+  for (double r : runs) sum += r;
+  return std::max(sum / static_cast<double>(runs.size()), 1e-9);
+}
+
+SentinelWatch::SentinelWatch(double interval_s) : interval_s_(interval_s), t0_(Clock::now()) {
+  sample();
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      if (cv_.wait_for(lock, std::chrono::duration<double>(interval_s_), [this] { return stopping_; })) break;
+      lock.unlock();
+      sample();
+      lock.lock();
+    }
+  });
+}
+
+SentinelWatch::~SentinelWatch() { stop(); }
+
+void SentinelWatch::sample() {
+  const double s = sentinel_seconds();
+  const double t = std::chrono::duration<double>(Clock::now() - t0_).count();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!record_.samples.empty()) record_.samples.push_back({std::max(t, record_.samples.back().first), s});
+  else record_.samples.push_back({t, s});
+}
+
+SentinelRecord SentinelWatch::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return record_;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  sample();
+  std::lock_guard<std::mutex> lock(mu_);
+  stopped_ = true;
+  return record_;
+}
+
+std::string sentinel_text(const SentinelRecord& r) {
+  if (r.empty()) return "drift sentinel: not taken";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "drift sentinel: %zu samples over %.1f s, kernel %.3f ms, drift %+.1f%%, largest deviation %.1f%%%s",
+                r.samples.size(), r.samples.back().first, r.median_s() * 1e3, 100 * r.drift(), 100 * r.max_deviation(),
+                std::abs(r.drift()) > kDriftTarget ? " (over the 3% target: the machine changed speed)" : "");
+  return buf;
+}
+
+}  // namespace vlasim

@@ -1,0 +1,76 @@
+// This machine's memory system and speed, measured for the profile's host entry
+// (sim/profile.h HostEntry), and the drift sentinel (SentinelRecord) that watches the
+// machine's own speed over a calibration or a measurement.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim/profile.h"
+
+namespace vlasim {
+
+struct HostMeasureOptions {
+  // Core-group sizes measured (the first `cores` allowed CPUs each); sizes above the allowed
+  // CPUs are left out.
+  std::vector<int> group_cores = {1};
+  double seconds_per_run = 0.25;  // wall time of each triad run
+};
+
+// The last-level cache one CPU (`cpu`) sees, from sysfs: its bytes and how many of the
+// process's allowed CPUs share it; {0, 0} when sysfs says nothing.
+struct LlcInfo {
+  double bytes = 0;
+  int shared_cpus = 0;
+};
+LlcInfo read_llc(int cpu);
+
+// Measures the host: for each group size, a STREAM-like triad (a[i] = b[i] + 3 c[i], 24 bytes
+// per element, arrays per thread twice the LLC, at least 48 MiB and at most 256 MiB) with one pinned thread per
+// CPU of the group, alone and while every other allowed CPU runs it too; the bandwidth all
+// allowed CPUs reach together; the LLC (read_llc of the first allowed CPU); the mean clock
+// read while every CPU ran (cpufreq scaling_cur_freq, else /proc/cpuinfo "cpu MHz"; 0 when
+// neither exists). About 3 runs of seconds_per_run plus the arrays' first touch. Throws
+// std::runtime_error when a thread cannot be pinned.
+HostEntry measure_host(const HostMeasureOptions& o = {});
+
+// Seconds the sentinel kernel takes once on the calling thread: a fixed 96x96x96 fp32
+// matrix product (plain C++, no library), the mean of 5 runs, a few milliseconds. Its
+// figure moves with the machine's speed (clock, other work on the same cores, co-tenants),
+// not with anything vlasim does.
+double sentinel_seconds();
+
+// Times the sentinel kernel now (start), every interval_s from a background thread, and at
+// stop(). Each sample takes a few milliseconds of one CPU, so it barely disturbs a
+// measurement running beside it (under 1% of a core at the default interval).
+class SentinelWatch {
+ public:
+  explicit SentinelWatch(double interval_s = 2.0);
+  ~SentinelWatch();
+  SentinelWatch(const SentinelWatch&) = delete;
+  SentinelWatch& operator=(const SentinelWatch&) = delete;
+  // Stops sampling, takes the last sample and returns every sample (idempotent: later calls
+  // return the same record).
+  SentinelRecord stop();
+
+ private:
+  void sample();
+  double interval_s_;
+  std::chrono::steady_clock::time_point t0_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false, stopped_ = false;
+  SentinelRecord record_;
+  std::thread thread_;
+};
+
+// One line for a sentinel record: its samples, drift and largest deviation, and whether the
+// drift is beyond kDriftTarget.
+std::string sentinel_text(const SentinelRecord& r);
+
+}  // namespace vlasim

@@ -1,0 +1,273 @@
+// The measured host entry (sim/profile.h HostEntry): it round-trips through the profile file,
+// bad entries are refused by key, and once applied to a CPU spec it changes the engine's
+// predicted slowdown of core groups that run at once (sim/engine.cc) and nothing else.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "reports/drift.h"
+#include "sim/engine.h"
+#include "sim/profile.h"
+
+namespace vlasim {
+namespace {
+
+DeviceProfile small_profile() {
+  DeviceProfile p;
+  p.catalog_device = "epyc-2vcpu";
+  p.machine = "Test CPU";
+  p.isa = "avx2";
+  p.logical_cpus = 2;
+  p.executor = "onednn";
+  p.date = "2026-12-03T00:00:00Z";
+  p.grid = "none";
+  p.threads = {1, 2};
+  p.dtypes = {DType::F32};
+  ProfileSection s;
+  s.threads = 1;
+  s.dtype = DType::F32;
+  s.executor_device = "cpu0";
+  p.sections.push_back(s);
+  p.host.groups = {{1, 12.5e9, 7.25e9}, {2, 15e9, 15e9}};
+  p.host.node_bw = 14.5e9;
+  p.host.llc_bytes = 32.0 * 1024 * 1024;
+  p.host.llc_shared_cpus = 2;
+  p.host.freq_hz = 2.6e9;
+  p.sentinel.samples = {{0, 0.0031}, {2.0, 0.0032}, {4.1, 0.0033}};
+  return p;
+}
+
+TEST(HostEntry, RoundTripsThroughTheProfileFile) {
+  const DeviceProfile p = small_profile();
+  const std::string text = profile_to_json(p);
+  const DeviceProfile q = parse_profile(text, "p.json");
+  EXPECT_EQ(q.host, p.host);
+  EXPECT_EQ(q.sentinel, p.sentinel);
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(profile_to_json(q), text);
+  // A profile without them (older, or a GPU's) writes neither key and reads back empty.
+  DeviceProfile bare = p;
+  bare.host = {};
+  bare.sentinel = {};
+  const std::string bare_text = profile_to_json(bare);
+  EXPECT_EQ(bare_text.find("\"host\""), std::string::npos);
+  EXPECT_TRUE(parse_profile(bare_text, "p.json").host.empty());
+}
+
+// The key a ConfigError names when `text`, edited by `edit`, is read.
+std::string refused_key(void (*edit)(std::string&)) {
+  std::string text = profile_to_json(small_profile());
+  edit(text);
+  try {
+    parse_profile(text, "bad.json");
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.file(), "bad.json");
+    return e.key() + ": " + e.message();
+  }
+  return "accepted";
+}
+
+void replace(std::string& t, const std::string& a, const std::string& b) {
+  const size_t at = t.find(a);
+  ASSERT_NE(at, std::string::npos) << a;
+  t.replace(at, a.size(), b);
+}
+
+TEST(HostEntry, BadEntriesAreRefusedByKey) {
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"alone_bw\": 12500000000.0", "\"alone_bw\": -1"); }),
+            "host.groups[0].alone_bw: must be > 0");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"llc_shared_cpus\": 2,\n  \"node_bw\": 14500000000.0", "\"llc_shared_cpus\": 2"); }),
+            "host.node_bw: missing");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"freq_hz\": 2600000000.0", "\"freq_hz\": \"fast\""); }),
+            "host.freq_hz: expected a number");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"cores\": 2", "\"cores\": 1"); }),
+            "host.groups[1].cores: groups must grow in cores (each size once)");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"cores\": 2", "\"cores\": 4"); }),
+            "host.groups: a group of 4 cores, but the profile was made on 2 logical CPUs");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"llc_bytes\"", "\"llc\""); }).substr(0, 9), "host.llc:");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "0.0033", "-0.0033"); }), "sentinel[2][1]: must be > 0");
+}
+
+TEST(HostEntry, ApplyReplacesTheCatalogBandwidthAndCache) {
+  DeviceSpec spec;
+  spec.type = DeviceType::Cpu;
+  spec.numa_nodes = 1;
+  spec.core_bw = 14e9;
+  spec.mem_bw = 20e9;
+  spec.l2_bytes = 1e6;
+  const DeviceProfile p = small_profile();
+  apply_host_entry(spec, p.host, p.logical_cpus);
+  EXPECT_DOUBLE_EQ(spec.core_bw, 12.5e9);
+  EXPECT_DOUBLE_EQ(spec.mem_bw, 14.5e9);
+  EXPECT_DOUBLE_EQ(spec.core_bw_loaded, 7.25e9);  // node_bw over 2 CPUs
+  EXPECT_DOUBLE_EQ(spec.l2_bytes, 32.0 * 1024 * 1024);
+}
+
+// Two 1-core groups of one CPU node, each running one 10 ms segment (compute 0.5 and memory
+// 0.5 of its time), started together or apart.
+struct TwoGroups {
+  Scenario s;
+  Plan p;
+  explicit TwoGroups(const DeviceSpec& spec) {
+    DeviceInstance cpu;
+    cpu.name = "cpu0";
+    cpu.spec = spec;
+    cpu.units = {UnitDecl{"a", 1.0, 1, 0, 0}, UnitDecl{"b", 1.0, 1, 1, 0}};
+    s.devices = {cpu};
+    s.queue.name = "fifo";
+    s.pipeline.name = "serial";
+    s.drain_s = 10;
+    p.domains = 1;
+    p.domain_names = {"cpu0"};
+    p.domain_resources = {3};  // each group's cores, the node's DRAM
+    for (int u = 0; u < 2; ++u) {
+      UnitInfo ui;
+      ui.name = u ? "cpu0.b" : "cpu0.a";
+      ui.device = 0;
+      ui.unit = u;
+      ui.type = DeviceType::Cpu;
+      ui.compute_resource = u;
+      ui.memory_resource = 2;
+      ui.memory_share = 0.5;
+      p.units.push_back(ui);
+      ModelInstance mi;
+      mi.name = u ? "mb" : "ma";
+      s.models.push_back(mi);
+      ModelPlan mp;
+      mp.model = u;
+      Segment seg;
+      seg.unit = u;
+      seg.seconds = 0.010;
+      seg.compute_frac = 0.5;
+      seg.memory_frac = 0.5;
+      seg.stage_seconds[static_cast<int>(Stage::Prefix)] = seg.seconds;
+      seg.label = "seg";
+      mp.segments.push_back(seg);
+      mp.alone_seconds = seg.seconds;
+      p.models.push_back(mp);
+    }
+  }
+  // Latencies of the two models' single requests, b starting `offset` seconds after a.
+  std::pair<double, double> run(double offset) {
+    s.streams.clear();
+    for (int m = 0; m < 2; ++m) {
+      StreamDecl sd;
+      sd.name = m ? "sb" : "sa";
+      sd.model = m;
+      sd.rate_hz = 1;
+      sd.duration_s = 0.5;
+      sd.start_s = m ? offset : 0;
+      s.streams.push_back(sd);
+    }
+    SimResult r = simulate(s, p);
+    EXPECT_EQ(r.requests.size(), 2u);
+    double la = 0, lb = 0;
+    for (const RequestRecord& q : r.requests) (q.model ? lb : la) = q.latency();
+    return {la, lb};
+  }
+};
+
+DeviceSpec catalog_cpu() {
+  DeviceSpec spec;
+  spec.name = "epyc-2vcpu";
+  spec.type = DeviceType::Cpu;
+  spec.sockets = 1;
+  spec.cores_per_socket = 2;
+  spec.numa_nodes = 1;
+  spec.core_bw = 14e9;
+  spec.mem_bw = 20e9;
+  return spec;
+}
+
+TEST(HostEntry, AnAppliedEntrySlowsOverlappedGroupsAsItsLoadedBandwidthSays) {
+  // The catalog CPU: memory demands (0.5 x 0.5 each) stay below the node's, no slowdown.
+  TwoGroups catalog(catalog_cpu());
+  auto [ca, cb] = catalog.run(0);
+  EXPECT_NEAR(ca, 0.010, 1e-9);
+  EXPECT_NEAR(cb, 0.010, 1e-9);
+  // The measured host: one core moves 12.5 GB/s alone, 7.25 with the other streaming
+  // (ratio 1.724): each overlapped segment's memory half stretches by that ratio.
+  DeviceSpec host = catalog_cpu();
+  const DeviceProfile p = small_profile();
+  apply_host_entry(host, p.host, p.logical_cpus);
+  TwoGroups measured(host);
+  auto [ma, mb] = measured.run(0);
+  const double slowdown = 1 + 0.5 * (12.5 / 7.25 - 1);
+  EXPECT_NEAR(ma, 0.010 * slowdown, 1e-7);
+  EXPECT_NEAR(mb, 0.010 * slowdown, 1e-7);
+  // Apart, each runs alone: the entry changes nothing there.
+  auto [aa, ab] = measured.run(0.1);
+  EXPECT_NEAR(aa, 0.010, 1e-9);
+  EXPECT_NEAR(ab, 0.010, 1e-9);
+  // Half overlapped: b starts when a is half done; a's second half and b's first are slowed.
+  auto [ha, hb] = measured.run(0.005);
+  EXPECT_NEAR(ha, 0.005 + 0.005 * slowdown, 1e-7);
+  EXPECT_GT(hb, 0.010);
+  EXPECT_LT(hb, 0.010 * slowdown);
+}
+
+TEST(HostEntry, CorunSlowdownsSayWhatTheEngineDoesWithTheOtherGroupBusy) {
+  TwoGroups catalog(catalog_cpu());
+  for (const CorunRow& r : corun_slowdowns(catalog.s, catalog.p)) EXPECT_EQ(r.slowdown, 1.0);
+  DeviceSpec host = catalog_cpu();
+  const DeviceProfile p = small_profile();
+  apply_host_entry(host, p.host, p.logical_cpus);
+  TwoGroups measured(host);
+  const std::vector<CorunRow> rows = corun_slowdowns(measured.s, measured.p);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].segment, "ma seg");
+  EXPECT_EQ(rows[1].unit, 1);
+  const double slowdown = 1 + 0.5 * (12.5 / 7.25 - 1);
+  EXPECT_NEAR(rows[0].slowdown, slowdown, 1e-12);
+  // ... which is what the engine gives two such segments run together.
+  EXPECT_NEAR(measured.run(0).first / 0.010, rows[0].slowdown, 1e-5);
+}
+
+TEST(HostEntry, SentinelDriftAndMarks) {
+  SentinelRecord r;
+  r.samples = {{0, 0.010}, {2, 0.0105}, {4, 0.0102}};
+  EXPECT_NEAR(r.drift(), 0.02, 1e-12);
+  EXPECT_NEAR(r.max_deviation(), 0.05, 1e-12);
+  EXPECT_NEAR(r.median_s(), 0.0102, 1e-12);
+  DriftInputs d;
+  d.measurement = r;
+  EXPECT_FALSE(drift_marked(d));  // 2% drift, no calibration to compare with
+  d.calibration.samples = {{0, 0.0095}, {1, 0.0095}};
+  EXPECT_NEAR(speed_change(d), 0.0102 / 0.0095 - 1, 1e-12);
+  EXPECT_TRUE(drift_marked(d));  // 7% slower than at calibration
+  d.measurement.samples.back().second = 0.0110;
+  d.calibration = {};
+  EXPECT_TRUE(drift_marked(d));  // 10% drift within the measurement
+}
+
+TEST(ServiceSensitivity, QueueingAmplifiesAServiceTimeErrorNearSaturation) {
+  // One 1-core group serving a 10 ms segment: at a low rate latency follows the service time
+  // (elasticity about 1); at 95% of capacity with random arrivals the queueing delay makes it
+  // several times that.
+  auto elasticity = [](double rate) {
+    TwoGroups g(catalog_cpu());
+    g.s.models.pop_back();
+    g.p.models.pop_back();
+    StreamDecl sd;
+    sd.name = "s";
+    sd.model = 0;
+    sd.rate_hz = rate;
+    sd.duration_s = 200;
+    sd.arrival = "poisson";
+    g.s.streams = {sd};
+    g.s.seed = 7;
+    const SimOptions o;
+    const SimResult base = simulate(g.s, g.p, o);
+    return service_sensitivity(g.s, g.p, o, base, 0.02);
+  };
+  const ServiceSensitivity lo = elasticity(5), hi = elasticity(95);
+  EXPECT_NEAR(lo.p50_elasticity, 1.0, 0.3);
+  EXPECT_NEAR(lo.mean_elasticity, 1.0, 0.3);
+  EXPECT_GT(hi.mean_elasticity, 3.0);
+  EXPECT_GT(hi.p50_elasticity, 3.0);
+  EXPECT_GT(hi.utilisation, 0.85);
+  EXPECT_LT(lo.utilisation, 0.1);
+}
+
+}  // namespace
+}  // namespace vlasim
