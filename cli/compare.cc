@@ -64,9 +64,13 @@ int run_compare_trace(const Common& c, const CompareArgs& a) {
     const TraceMatch tm = match_trace(t, pr.plan.models[0].graph, inf);
     op_s[0] = tm.op_seconds;
     char buf[256];
+    int folded = 0;
+    for (const auto& [k, f] : tm.folded) folded += f.count;
     std::snprintf(buf, sizeof buf, "%zu of %zu ops matched by kind and shape, %.1f%% of the trace's %s time", tm.graph_ops_matched,
                   tm.graph_ops, tm.total_s > 0 ? 100 * tm.matched_s / tm.total_s : 0.0, tm.device ? "device" : "op");
     op_note = buf;
+    if (folded > 0)
+      op_note += " (" + std::to_string(folded) + " activation ops folded into the GEMM before them, as the graph fuses them)";
   } else {
     op_note = "the trace has no input shapes (a legacy or record_shapes=False trace): stage and end-to-end figures only";
   }

@@ -124,6 +124,8 @@ int run_import_trace(const Common& c, const ImportArgs& a) {
               m.total_s > 0 ? 100 * m.matched_s / m.total_s : 0.0, m.device ? "device" : "top-level op (CPU)",
               inf.empty() ? "" : " inside inferences",
               m.matched_s * 1e3, m.total_s * 1e3);
+  for (const auto& [k, f] : m.folded)
+    std::printf("  folded (the graph fuses it into the GEMM): %-50s x%d %.3f ms\n", k.c_str(), f.count, f.seconds * 1e3);
   int shown = 0;
   std::vector<std::pair<double, std::string>> un;
   for (const auto& [k, u] : m.unmatched) un.push_back({u.seconds, k});

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <istream>
@@ -659,14 +660,47 @@ std::vector<TraceInference> trace_inferences(const TorchTrace& t, const std::str
   return out;
 }
 
+namespace {
+// The activation a trace op computes, as folded into a GEMM: "gelu", "silu", "relu"; "" else.
+std::string trace_act(const TraceOp& o) {
+  const std::string b = base_name(o.name);
+  return b == "gelu" || b == "silu" || b == "relu" ? b : "";
+}
+// The activation fused into a graph GEMM's output, named as trace_act; "" when none (or when
+// it applies to the gate half of a gate_up GEMM, whose output is not what it reads).
+std::string graph_act(const Op& o) {
+  if (o.kind != OpKind::Gemm || o.epi.gate_up) return "";
+  switch (o.epi.act) {
+    case Activation::GeluTanh:
+    case Activation::GeluErf: return "gelu";
+    case Activation::Silu: return "silu";
+    case Activation::Relu: return "relu";
+    default: return "";
+  }
+}
+// The activation `a` reads the output of a GEMM of key `gemm`: its first input has m x n
+// elements and last size n.
+bool reads_gemm_output(const TraceOp& a, const std::string& gemm) {
+  long long m = 0, n = 0, k = 0;
+  if (std::sscanf(gemm.c_str(), "gemm m=%lld n=%lld k=%lld", &m, &n, &k) != 3) return false;
+  if (a.dims.empty() || a.dims[0].empty() || a.dims[0].back() != n) return false;
+  const int64_t e = prod(a.dims[0]);
+  return e > 0 && e == mul(m, n);
+}
+}  // namespace
+
 TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<TraceInference>& inferences) {
   TraceMatch m;
   m.device = t.kernels + t.copies + t.sets > 0;
   std::map<std::string, std::vector<int>> graph_keys;
+  std::map<std::string, std::set<std::string>> fused_acts;  // GEMM key -> activations fused in some op of it
   m.graph_ops = g.size();
   for (size_t i = 0; i < g.size(); ++i) {
     const std::string k = graph_op_key(g.op(int(i)));
-    if (!k.empty()) graph_keys[k].push_back(int(i));
+    if (k.empty()) continue;
+    graph_keys[k].push_back(int(i));
+    const std::string act = graph_act(g.op(int(i)));
+    if (!act.empty()) fused_acts[k].insert(act);
   }
   // the inferences' union as sorted disjoint intervals, searched per op
   std::vector<std::pair<double, double>> spans;
@@ -681,15 +715,41 @@ TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<
     auto it = std::upper_bound(merged.begin(), merged.end(), std::make_pair(o.ts_us, 1e308));
     return it != merged.begin() && o.ts_us <= std::prev(it)->second;
   };
+  // top-level ops, by thread then start (as t.ops)
+  std::vector<size_t> top;
+  for (size_t i = 0; i < t.ops.size(); ++i)
+    if (t.ops[i].parent < 0) top.push_back(i);
+  auto seconds = [&](const TraceOp& o) { return (m.device ? o.device_us : o.dur_us) * 1e-6; };
+  // samples by key; a GEMM's with an activation folded in under "KEY +ACT"
   std::map<std::string, std::vector<double>> times;
   std::map<std::string, size_t> type_mismatch;
-  for (const TraceOp& o : t.ops) {
-    if (o.parent >= 0 || !in_inference(o)) continue;
-    const double s = (m.device ? o.device_us : o.dur_us) * 1e-6;
+  std::vector<char> folded(top.size(), 0);
+  for (size_t j = 0; j < top.size(); ++j) {
+    const TraceOp& o = t.ops[top[j]];
+    if (!in_inference(o)) continue;
+    double s = seconds(o);
     m.total_s += s;
+    if (folded[j]) continue;  // matched with the GEMM before it
     const std::string k = trace_op_key(o);
     if (!k.empty() && graph_keys.count(k)) {
-      times[k].push_back(s);
+      std::string sample = k;
+      auto fa = fused_acts.find(k);
+      if (fa != fused_acts.end() && j + 1 < top.size()) {
+        const TraceOp& a = t.ops[top[j + 1]];
+        const std::string act = trace_act(a);
+        if (a.thread == o.thread && !act.empty() && fa->second.count(act) && in_inference(a) &&
+            reads_gemm_output(a, k)) {
+          folded[j + 1] = 1;
+          const double as = seconds(a);
+          const std::string ak = trace_op_key(a);
+          TraceMatch::Unmatched& f = m.folded[(ak.empty() ? a.name : ak) + " into " + k];
+          ++f.count;
+          f.seconds += as;
+          s += as;
+          sample = k + " +" + act;
+        }
+      }
+      times[sample].push_back(s);
       m.matched_s += s;
       for (const std::string& ty : o.types) {
         const bool f32 = ty == "float", bf16 = ty == "c10::BFloat16", f16 = ty == "c10::Half";
@@ -708,19 +768,26 @@ TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<
   if (m.device) m.total_s += std::max(0.0, t.device_us() - t.launched_us) * 1e-6;
   m.op_seconds.assign(g.size(), 0);
   m.op_occurrences.assign(g.size(), 0);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
   for (auto& [k, ids] : graph_keys) {
-    auto it = times.find(k);
-    if (it == times.end()) {
+    // the key's samples: plain ones first, then those with each activation folded in
+    std::vector<const std::vector<double>*> all;
+    for (auto it = times.lower_bound(k); it != times.end() && it->first.compare(0, k.size(), k) == 0; ++it)
+      if (it->first.size() == k.size() || it->first.compare(k.size(), 2, " +") == 0) all.push_back(&it->second);
+    if (all.empty()) {
       m.unseen[k] += int(ids.size());
       continue;
     }
-    std::vector<double> v = it->second;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    const double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     for (int id : ids) {
-      m.op_seconds[size_t(id)] = med;
-      m.op_occurrences[size_t(id)] = int(n);
+      const std::string act = graph_act(g.op(id));
+      auto own = times.find(act.empty() ? k : k + " +" + act);
+      const std::vector<double>& v = own != times.end() ? own->second : *all.front();
+      m.op_seconds[size_t(id)] = median(v);
+      m.op_occurrences[size_t(id)] = int(v.size());
       ++m.graph_ops_matched;
     }
   }

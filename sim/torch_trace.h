@@ -102,7 +102,9 @@ std::string graph_op_key(const Op& op);
 struct TraceMatch {
   // Per graph op id: the median time of the trace's top-level ops of its key (device time when
   // the trace has kernels, else the op's own CPU time), and how many trace ops that is; 0 when
-  // none matched.
+  // none matched. A GEMM with a fused activation takes the samples of its key that had that
+  // activation folded in (see folded) and one without takes those that had none; each falls
+  // back to the key's other samples when its own kind has none.
   std::vector<double> op_seconds;
   std::vector<int> op_occurrences;
   size_t graph_ops = 0, graph_ops_matched = 0;
@@ -114,6 +116,13 @@ struct TraceMatch {
     double seconds = 0;
   };
   std::map<std::string, Unmatched> unmatched;
+  // Activations folded into the GEMM before them, as vlasim's graph fuses them (Op::epi.act):
+  // a top-level gelu / silu / relu whose first input has the GEMM's output shape (m x n
+  // elements, last size n), the next top-level op after a top-level GEMM on its thread, when
+  // a graph op of that GEMM's key has that activation fused (not gate_up). Its time is
+  // added to that GEMM's sample and to matched_s. By "ACT_KEY into GEMM_KEY" (ACT_KEY its
+  // trace_op_key, or its name when it has none): occurrences and time in seconds.
+  std::map<std::string, Unmatched> folded;
   double matched_s = 0, total_s = 0;  // time of matched top-level ops; of all (device time or CPU)
   bool device = false;                // times are device times
   std::vector<std::string> notes;     // e.g. input types that differ from the graph's dtype
