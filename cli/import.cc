@@ -101,6 +101,10 @@ int run_import_trace(const Common& c, const ImportArgs& a) {
     std::printf("  device: %s; %zu kernels, %zu copies, %zu sets on %zu streams, %.3f ms; %.1f%% of it launched by an op\n",
                 t.device_name.empty() ? "not named" : t.device_name.c_str(), t.kernels, t.copies, t.sets,
                 t.streams.size(), t.device_us() / 1e3, t.device_us() > 0 ? 100 * t.launched_us / t.device_us() : 0.0);
+  if (t.inflight > 0)
+    std::printf("  launched before the trace: %zu device events in flight when the profiler started, %.3f ms "
+                "(%.1f%% of the device time; tied to no op)\n",
+                t.inflight, t.inflight_us / 1e3, t.device_us() > 0 ? 100 * t.inflight_us / t.device_us() : 0.0);
   std::vector<TraceInference> inf;
   std::string inf_name;
   bool have_stages = true;

@@ -332,6 +332,19 @@ TorchTrace finish(Reader& r, const std::string& name) {
   for (size_t i = 0; i < r.launches.size(); ++i) launch_of.emplace(r.launches[i].corr, i);
   // Each launch call's device time and end (its kernels, copies and sets).
   std::vector<double> launch_us(r.launches.size(), 0.0), launch_end(r.launches.size(), -1.0);
+  // In flight at the profiler's start (see the header): a device event with no launch call
+  // that starts before the first launch call that launched a recorded device event, with a
+  // correlation below every launch call's.
+  double first_launching = 1e308;
+  bool any_launching = false;
+  int64_t lowest_corr = INT64_MAX;
+  for (const LaunchEv& l : r.launches) lowest_corr = std::min(lowest_corr, l.corr);
+  for (const DevEv& d : r.dev) {
+    auto it = launch_of.find(d.corr);
+    if (it == launch_of.end()) continue;
+    any_launching = true;
+    first_launching = std::min(first_launching, r.launches[it->second].ts);
+  }
   for (const DevEv& d : r.dev) {
     double* sum = d.cat == Cat::Kernel ? &t.kernel_us : d.cat == Cat::Copy ? &t.copy_us : &t.set_us;
     size_t* count = d.cat == Cat::Kernel ? &t.kernels : d.cat == Cat::Copy ? &t.copies : &t.sets;
@@ -339,12 +352,19 @@ TorchTrace finish(Reader& r, const std::string& name) {
     ++*count;
     ++t.streams[d.stream];
     auto it = launch_of.find(d.corr);
+    if (it == launch_of.end() && any_launching && d.ts < first_launching && d.corr < lowest_corr) {
+      ++t.inflight;
+      t.inflight_us += d.dur;
+      continue;
+    }
     if (it == launch_of.end())
       throw ConfigError(name, 0, 0,
                         (r.root_array ? "[" : "traceEvents[") + std::to_string(d.event) + "].args.correlation",
                         "a " + std::string(d.cat == Cat::Kernel ? "kernel" : d.cat == Cat::Copy ? "copy" : "memset") +
                             " with correlation " + std::to_string(d.corr) +
-                            " that no launch call (cuda_runtime / cuda_driver) has: a broken trace");
+                            " that no launch call (cuda_runtime / cuda_driver) has, and that was not in flight when "
+                            "the profiler started (it starts after the trace's first kernel launch, or its "
+                            "correlation is not below every launch call's): a broken trace");
     launch_us[it->second] += d.dur;
     launch_end[it->second] = std::max(launch_end[it->second], d.ts + d.dur);
   }

@@ -1,6 +1,6 @@
 // The PyTorch profiler trace reader (sim/torch_trace.h): the vendored real Kineto GPU traces
 // (tests/data/torch_trace/hta, HolisticTraceAnalysis; tests/data/torch_trace/tracelens, a
-// BERT inference from TraceLens) and the pi0_tiny traces made here
+// BERT and a Qwen inference from TraceLens) and the pi0_tiny traces made here
 // against figures computed independently by tests/data/torch_trace/figures.py
 // (figures.json); matching a trace to a graph on a trace written from the graph with known
 // kernel times; broken traces refused naming the file and the event.
@@ -36,7 +36,7 @@ void expect_near_rel(double got, double want, const std::string& what) {
 
 TEST(TorchTrace, TracesMatchTheIndependentFigures) {
   const nlohmann::json all = figures();
-  ASSERT_EQ(all.size(), 6u);  // three HTA traces, one TraceLens trace, two made here
+  ASSERT_EQ(all.size(), 7u);  // three HTA traces, two TraceLens traces, two made here
   for (const auto& [file, f] : all.items()) {
     SCOPED_TRACE(file);
     const TorchTrace t = read_torch_trace(kDir + "/" + file);
@@ -51,6 +51,8 @@ TEST(TorchTrace, TracesMatchTheIndependentFigures) {
     expect_near_rel(t.set_us, f["sets_us"].get<double>(), "memset time");
     EXPECT_EQ(t.streams.size(), f["streams"].get<size_t>());
     expect_near_rel(t.launched_us, f["launched_us"].get<double>(), "device time with a launching op");
+    EXPECT_EQ(t.inflight, f["inflight"].get<size_t>());
+    expect_near_rel(t.inflight_us, f["inflight_us"].get<double>(), "device time in flight at the profiler's start");
     EXPECT_EQ(t.kineto, file.find("legacy") == std::string::npos);
     if (f.contains("class_us")) {  // device time by what the launching (top-level) op is matched as
       std::map<std::string, double> by_class;
@@ -453,6 +455,57 @@ void expect_refused(const std::string& path, const std::vector<std::string>& par
     EXPECT_NE(w.find(path), std::string::npos) << w;
     for (const std::string& p : parts) EXPECT_NE(w.find(p), std::string::npos) << "'" << p << "' not in: " << w;
   }
+}
+
+// Kernels of the step before the trace, still running when the profiler started: no launch
+// call of theirs is in the trace. Accepted only when they start before the trace's first
+// launch call that launched something and their correlation is below every call's; they
+// count in the device time, tied to no op.
+TEST(TorchTrace, KernelsInFlightAtTheProfilersStartAreCountedNotTied) {
+  const std::string d = testing::scratch_dir("torch_trace_inflight").string();
+  auto kernel = [](double ts, double dur, int corr) {
+    return R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":)" + std::to_string(ts) + R"(,"dur":)" +
+           std::to_string(dur) + R"(,"args":{"correlation":)" + std::to_string(corr) + R"(,"stream":7}})";
+  };
+  // cudaDeviceSynchronize (correlation 100, launches nothing) from 5 to 40, then aten::mm
+  // launching correlation 101 at 51
+  const std::string head = R"({"traceEvents":[)"
+                           R"({"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":5,"dur":35,"args":{"correlation":100}},)"
+                           R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":50,"dur":5},)"
+                           R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":51,"dur":1,"args":{"correlation":101}},)" +
+                           kernel(60, 4, 101);
+  {
+    // two kernels of the previous step: one starting before the trace's first call, one
+    // during the synchronize; both before the first launch (51) and below correlation 100
+    std::ofstream(d + "/ok.json") << head + "," + kernel(2, 6, 90) + "," + kernel(20, 10, 99) + "]}";
+    const TorchTrace t = read_torch_trace(d + "/ok.json");
+    EXPECT_EQ(t.kernels, 3u);
+    EXPECT_EQ(t.inflight, 2u);
+    EXPECT_DOUBLE_EQ(t.inflight_us, 16);
+    EXPECT_DOUBLE_EQ(t.kernel_us, 20);
+    EXPECT_DOUBLE_EQ(t.launched_us, 4);
+    ASSERT_EQ(t.ops.size(), 1u);
+    EXPECT_DOUBLE_EQ(t.ops[0].device_us, 4);
+  }
+  {
+    // TraceLens's Qwen1.5-0.5B H100 trace opens on the previous step's kernels, running during
+    // the step's first call (a cudaDeviceSynchronize): each device event is either launched by
+    // an op of the trace or in flight (their counts are checked against figures.py above)
+    const TorchTrace t = read_torch_trace(kDir + "/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    EXPECT_GT(t.inflight, 0u);
+    expect_near_rel(t.launched_us + t.inflight_us, t.device_us(), "launched or in flight");
+  }
+  // starts after the first launch call that launched something (51), correlation below: refused
+  std::ofstream(d + "/late.json") << head + "," + kernel(52, 3, 99) + "]}";
+  expect_refused(d + "/late.json", {"traceEvents[4].args.correlation", "no launch call", "not in flight"});
+  // starts early, but its correlation is above a launch call's: refused
+  std::ofstream(d + "/high_corr.json") << head + "," + kernel(20, 3, 100 + 5) + "]}";
+  expect_refused(d + "/high_corr.json", {"traceEvents[4].args.correlation", "no launch call"});
+  // no launch call launched a recorded device event: nothing marks the profiler's start
+  std::ofstream(d + "/no_launching.json")
+      << R"({"traceEvents":[{"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":50,"dur":5,"args":{"correlation":100}},)" +
+             kernel(20, 3, 90) + "]}";
+  expect_refused(d + "/no_launching.json", {"traceEvents[1].args.correlation", "no launch call"});
 }
 
 TEST(TorchTrace, BrokenTracesAreRefusedByName) {
