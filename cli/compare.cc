@@ -66,9 +66,13 @@ int run_compare_trace(const Common& c, const CompareArgs& a) {
     const TraceMatch tm = match_trace(t, pr.plan.models[0].graph, inf);
     op_s[0] = tm.op_seconds;
     char buf[256];
+    int folded = 0;
+    for (const auto& [k, f] : tm.folded) folded += f.count;
     std::snprintf(buf, sizeof buf, "%zu of %zu ops matched by kind and shape, %.1f%% of the trace's %s time", tm.graph_ops_matched,
                   tm.graph_ops, tm.total_s > 0 ? 100 * tm.matched_s / tm.total_s : 0.0, tm.device ? "device" : "op");
     op_note = buf;
+    if (folded > 0)
+      op_note += " (" + std::to_string(folded) + " activation ops folded into the GEMM before them, as the graph fuses them)";
   } else {
     op_note = "the trace has no input shapes (a legacy or record_shapes=False trace): stage and end-to-end figures only";
   }
@@ -76,12 +80,19 @@ int run_compare_trace(const Common& c, const CompareArgs& a) {
   const std::vector<OpTime> ops = t.shapes ? op_times(pr.s, pr.plan, op_s) : std::vector<OpTime>{};
   Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured, ops, a.margin);
   std::string md = compare_markdown(cmp);
-  char head[512];
-  std::snprintf(head, sizeof head,
-                "Measured side: PyTorch trace %s (%s, %zu inferences from record_function '%s', run back to back: "
-                "the measured throughput and queueing are the trace's, not the scenario's workload); %s.\n\n",
-                a.trace.c_str(), t.kineto ? "Kineto" : "legacy", inf.size(), inf_name.c_str(), op_note.c_str());
-  md = head + md;
+  std::string head = "Measured side: PyTorch trace " + a.trace + " (" + (t.kineto ? "Kineto" : "legacy") + ", " +
+                     std::to_string(inf.size()) + " inferences from record_function '" + inf_name +
+                     "', run back to back: the measured throughput and queueing are the trace's, not the scenario's "
+                     "workload); " + op_note + ".";
+  if (t.inflight > 0) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  " Launched before the trace: %zu device events (%.3f ms, %.1f%% of the device time) were in flight "
+                  "when the profiler started; no op of the trace launched them.",
+                  t.inflight, t.inflight_us / 1e3, t.device_us() > 0 ? 100 * t.inflight_us / t.device_us() : 0.0);
+    head += buf;
+  }
+  md = head + "\n\n" + md;
   if (!out.quiet) std::cout << md;
   if (!out.dir.empty()) {
     fs::create_directories(out.dir);

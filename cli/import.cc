@@ -101,6 +101,10 @@ int run_import_trace(const Common& c, const ImportArgs& a) {
     std::printf("  device: %s; %zu kernels, %zu copies, %zu sets on %zu streams, %.3f ms; %.1f%% of it launched by an op\n",
                 t.device_name.empty() ? "not named" : t.device_name.c_str(), t.kernels, t.copies, t.sets,
                 t.streams.size(), t.device_us() / 1e3, t.device_us() > 0 ? 100 * t.launched_us / t.device_us() : 0.0);
+  if (t.inflight > 0)
+    std::printf("  launched before the trace: %zu device events in flight when the profiler started, %.3f ms "
+                "(%.1f%% of the device time; tied to no op)\n",
+                t.inflight, t.inflight_us / 1e3, t.device_us() > 0 ? 100 * t.inflight_us / t.device_us() : 0.0);
   std::vector<TraceInference> inf;
   std::string inf_name;
   bool have_stages = true;
@@ -124,6 +128,8 @@ int run_import_trace(const Common& c, const ImportArgs& a) {
               m.total_s > 0 ? 100 * m.matched_s / m.total_s : 0.0, m.device ? "device" : "top-level op (CPU)",
               inf.empty() ? "" : " inside inferences",
               m.matched_s * 1e3, m.total_s * 1e3);
+  for (const auto& [k, f] : m.folded)
+    std::printf("  folded (the graph fuses it into the GEMM): %-50s x%d %.3f ms\n", k.c_str(), f.count, f.seconds * 1e3);
   int shown = 0;
   std::vector<std::pair<double, std::string>> un;
   for (const auto& [k, u] : m.unmatched) un.push_back({u.seconds, k});

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <istream>
@@ -331,6 +332,19 @@ TorchTrace finish(Reader& r, const std::string& name) {
   for (size_t i = 0; i < r.launches.size(); ++i) launch_of.emplace(r.launches[i].corr, i);
   // Each launch call's device time and end (its kernels, copies and sets).
   std::vector<double> launch_us(r.launches.size(), 0.0), launch_end(r.launches.size(), -1.0);
+  // In flight at the profiler's start (see the header): a device event with no launch call
+  // that starts before the first launch call that launched a recorded device event, with a
+  // correlation below every launch call's.
+  double first_launching = 1e308;
+  bool any_launching = false;
+  int64_t lowest_corr = INT64_MAX;
+  for (const LaunchEv& l : r.launches) lowest_corr = std::min(lowest_corr, l.corr);
+  for (const DevEv& d : r.dev) {
+    auto it = launch_of.find(d.corr);
+    if (it == launch_of.end()) continue;
+    any_launching = true;
+    first_launching = std::min(first_launching, r.launches[it->second].ts);
+  }
   for (const DevEv& d : r.dev) {
     double* sum = d.cat == Cat::Kernel ? &t.kernel_us : d.cat == Cat::Copy ? &t.copy_us : &t.set_us;
     size_t* count = d.cat == Cat::Kernel ? &t.kernels : d.cat == Cat::Copy ? &t.copies : &t.sets;
@@ -338,12 +352,19 @@ TorchTrace finish(Reader& r, const std::string& name) {
     ++*count;
     ++t.streams[d.stream];
     auto it = launch_of.find(d.corr);
+    if (it == launch_of.end() && any_launching && d.ts < first_launching && d.corr < lowest_corr) {
+      ++t.inflight;
+      t.inflight_us += d.dur;
+      continue;
+    }
     if (it == launch_of.end())
       throw ConfigError(name, 0, 0,
                         (r.root_array ? "[" : "traceEvents[") + std::to_string(d.event) + "].args.correlation",
                         "a " + std::string(d.cat == Cat::Kernel ? "kernel" : d.cat == Cat::Copy ? "copy" : "memset") +
                             " with correlation " + std::to_string(d.corr) +
-                            " that no launch call (cuda_runtime / cuda_driver) has: a broken trace");
+                            " that no launch call (cuda_runtime / cuda_driver) has, and that was not in flight when "
+                            "the profiler started (it starts after the trace's first kernel launch, or its "
+                            "correlation is not below every launch call's): a broken trace");
     launch_us[it->second] += d.dur;
     launch_end[it->second] = std::max(launch_end[it->second], d.ts + d.dur);
   }
@@ -659,14 +680,47 @@ std::vector<TraceInference> trace_inferences(const TorchTrace& t, const std::str
   return out;
 }
 
+namespace {
+// The activation a trace op computes, as folded into a GEMM: "gelu", "silu", "relu"; "" else.
+std::string trace_act(const TraceOp& o) {
+  const std::string b = base_name(o.name);
+  return b == "gelu" || b == "silu" || b == "relu" ? b : "";
+}
+// The activation fused into a graph GEMM's output, named as trace_act; "" when none (or when
+// it applies to the gate half of a gate_up GEMM, whose output is not what it reads).
+std::string graph_act(const Op& o) {
+  if (o.kind != OpKind::Gemm || o.epi.gate_up) return "";
+  switch (o.epi.act) {
+    case Activation::GeluTanh:
+    case Activation::GeluErf: return "gelu";
+    case Activation::Silu: return "silu";
+    case Activation::Relu: return "relu";
+    default: return "";
+  }
+}
+// The activation `a` reads the output of a GEMM of key `gemm`: its first input has m x n
+// elements and last size n.
+bool reads_gemm_output(const TraceOp& a, const std::string& gemm) {
+  long long m = 0, n = 0, k = 0;
+  if (std::sscanf(gemm.c_str(), "gemm m=%lld n=%lld k=%lld", &m, &n, &k) != 3) return false;
+  if (a.dims.empty() || a.dims[0].empty() || a.dims[0].back() != n) return false;
+  const int64_t e = prod(a.dims[0]);
+  return e > 0 && e == mul(m, n);
+}
+}  // namespace
+
 TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<TraceInference>& inferences) {
   TraceMatch m;
   m.device = t.kernels + t.copies + t.sets > 0;
   std::map<std::string, std::vector<int>> graph_keys;
+  std::map<std::string, std::set<std::string>> fused_acts;  // GEMM key -> activations fused in some op of it
   m.graph_ops = g.size();
   for (size_t i = 0; i < g.size(); ++i) {
     const std::string k = graph_op_key(g.op(int(i)));
-    if (!k.empty()) graph_keys[k].push_back(int(i));
+    if (k.empty()) continue;
+    graph_keys[k].push_back(int(i));
+    const std::string act = graph_act(g.op(int(i)));
+    if (!act.empty()) fused_acts[k].insert(act);
   }
   // the inferences' union as sorted disjoint intervals, searched per op
   std::vector<std::pair<double, double>> spans;
@@ -681,15 +735,41 @@ TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<
     auto it = std::upper_bound(merged.begin(), merged.end(), std::make_pair(o.ts_us, 1e308));
     return it != merged.begin() && o.ts_us <= std::prev(it)->second;
   };
+  // top-level ops, by thread then start (as t.ops)
+  std::vector<size_t> top;
+  for (size_t i = 0; i < t.ops.size(); ++i)
+    if (t.ops[i].parent < 0) top.push_back(i);
+  auto seconds = [&](const TraceOp& o) { return (m.device ? o.device_us : o.dur_us) * 1e-6; };
+  // samples by key; a GEMM's with an activation folded in under "KEY +ACT"
   std::map<std::string, std::vector<double>> times;
   std::map<std::string, size_t> type_mismatch;
-  for (const TraceOp& o : t.ops) {
-    if (o.parent >= 0 || !in_inference(o)) continue;
-    const double s = (m.device ? o.device_us : o.dur_us) * 1e-6;
+  std::vector<char> folded(top.size(), 0);
+  for (size_t j = 0; j < top.size(); ++j) {
+    const TraceOp& o = t.ops[top[j]];
+    if (!in_inference(o)) continue;
+    double s = seconds(o);
     m.total_s += s;
+    if (folded[j]) continue;  // matched with the GEMM before it
     const std::string k = trace_op_key(o);
     if (!k.empty() && graph_keys.count(k)) {
-      times[k].push_back(s);
+      std::string sample = k;
+      auto fa = fused_acts.find(k);
+      if (fa != fused_acts.end() && j + 1 < top.size()) {
+        const TraceOp& a = t.ops[top[j + 1]];
+        const std::string act = trace_act(a);
+        if (a.thread == o.thread && !act.empty() && fa->second.count(act) && in_inference(a) &&
+            reads_gemm_output(a, k)) {
+          folded[j + 1] = 1;
+          const double as = seconds(a);
+          const std::string ak = trace_op_key(a);
+          TraceMatch::Unmatched& f = m.folded[(ak.empty() ? a.name : ak) + " into " + k];
+          ++f.count;
+          f.seconds += as;
+          s += as;
+          sample = k + " +" + act;
+        }
+      }
+      times[sample].push_back(s);
       m.matched_s += s;
       for (const std::string& ty : o.types) {
         const bool f32 = ty == "float", bf16 = ty == "c10::BFloat16", f16 = ty == "c10::Half";
@@ -708,19 +788,26 @@ TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<
   if (m.device) m.total_s += std::max(0.0, t.device_us() - t.launched_us) * 1e-6;
   m.op_seconds.assign(g.size(), 0);
   m.op_occurrences.assign(g.size(), 0);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
   for (auto& [k, ids] : graph_keys) {
-    auto it = times.find(k);
-    if (it == times.end()) {
+    // the key's samples: plain ones first, then those with each activation folded in
+    std::vector<const std::vector<double>*> all;
+    for (auto it = times.lower_bound(k); it != times.end() && it->first.compare(0, k.size(), k) == 0; ++it)
+      if (it->first.size() == k.size() || it->first.compare(k.size(), 2, " +") == 0) all.push_back(&it->second);
+    if (all.empty()) {
       m.unseen[k] += int(ids.size());
       continue;
     }
-    std::vector<double> v = it->second;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    const double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     for (int id : ids) {
-      m.op_seconds[size_t(id)] = med;
-      m.op_occurrences[size_t(id)] = int(n);
+      const std::string act = graph_act(g.op(id));
+      auto own = times.find(act.empty() ? k : k + " +" + act);
+      const std::vector<double>& v = own != times.end() ? own->second : *all.front();
+      m.op_seconds[size_t(id)] = median(v);
+      m.op_occurrences[size_t(id)] = int(v.size());
       ++m.graph_ops_matched;
     }
   }

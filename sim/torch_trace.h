@@ -14,6 +14,13 @@
 //     No shapes, no kernels: stage-level figures only.
 // A kernel's launching op is the outermost op (cpu_op) around the launch call of equal
 // correlation on the call's thread; its "device time" is the kernel's duration.
+// A device event whose correlation no launch call has is read as in flight when the profiler
+// started (launched by the step before the trace, e.g. running during the cudaDeviceSynchronize
+// a step starts with) when both: it starts before the trace's first launch call that launched
+// a recorded device event, and its correlation is below every launch call's (CUPTI numbers the
+// calls in order). It counts in the device time, tied to no op ("launched before the trace");
+// any other such event (or any, in a trace where no launch call launched a recorded device
+// event) is a broken trace and refused.
 //
 // Bounds: at most kMaxTraceBytes of JSON are read (after gzip), parsed as a stream (events are
 // kept in a compact form, only those of the categories above), so memory stays bounded
@@ -66,6 +73,10 @@ struct TorchTrace {
   double kernel_us = 0, copy_us = 0, set_us = 0;  // device time by kind
   double device_us() const { return kernel_us + copy_us + set_us; }
   double launched_us = 0;  // device time with a launching op
+  // Device events in flight when the profiler started (see above): count and time, part of
+  // the counts and device time above, never of launched_us.
+  size_t inflight = 0;
+  double inflight_us = 0;
   std::map<int64_t, size_t> streams;  // CUDA stream -> kernels, copies and sets on it
   size_t events = 0;                  // events in the file
 };
@@ -73,7 +84,8 @@ struct TorchTrace {
 // Reads a trace (plain or gzip JSON). Throws ConfigError naming `path` on a missing, truncated
 // or malformed file, a file past kMaxTraceBytes, an event missing a field it needs (X events:
 // name, ts, dur; kernels, copies and sets: args.correlation), a negative or non-finite
-// duration or time, or a device event with no launch call of its correlation.
+// duration or time, or a device event with no launch call of its correlation that was not in
+// flight when the profiler started (as above).
 TorchTrace read_torch_trace(const std::string& path);
 // As read_torch_trace on `text` (plain JSON); `name` stands in for the path in errors.
 TorchTrace parse_torch_trace(const std::string& text, const std::string& name);
@@ -102,7 +114,9 @@ std::string graph_op_key(const Op& op);
 struct TraceMatch {
   // Per graph op id: the median time of the trace's top-level ops of its key (device time when
   // the trace has kernels, else the op's own CPU time), and how many trace ops that is; 0 when
-  // none matched.
+  // none matched. A GEMM with a fused activation takes the samples of its key that had that
+  // activation folded in (see folded) and one without takes those that had none; each falls
+  // back to the key's other samples when its own kind has none.
   std::vector<double> op_seconds;
   std::vector<int> op_occurrences;
   size_t graph_ops = 0, graph_ops_matched = 0;
@@ -114,6 +128,13 @@ struct TraceMatch {
     double seconds = 0;
   };
   std::map<std::string, Unmatched> unmatched;
+  // Activations folded into the GEMM before them, as vlasim's graph fuses them (Op::epi.act):
+  // a top-level gelu / silu / relu whose first input has the GEMM's output shape (m x n
+  // elements, last size n), the next top-level op after a top-level GEMM on its thread, when
+  // a graph op of that GEMM's key has that activation fused (not gate_up). Its time is
+  // added to that GEMM's sample and to matched_s. By "ACT_KEY into GEMM_KEY" (ACT_KEY its
+  // trace_op_key, or its name when it has none): occurrences and time in seconds.
+  std::map<std::string, Unmatched> folded;
   double matched_s = 0, total_s = 0;  // time of matched top-level ops; of all (device time or CPU)
   bool device = false;                // times are device times
   std::vector<std::string> notes;     // e.g. input types that differ from the graph's dtype

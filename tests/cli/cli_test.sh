@@ -373,6 +373,18 @@ p = json.load(open(sys.argv[1]))
 t = [v for s in p["sections"] for k, v in s["table"].items() if k.startswith("gemm/linear/bf16/m=32,n=128,k=128,")]
 sys.exit(not (len(t) == 1 and abs(t[0]["median_s"] - 20e-6) < 1e-12 and t[0]["reps"] == 3 and p["catalog_device"] == "h100-sxm"))' "$tmp/gpu_profile.json"
 check "import trace: all device time matched" grep -q "100.0% of the device time" "$tmp/gpu_import.out"
+# TraceLens's traces: the Qwen step's kernels of the step before, and BERT's GELUs folded
+"$bin" import trace "$src/tests/data/torch_trace/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz" --card pi0_tiny \
+  --device h100-sxm -o "$tmp/qwen_profile.json" \
+  >"$tmp/qwen_import.out" 2>&1; rc=$?
+check "import trace: a trace opened mid-step is read" test "$rc" -eq 0
+check "import trace: the kernels in flight at the profiler's start are reported" \
+  grep -q "^  launched before the trace: 509 device events in flight when the profiler started" "$tmp/qwen_import.out"
+"$bin" --cards "$src/tests/data/torch_trace/cards" import trace \
+  "$src/tests/data/torch_trace/tracelens/gaunernst_bert-small-uncased__1016001.json.gz" --card bert_small --passes none \
+  >"$tmp/bert_import.out" 2>&1
+check "import trace: BERT's GELUs are folded into their GEMMs" \
+  grep -q "^  folded (the graph fuses it into the GEMM): eltwise gelu 288768 into gemm m=141 n=2048 k=512 *x4" "$tmp/bert_import.out"
 cat >"$tmp/gpu_trace_scn.yaml" <<EOF
 name: trace-h100
 seed: 1

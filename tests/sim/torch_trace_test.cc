@@ -1,6 +1,6 @@
 // The PyTorch profiler trace reader (sim/torch_trace.h): the vendored real Kineto GPU traces
 // (tests/data/torch_trace/hta, HolisticTraceAnalysis; tests/data/torch_trace/tracelens, a
-// BERT inference from TraceLens) and the pi0_tiny traces made here
+// BERT and a Qwen inference from TraceLens) and the pi0_tiny traces made here
 // against figures computed independently by tests/data/torch_trace/figures.py
 // (figures.json); matching a trace to a graph on a trace written from the graph with known
 // kernel times; broken traces refused naming the file and the event.
@@ -36,7 +36,7 @@ void expect_near_rel(double got, double want, const std::string& what) {
 
 TEST(TorchTrace, TracesMatchTheIndependentFigures) {
   const nlohmann::json all = figures();
-  ASSERT_EQ(all.size(), 6u);  // three HTA traces, one TraceLens trace, two made here
+  ASSERT_EQ(all.size(), 7u);  // three HTA traces, two TraceLens traces, two made here
   for (const auto& [file, f] : all.items()) {
     SCOPED_TRACE(file);
     const TorchTrace t = read_torch_trace(kDir + "/" + file);
@@ -51,6 +51,8 @@ TEST(TorchTrace, TracesMatchTheIndependentFigures) {
     expect_near_rel(t.set_us, f["sets_us"].get<double>(), "memset time");
     EXPECT_EQ(t.streams.size(), f["streams"].get<size_t>());
     expect_near_rel(t.launched_us, f["launched_us"].get<double>(), "device time with a launching op");
+    EXPECT_EQ(t.inflight, f["inflight"].get<size_t>());
+    expect_near_rel(t.inflight_us, f["inflight_us"].get<double>(), "device time in flight at the profiler's start");
     EXPECT_EQ(t.kineto, file.find("legacy") == std::string::npos);
     if (f.contains("class_us")) {  // device time by what the launching (top-level) op is matched as
       std::map<std::string, double> by_class;
@@ -128,16 +130,53 @@ TEST(TorchTrace, TransformerKernelsAreTiedToTheirOps) {
   const std::vector<TraceInference> inf = trace_inferences(t, "ProfilerStep#*", &name);
   EXPECT_EQ(inf.size(), 1u);
   // Matched to the graph of a card written for it (tests/data/torch_trace/cards/bert_small.yaml):
-  // 94.4% of the device time; the rest is the separate GELU kernels (vlasim fuses GELU into the
-  // GEMM before it, so its graph has no GELU op) and the attention mask's eq / all / item.
+  // issue 31's bar, >= 95% of the device time (97.5%). The trace's separate GELU kernels are
+  // folded into the GEMM before each (vlasim's graph fuses GELU-erf into it: no GELU op); the
+  // rest is the attention mask's eq / all / item and the embedding lookup's index_select.
   const ModelCard card = find_card(kDir + "/cards", "bert_small", ConfigNode());
   RunShape shape = card.defaults;
   shape.passes = std::vector<std::string>{};
-  const TraceMatch m = match_trace(t, build_graph(card, shape), inf);
+  const OpGraph g = build_graph(card, shape);
+  const TraceMatch m = match_trace(t, g, inf);
   EXPECT_TRUE(m.device);
   expect_near_rel(m.total_s * 1e6, t.device_us(), "every device event is inside the inference");
-  EXPECT_GT(m.matched_s, 0.94 * m.total_s);
-  EXPECT_EQ(m.unmatched.count("eltwise gelu 288768"), 1u);
+  EXPECT_GE(m.matched_s, 0.95 * m.total_s);
+  double unmatched_s = 0;
+  for (const auto& [k, u] : m.unmatched) {
+    EXPECT_EQ(k.find("gelu"), std::string::npos) << k << " left unmatched";
+    unmatched_s += u.seconds;
+  }
+  expect_near_rel(m.matched_s + unmatched_s, m.total_s, "matched and unmatched time add up");
+  // every top-level GELU is folded: four after the FFN's up projection, one after the MLM
+  // head's dense layer; their time is the trace's GELU device time
+  double gelu_us = 0;
+  int gelus = 0;
+  for (const TraceOp& o : t.ops)
+    if (o.parent < 0 && o.name == "aten::gelu") gelu_us += o.device_us, ++gelus;
+  ASSERT_EQ(gelus, 5);
+  ASSERT_EQ(m.folded.size(), 2u);
+  const auto& ffn = m.folded.at("eltwise gelu 288768 into gemm m=141 n=2048 k=512");
+  const auto& head = m.folded.at("eltwise gelu 72192 into gemm m=141 n=512 k=512");
+  EXPECT_EQ(ffn.count, 4);
+  EXPECT_EQ(head.count, 1);
+  expect_near_rel((ffn.seconds + head.seconds) * 1e6, gelu_us, "folded GELU time");
+  // the head's dense GEMM (GELU fused) takes its one folded sample; the attention's q, k, v
+  // and output projections of the same shape (no activation) their own sixteen
+  int with_act = 0, without = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Op& o = g.op(int(i));
+    if (graph_op_key(o) != "gemm m=141 n=512 k=512") continue;
+    if (o.epi.act != Activation::None) {
+      ++with_act;
+      EXPECT_EQ(m.op_occurrences[i], 1) << o.name;
+      EXPECT_GT(m.op_seconds[i], head.seconds) << o.name;
+    } else {
+      ++without;
+      EXPECT_EQ(m.op_occurrences[i], 16) << o.name;
+    }
+  }
+  EXPECT_EQ(with_act, 1);
+  EXPECT_EQ(without, 16);
   EXPECT_TRUE(m.notes.empty());  // bf16 inputs, bf16 graph
 }
 
@@ -280,6 +319,60 @@ TEST(TorchTrace, MatchesEveryGraphOpKindByShape) {
   }
 }
 
+// Folding an activation into the GEMM before it (TraceMatch::folded): only the next top-level
+// op on the GEMM's thread, reading the GEMM's output shape, of an activation a graph op of that
+// GEMM's key has fused (bert_small: GELU after the FFN's up projection and the MLM head's dense).
+TEST(TorchTrace, ActivationsFoldOnlyIntoTheGemmBeforeThem) {
+  const ModelCard card = find_card(kDir + "/cards", "bert_small", ConfigNode());
+  RunShape shape = card.defaults;
+  shape.passes = std::vector<std::string>{};
+  const OpGraph g = build_graph(card, shape);
+  nlohmann::json ev = nlohmann::json::array();
+  double ts = 1000;
+  int64_t corr = 1;
+  auto add_op = [&](const std::string& name, nlohmann::json dims, double kernel_us, int tid = 1) {
+    ev.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", name}, {"pid", 1}, {"tid", tid}, {"ts", ts}, {"dur", 10},
+                  {"args", {{"Input Dims", dims}}}});
+    ev.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"pid", 1}, {"tid", tid},
+                  {"ts", ts + 2}, {"dur", 3}, {"args", {{"correlation", corr}}}});
+    ev.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", "k"}, {"pid", 0}, {"tid", 7}, {"ts", ts + 5},
+                  {"dur", kernel_us}, {"args", {{"correlation", corr}, {"stream", 7}}}});
+    ++corr;
+    ts += 20;
+  };
+  const nlohmann::json up = {{1, 141, 512}, {2048, 512}, {2048}}, dense = {{1, 141, 512}, {512, 512}, {512}};
+  add_op("aten::linear", up, 10);
+  add_op("aten::gelu", {{1, 141, 2048}, {}}, 2);  // folded
+  add_op("aten::linear", up, 12);
+  add_op("aten::gelu", {{1, 141, 1024}, {}}, 3);  // not the GEMM's output shape
+  add_op("aten::linear", up, 14);
+  add_op("aten::gelu", {{1, 141, 2048}, {}}, 4, 2);  // another thread
+  add_op("aten::linear", up, 16);
+  add_op("aten::silu", {{1, 141, 2048}}, 5);  // not the activation the graph fused
+  add_op("aten::layer_norm", {{1, 141, 2048}, {2048}}, 6);
+  add_op("aten::gelu", {{1, 141, 2048}, {}}, 7);  // after a norm
+  add_op("aten::linear", dense, 20);
+  add_op("aten::gelu", {{1, 141, 512}, {}}, 8);  // folded: the MLM head's dense
+  const TorchTrace t = parse_torch_trace(nlohmann::json({{"traceEvents", ev}}).dump(), "fold.json");
+  const TraceMatch m = match_trace(t, g, {});
+  ASSERT_EQ(m.folded.size(), 2u);
+  EXPECT_EQ(m.folded.at("eltwise gelu 288768 into gemm m=141 n=2048 k=512").count, 1);
+  EXPECT_NEAR(m.folded.at("eltwise gelu 288768 into gemm m=141 n=2048 k=512").seconds, 2e-6, 1e-15);
+  EXPECT_NEAR(m.folded.at("eltwise gelu 72192 into gemm m=141 n=512 k=512").seconds, 8e-6, 1e-15);
+  EXPECT_EQ(m.unmatched.at("eltwise gelu 144384").count, 1);
+  EXPECT_EQ(m.unmatched.at("eltwise gelu 288768").count, 2);  // the other thread's and the norm's
+  EXPECT_EQ(m.unmatched.at("eltwise silu 288768").count, 1);
+  // matched: four up projections, the dense one, the two folded GELUs (the norm's key, 2048
+  // wide, is not in the graph)
+  EXPECT_NEAR(m.matched_s, (10 + 12 + 14 + 16 + 20 + 2 + 8) * 1e-6, 1e-15);
+  // the up projection (GELU fused) takes its folded sample, 10 + 2 us, over the plain ones
+  for (size_t i = 0; i < g.size(); ++i)
+    if (graph_op_key(g.op(int(i))) == "gemm m=141 n=2048 k=512") {
+      EXPECT_NEAR(m.op_seconds[i], 12e-6, 1e-15);
+      EXPECT_EQ(m.op_occurrences[i], 1);
+    }
+}
+
 // Deep nesting: N ops inside one another, each launching a kernel of 1 us, and N inference
 // ranges inside one another, each holding a vision range. Read in one sweep: every kernel goes
 // to its own op (the innermost open at its launch) and is summed up the chain, and each
@@ -362,6 +455,57 @@ void expect_refused(const std::string& path, const std::vector<std::string>& par
     EXPECT_NE(w.find(path), std::string::npos) << w;
     for (const std::string& p : parts) EXPECT_NE(w.find(p), std::string::npos) << "'" << p << "' not in: " << w;
   }
+}
+
+// Kernels of the step before the trace, still running when the profiler started: no launch
+// call of theirs is in the trace. Accepted only when they start before the trace's first
+// launch call that launched something and their correlation is below every call's; they
+// count in the device time, tied to no op.
+TEST(TorchTrace, KernelsInFlightAtTheProfilersStartAreCountedNotTied) {
+  const std::string d = testing::scratch_dir("torch_trace_inflight").string();
+  auto kernel = [](double ts, double dur, int corr) {
+    return R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":)" + std::to_string(ts) + R"(,"dur":)" +
+           std::to_string(dur) + R"(,"args":{"correlation":)" + std::to_string(corr) + R"(,"stream":7}})";
+  };
+  // cudaDeviceSynchronize (correlation 100, launches nothing) from 5 to 40, then aten::mm
+  // launching correlation 101 at 51
+  const std::string head = R"({"traceEvents":[)"
+                           R"({"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":5,"dur":35,"args":{"correlation":100}},)"
+                           R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":50,"dur":5},)"
+                           R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":51,"dur":1,"args":{"correlation":101}},)" +
+                           kernel(60, 4, 101);
+  {
+    // two kernels of the previous step: one starting before the trace's first call, one
+    // during the synchronize; both before the first launch (51) and below correlation 100
+    std::ofstream(d + "/ok.json") << head + "," + kernel(2, 6, 90) + "," + kernel(20, 10, 99) + "]}";
+    const TorchTrace t = read_torch_trace(d + "/ok.json");
+    EXPECT_EQ(t.kernels, 3u);
+    EXPECT_EQ(t.inflight, 2u);
+    EXPECT_DOUBLE_EQ(t.inflight_us, 16);
+    EXPECT_DOUBLE_EQ(t.kernel_us, 20);
+    EXPECT_DOUBLE_EQ(t.launched_us, 4);
+    ASSERT_EQ(t.ops.size(), 1u);
+    EXPECT_DOUBLE_EQ(t.ops[0].device_us, 4);
+  }
+  {
+    // TraceLens's Qwen1.5-0.5B H100 trace opens on the previous step's kernels, running during
+    // the step's first call (a cudaDeviceSynchronize): each device event is either launched by
+    // an op of the trace or in flight (their counts are checked against figures.py above)
+    const TorchTrace t = read_torch_trace(kDir + "/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    EXPECT_GT(t.inflight, 0u);
+    expect_near_rel(t.launched_us + t.inflight_us, t.device_us(), "launched or in flight");
+  }
+  // starts after the first launch call that launched something (51), correlation below: refused
+  std::ofstream(d + "/late.json") << head + "," + kernel(52, 3, 99) + "]}";
+  expect_refused(d + "/late.json", {"traceEvents[4].args.correlation", "no launch call", "not in flight"});
+  // starts early, but its correlation is above a launch call's: refused
+  std::ofstream(d + "/high_corr.json") << head + "," + kernel(20, 3, 100 + 5) + "]}";
+  expect_refused(d + "/high_corr.json", {"traceEvents[4].args.correlation", "no launch call"});
+  // no launch call launched a recorded device event: nothing marks the profiler's start
+  std::ofstream(d + "/no_launching.json")
+      << R"({"traceEvents":[{"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":50,"dur":5,"args":{"correlation":100}},)" +
+             kernel(20, 3, 90) + "]}";
+  expect_refused(d + "/no_launching.json", {"traceEvents[1].args.correlation", "no launch call"});
 }
 
 TEST(TorchTrace, BrokenTracesAreRefusedByName) {

@@ -13,6 +13,11 @@ Per trace:
   streams       distinct args.stream over those
   launched_us   device time whose launch call (cuda_runtime / cuda_driver event of equal
                 args.correlation) lies inside some cpu_op on the call's pid/tid
+  inflight, inflight_us
+                device events in flight when the profiler started: no call of their
+                correlation, starting before the earliest call whose correlation some device
+                event carries, with a correlation below every call's; count, summed duration
+                (any other device event without a call would make the trace unreadable)
   class_us      (traces with kernels and Input Dims) device time by what vlasim would match its
                 launching op as: the outermost cpu_op around the launch call (earliest start,
                 longest first), classed by name and Input Dims as the forms documented for
@@ -111,6 +116,14 @@ def figures(path):
                      for o in ops):
             launched += d["dur"]
     out["launched_us"] = launched
+    dev_corrs = {d["args"]["correlation"] for d in dev}
+    launching = [c["ts"] for k, c in calls.items() if k in dev_corrs]
+    first = min(launching) if launching else None
+    low = min(calls) if calls else None
+    early = [d for d in dev if d["args"]["correlation"] not in calls and first is not None and
+             d["ts"] < first and d["args"]["correlation"] < low]
+    out["inflight"] = len(early)
+    out["inflight_us"] = sum(d["dur"] for d in early)
     if dev and any("Input Dims" in o.get("args", {}) for o in ops):
         by_class = {}
         for d in dev:
