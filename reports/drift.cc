@@ -36,7 +36,7 @@ double elasticity(double minus, double plus, double base, double step) {
   return base > 0 ? (plus - minus) / base / (2 * step) : 0;
 }
 
-std::string pct(double x) {
+std::string drift_pct(double x) {
   if (!std::isfinite(x)) return "n/a";
   char b[32];
   std::snprintf(b, sizeof b, "%+.1f%%", 100 * x);
@@ -127,7 +127,7 @@ std::string corun_markdown(const std::vector<CorunRow>& rows) {
 
 double speed_change(const DriftInputs& d) {
   if (d.measurement.empty() || d.calibration.empty()) return 0;
-  return d.measurement.median_s() / d.calibration.median_s() - 1;
+  return d.measurement.idle_s() / d.calibration.idle_s() - 1;
 }
 
 bool drift_marked(const DriftInputs& d) {
@@ -142,16 +142,19 @@ std::string drift_markdown(const Comparison& c, const DriftInputs& d, const Serv
   } else {
     std::snprintf(b, sizeof b,
                   "Drift sentinel (a fixed 96^3 fp32 matrix product, plain C++, timed every 2 s): %.3f ms median over "
-                  "%zu samples during the measurement, drift %s from its start to its end (largest deviation %.1f%%); ",
-                  1e3 * d.measurement.median_s(), d.measurement.samples.size(), pct(d.measurement.drift()).c_str(),
+                  "%zu samples during the measurement (they share the cores with it: not a speed), drift %s from "
+                  "its start to its end (largest deviation %.1f%%); ",
+                  1e3 * d.measurement.median_s(), d.measurement.samples.size(), drift_pct(d.measurement.drift()).c_str(),
                   100 * d.measurement.max_deviation());
     md += b;
     if (d.calibration.empty())
       md += "the profile records no sentinel of its calibration, so the speed change since then is unknown.\n";
     else {
-      std::snprintf(b, sizeof b, "%.3f ms during the calibration (drift %s there): the machine is %s %s than when calibrated.\n",
-                    1e3 * d.calibration.median_s(), pct(d.calibration.drift()).c_str(),
-                    pct(std::abs(speed_change(d))).substr(1).c_str(), speed_change(d) >= 0 ? "slower" : "faster");
+      std::snprintf(b, sizeof b,
+                    "%.3f ms before and after it against %.3f ms before and after the calibration (drift %s "
+                    "there): the machine is %s %s than when calibrated.\n",
+                    1e3 * d.measurement.idle_s(), 1e3 * d.calibration.idle_s(), drift_pct(d.calibration.drift()).c_str(),
+                    drift_pct(std::abs(speed_change(d))).substr(1).c_str(), speed_change(d) >= 0 ? "slower" : "faster");
       md += b;
     }
   }
@@ -185,8 +188,8 @@ std::string drift_markdown(const Comparison& c, const DriftInputs& d, const Serv
     const bool known = !d.calibration.empty() && !d.measurement.empty();
     // A slower machine (sc > 0) makes measured latency longer: the prediction reads low.
     const double explained = known ? -(r.el * sc) / (1 + r.el * sc) : NAN;
-    md += std::string("| ") + r.name + " | " + pct(r.f.error) + " | " + (known ? pct(sc) : "n/a") + " | " +
-          pct(explained) + " |\n";
+    md += std::string("| ") + r.name + " | " + drift_pct(r.f.error) + " | " + (known ? drift_pct(sc) : "n/a") + " | " +
+          drift_pct(explained) + " |\n";
   }
   return md;
 }

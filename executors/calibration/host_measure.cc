@@ -12,22 +12,13 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "executors/executor.h"
+
 namespace vlasim {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<int> allowed_cpus() {
-  std::vector<int> out;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) out.push_back(c);
-  if (out.empty()) out.push_back(0);
-  return out;
-}
 
 std::string read_line(const std::string& path) {
   std::ifstream f(path);
@@ -143,7 +134,8 @@ double sum_first(const std::vector<double>& v, size_t k) {
 LlcInfo read_llc(int cpu) {
   LlcInfo best;
   int best_level = -1;
-  const std::vector<int> allowed = allowed_cpus();
+  std::vector<int> allowed = allowed_cpus();  // executors/executor.h
+  if (allowed.empty()) allowed.push_back(0);
   for (int i = 0; i < 16; ++i) {
     const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cache/index" + std::to_string(i);
     const std::string level = read_line(dir + "/level"), size = read_line(dir + "/size"),
@@ -167,7 +159,8 @@ LlcInfo read_llc(int cpu) {
 }
 
 HostEntry measure_host(const HostMeasureOptions& o) {
-  const std::vector<int> cpus = allowed_cpus();
+  std::vector<int> cpus = allowed_cpus();
+  if (cpus.empty()) cpus.push_back(0);
   HostEntry h;
   const LlcInfo llc = read_llc(cpus.front());
   h.llc_bytes = llc.bytes;
