@@ -58,8 +58,9 @@ struct DriftInputs {
   SentinelRecord calibration;   // over the calibration that made the profile (may be empty)
 };
 
-// The machine's speed change from calibration to measurement: median sentinel time during the
-// measurement over the calibration's, - 1 (> 0: slower now); 0 when either is empty.
+// The machine's speed change from calibration to measurement: the sentinel's idle time
+// (SentinelRecord::idle_s: before and after, not during) at the measurement over the
+// calibration's, - 1 (> 0: slower now); 0 when either is empty.
 double speed_change(const DriftInputs& d);
 
 // Whether the run is marked: |drift during the measurement| or |speed change since

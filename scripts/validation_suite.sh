@@ -216,8 +216,9 @@ if drows:
     lines.append("### The machine's own speed (drift sentinel) and the sensitivity to service time\n")
     lines.append("Sentinel: a fixed 96^3 fp32 matrix product timed before, every 2 s during and after each "
                  "calibration and measurement (`vlasim compare`'s drift.json). Drift: its time at the end of the "
-                 "measurement over the start; speed change: its median during the measurement over the median "
-                 f"during the calibration (> 0: the machine was slower when measured). A run beyond {100*0.03:.0f}% "
+                 "measurement over the start; speed change: its time before and after the measurement over "
+                 "its time before and after the calibration (samples taken during either share the cores with "
+                 f"the work, so they time its load, not the machine; > 0: the machine was slower when measured). A run beyond {100*0.03:.0f}% "
                  "in either is marked and left out of the medians below. Elasticity: d(p50)/p50 over "
                  "d(service)/service, from re-simulating with every service time x(1 -+ 2%): the factor by which "
                  "the queueing multiplies a service-time error (calibration noise, the machine's drift).\n")

@@ -361,6 +361,11 @@ double SentinelRecord::median_s() const {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+double SentinelRecord::idle_s() const {
+  if (samples.empty()) return 0;
+  return (samples.front().second + samples.back().second) / 2;
+}
+
 void apply_host_entry(DeviceSpec& spec, const HostEntry& h, int cpus) {
   spec.core_bw = h.core_bw();
   spec.mem_bw = h.node_bw / std::max(1, spec.numa_nodes);

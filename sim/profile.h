@@ -188,6 +188,11 @@ struct SentinelRecord {
   double max_deviation() const;
   // Median kernel seconds over all samples; 0 when empty.
   double median_s() const;
+  // Mean kernel seconds of the first and the last sample, the two a watch takes while the work
+  // it watches is not running (before it starts, after it ends); 0 when empty. The samples in
+  // between share the CPUs with that work, which on a machine whose every core it uses makes
+  // them time how busy the work keeps the cores, not the machine's own speed.
+  double idle_s() const;
 };
 
 // The machine's speed drift targets: a run whose sentinel moved by more than this is marked.

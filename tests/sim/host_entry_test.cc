@@ -233,11 +233,26 @@ TEST(HostEntry, SentinelDriftAndMarks) {
   d.measurement = r;
   EXPECT_FALSE(drift_marked(d));  // 2% drift, no calibration to compare with
   d.calibration.samples = {{0, 0.0095}, {1, 0.0095}};
-  EXPECT_NEAR(speed_change(d), 0.0102 / 0.0095 - 1, 1e-12);
-  EXPECT_TRUE(drift_marked(d));  // 7% slower than at calibration
+  EXPECT_NEAR(r.idle_s(), 0.0101, 1e-12);
+  EXPECT_NEAR(speed_change(d), 0.0101 / 0.0095 - 1, 1e-12);
+  EXPECT_TRUE(drift_marked(d));  // 6% slower than at calibration
   d.measurement.samples.back().second = 0.0110;
   d.calibration = {};
   EXPECT_TRUE(drift_marked(d));  // 10% drift within the measurement
+}
+
+// The samples a watch takes while the measured work runs share the cores with it: a machine as
+// fast as at calibration, measured under a load that doubles the sentinel's time mid-run, is not
+// marked (the speed change compares the idle samples before and after).
+TEST(HostEntry, SentinelSpeedChangeIgnoresTheSamplesTakenDuringTheWork) {
+  DriftInputs d;
+  d.calibration.samples = {{0, 0.010}, {2, 0.020}, {4, 0.020}, {6, 0.010}};
+  d.measurement.samples = {{0, 0.0101}, {2, 0.021}, {4, 0.019}, {6, 0.020}, {8, 0.0100}};
+  EXPECT_NEAR(speed_change(d), 0.01005 / 0.010 - 1, 1e-12);
+  EXPECT_FALSE(drift_marked(d));
+  d.measurement.samples.front().second = 0.0110;  // slower before the run: a real change
+  d.measurement.samples.back().second = 0.0110;
+  EXPECT_TRUE(drift_marked(d));
 }
 
 TEST(ServiceSensitivity, QueueingAmplifiesAServiceTimeErrorNearSaturation) {
