@@ -321,6 +321,18 @@ std::vector<KernelSample> parse_apxinf(const std::string& text, const std::strin
     auto [l, c] = line_col(text, e.byte > 0 ? e.byte - 1 : 0);
     std::string what = e.what();
     throw ConfigError(path, l, c, "", "malformed JSON: " + what.substr(what.find(']') + 2));
+  } catch (const nlohmann::json::exception& e) {
+    // Thrown while parsing without a byte position, e.g. a number past the double range
+    // ("number overflow parsing '1e999'"): placed at the quoted token when it is in the text.
+    std::string what = e.what();
+    what = what.substr(what.find(']') + 2);
+    std::pair<int, int> at{0, 0};
+    const size_t q1 = what.find('\''), q2 = what.rfind('\'');
+    if (q1 != std::string::npos && q2 > q1 + 1) {
+      const size_t pos = text.find(what.substr(q1 + 1, q2 - q1 - 1));
+      if (pos != std::string::npos) at = line_col(text, pos);
+    }
+    throw ConfigError(path, at.first, at.second, "", "malformed JSON: " + what);
   }
   // The line of the n-th (0-based) occurrence of "field": after "records" (a record's value).
   auto where = [&](const std::string& field, size_t nth) -> std::pair<int, int> {
