@@ -65,7 +65,7 @@ if [[ $sanitize == all || $sanitize == 1 ]]; then
   bash "$here/scripts/sanitize.sh" thread
 fi
 if [[ ${FUZZ:-1} != 0 ]]; then
-  leg "the scenario, card, catalog, profile and GPU-import readers under libFuzzer (scripts/fuzz.sh)"
+  leg "the scenario, card, catalog, profile, PyTorch trace and GPU-import readers under libFuzzer (scripts/fuzz.sh)"
   FUZZ_SKIP_BUILD=$fuzz_built FUZZ_SECONDS=${FUZZ_SECONDS:-60} FUZZ_SEEDS=${FUZZ_SEEDS:-shipped} \
     bash "$here/scripts/fuzz.sh"
 fi
