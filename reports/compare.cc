@@ -358,7 +358,6 @@ std::string fmt(const char* f, double x) {
 }
 std::string ms(double s) { return std::isfinite(s) ? fmt("%.3f", s * 1e3) : "n/a"; }
 std::string us(double s) { return fmt("%.2f", s * 1e6); }
-std::string pct(double frac) { return std::isfinite(frac) ? fmt("%+.1f%%", 100 * frac) : "n/a"; }
 std::string pct_abs(double frac) { return fmt("%.1f%%", 100 * frac); }
 std::string cell(std::string s) {
   std::string out;
@@ -376,9 +375,9 @@ void e2e_rows(std::ostringstream& os, const std::string& who, const EndToEnd& e)
                                                        {"p99 latency (ms)", &e.p99_s}};
   for (const auto& [name, f] : lat)
     os << "| " << cell(who) << " | " << name << " | " << ms(f->predicted) << " | " << ms(f->measured) << " | "
-       << pct(f->error) << " |\n";
+       << signed_percent(f->error) << " |\n";
   os << "| " << cell(who) << " | throughput (req/s) | " << fmt("%.3f", e.throughput_hz.predicted) << " | "
-     << fmt("%.3f", e.throughput_hz.measured) << " | " << pct(e.throughput_hz.error) << " |\n";
+     << fmt("%.3f", e.throughput_hz.measured) << " | " << signed_percent(e.throughput_hz.error) << " |\n";
   os << "| " << cell(who) << " | deadline attainment | " << pct_abs(e.predicted_deadline_attainment) << " | "
      << pct_abs(e.measured_deadline_attainment) << " | " << fmt("%+.1f pp", e.deadline_difference_pp) << " |\n";
   os << "| " << cell(who) << " | finished / requests | " << e.predicted_finished << " / " << e.predicted_requests
@@ -386,6 +385,8 @@ void e2e_rows(std::ostringstream& os, const std::string& who, const EndToEnd& e)
 }
 
 }  // namespace
+
+std::string signed_percent(double frac) { return std::isfinite(frac) ? fmt("%+.1f%%", 100 * frac) : "n/a"; }
 
 std::string compare_markdown(const Comparison& c) {
   std::ostringstream os;
@@ -413,7 +414,7 @@ std::string compare_markdown(const Comparison& c) {
   for (const auto& m : c.models)
     for (const auto& st : m.stages)
       os << "| " << cell(m.name) << " | " << st.stage << " | " << st.predicted_count << " / " << st.measured_count
-         << " | " << ms(st.mean_s.predicted) << " | " << ms(st.mean_s.measured) << " | " << pct(st.mean_s.error)
+         << " | " << ms(st.mean_s.predicted) << " | " << ms(st.mean_s.measured) << " | " << signed_percent(st.mean_s.error)
          << " |\n";
   os << '\n';
   for (const auto& m : c.models)
@@ -433,7 +434,7 @@ std::string compare_markdown(const Comparison& c) {
           "|---|---:|---:|---:|---:|---:|---:|\n";
     for (const auto& k : c.kinds)
       os << "| " << cell(k.kind) << " | " << k.ops << " | " << ms(k.predicted_s) << " | " << ms(k.measured_s) << " | "
-         << pct_abs(k.mape) << " | " << pct_abs(k.weighted_error) << " | " << pct(k.bias) << " |\n";
+         << pct_abs(k.mape) << " | " << pct_abs(k.weighted_error) << " | " << signed_percent(k.bias) << " |\n";
   }
   if (!c.ops.empty()) {
     std::vector<const OpError*> worst;
@@ -446,7 +447,7 @@ std::string compare_markdown(const Comparison& c) {
     for (const OpError* e : worst)
       os << "| " << cell(e->op.model) << " | " << cell(e->op.op) << " | " << cell(e->op.kind) << " | "
          << cell(e->op.stage) << " | " << us(e->op.predicted_s) << " | " << us(e->op.measured_s) << " | "
-         << pct(e->error) << " |\n";
+         << signed_percent(e->error) << " |\n";
   }
 
   os << "\n## Tests on end-to-end latency\n\n";
@@ -613,7 +614,7 @@ bool within_bounds(const Comparison& c, const Bounds& b, std::string* why) {
   std::vector<std::string> failures;
   auto check = [&](const std::string& who, const char* what, double error, double bound) {
     if (std::isfinite(error) && std::fabs(error) <= bound) return;
-    failures.push_back(who + ": " + what + " " + (std::isfinite(error) ? pct(error) : std::string("not available")) +
+    failures.push_back(who + ": " + what + " " + (std::isfinite(error) ? signed_percent(error) : std::string("not available")) +
                        " exceeds " + pct_abs(bound));
   };
   for (const auto& m : c.models) {

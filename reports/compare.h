@@ -147,4 +147,7 @@ struct Bounds {
 // gets one line per bound exceeded, with the figure and the bound; empty when within.
 bool within_bounds(const Comparison& c, const Bounds& b, std::string* why);
 
+// `frac` as a signed percentage with one decimal ("+4.2%"); "n/a" when not finite.
+std::string signed_percent(double frac);
+
 }  // namespace vlasim

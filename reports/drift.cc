@@ -36,13 +36,6 @@ double elasticity(double minus, double plus, double base, double step) {
   return base > 0 ? (plus - minus) / base / (2 * step) : 0;
 }
 
-std::string drift_pct(double x) {
-  if (!std::isfinite(x)) return "n/a";
-  char b[32];
-  std::snprintf(b, sizeof b, "%+.1f%%", 100 * x);
-  return b;
-}
-
 nlohmann::json num(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
 nlohmann::json sentinel_json(const SentinelRecord& r) {
@@ -144,7 +137,7 @@ std::string drift_markdown(const Comparison& c, const DriftInputs& d, const Serv
                   "Drift sentinel (a fixed 96^3 fp32 matrix product, plain C++, timed every 2 s): %.3f ms median over "
                   "%zu samples during the measurement (they share the cores with it: not a speed), drift %s from "
                   "its start to its end (largest deviation %.1f%%); ",
-                  1e3 * d.measurement.median_s(), d.measurement.samples.size(), drift_pct(d.measurement.drift()).c_str(),
+                  1e3 * d.measurement.median_s(), d.measurement.samples.size(), signed_percent(d.measurement.drift()).c_str(),
                   100 * d.measurement.max_deviation());
     md += b;
     if (d.calibration.empty())
@@ -153,8 +146,8 @@ std::string drift_markdown(const Comparison& c, const DriftInputs& d, const Serv
       std::snprintf(b, sizeof b,
                     "%.3f ms before and after it against %.3f ms before and after the calibration (drift %s "
                     "there): the machine is %s %s than when calibrated.\n",
-                    1e3 * d.measurement.idle_s(), 1e3 * d.calibration.idle_s(), drift_pct(d.calibration.drift()).c_str(),
-                    drift_pct(std::abs(speed_change(d))).substr(1).c_str(), speed_change(d) >= 0 ? "slower" : "faster");
+                    1e3 * d.measurement.idle_s(), 1e3 * d.calibration.idle_s(), signed_percent(d.calibration.drift()).c_str(),
+                    signed_percent(std::abs(speed_change(d))).substr(1).c_str(), speed_change(d) >= 0 ? "slower" : "faster");
       md += b;
     }
   }
@@ -188,8 +181,8 @@ std::string drift_markdown(const Comparison& c, const DriftInputs& d, const Serv
     const bool known = !d.calibration.empty() && !d.measurement.empty();
     // A slower machine (sc > 0) makes measured latency longer: the prediction reads low.
     const double explained = known ? -(r.el * sc) / (1 + r.el * sc) : NAN;
-    md += std::string("| ") + r.name + " | " + drift_pct(r.f.error) + " | " + (known ? drift_pct(sc) : "n/a") + " | " +
-          drift_pct(explained) + " |\n";
+    md += std::string("| ") + r.name + " | " + signed_percent(r.f.error) + " | " + (known ? signed_percent(sc) : "n/a") + " | " +
+          signed_percent(explained) + " |\n";
   }
   return md;
 }
