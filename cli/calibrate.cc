@@ -108,10 +108,16 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
   if (in_context) {
     io.executor = executor;
     if (!quiet) std::cerr << "in context: running " << loaded.size() << " scenario(s) one request at a time...\n";
+    const HostEntry before = profile.host;
     for (const InContextSummary& r : calibrate_in_context(profile, loaded, io))
       std::printf("in context %-28s %3d requests: ops %.3f ms, segments %.3f ms, latency %.3f ms\n",
                     r.scenario.c_str(), r.requests, r.op_seconds * 1e3, r.wall_seconds * 1e3,
                     r.latency_seconds * 1e3);
+    // The co-run slowdowns this run measured (a base's others are kept).
+    for (const CorunSlowdown& cs : profile.host.corun)
+      if (const CorunSlowdown* old = before.corun_for(cs.key); !old || !(*old == cs))
+        std::printf("co-run x%.3f %s: %d runs, %.0f%% overlapped\n", cs.slowdown, cs.segment.c_str(), cs.runs,
+                    100 * cs.overlap);
   }
   if (sentinel) {
     profile.sentinel = sentinel->stop();
@@ -166,6 +172,11 @@ Command add_calibrate(CLI::App& app) {
                   "with --in-context: about how long each scenario's timed requests may take")
       ->capture_default_str()
       ->check(number_in(0, 86400, true));
+  cal->add_option("--context-corun-seconds", a->io.corun_seconds,
+                  "with --in-context: about how long each scenario runs with its core groups at once, for "
+                  "each segment's co-run slowdown (0: not measured)")
+      ->capture_default_str()
+      ->check(number_in(0, 86400, false));
   cal->add_option("--base", a->base,
                   "with --in-context: start from this profile instead of measuring the grid and graphs");
   cal->add_flag("-q,--quiet", a->quiet, "no progress bar");

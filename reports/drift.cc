@@ -83,8 +83,10 @@ ServiceSensitivity service_sensitivity(const Scenario& s, const Plan& p, const S
 
 std::vector<CorunRow> corun_slowdowns(const Scenario& s, const Plan& p) {
   std::vector<CorunRow> rows;
-  for (const ModelPlan& mp : p.models)
-    for (const Segment& seg : mp.segments) {
+  for (size_t pm = 0; pm < p.models.size(); ++pm)
+    for (size_t k = 0; k < p.models[pm].segments.size(); ++k) {
+      const ModelPlan& mp = p.models[pm];
+      const Segment& seg = mp.segments[k];
       if (seg.transfer || seg.unit < 0 || static_cast<size_t>(seg.unit) >= p.units.size()) continue;
       const UnitInfo& ui = p.units[static_cast<size_t>(seg.unit)];
       if (ui.type != DeviceType::Cpu || ui.device < 0) continue;
@@ -97,7 +99,7 @@ std::vector<CorunRow> corun_slowdowns(const Scenario& s, const Plan& p) {
         continue;
       r.alone_s = seg.seconds;
       r.memory_frac = seg.memory_frac;
-      if (spec.core_bw_loaded > 0) r.slowdown = 1 + seg.memory_frac * (spec.core_bw / spec.core_bw_loaded - 1);
+      r.slowdown = corun_slowdown(s, p, static_cast<int>(pm), static_cast<int>(k), &r.measured);
       rows.push_back(r);
     }
   return rows;
@@ -106,13 +108,15 @@ std::vector<CorunRow> corun_slowdowns(const Scenario& s, const Plan& p) {
 std::string corun_markdown(const std::vector<CorunRow>& rows) {
   if (rows.empty()) return "";
   std::string md =
-      "\nThe engine's slowdown of each CPU segment while every other core of its node is busy (memory share of "
-      "its time x alone/loaded bandwidth; 1 without a loaded bandwidth, where only the node's bandwidth is "
-      "shared):\n\n| unit | segment | alone (ms) | memory share | slowdown |\n|---|---|---:|---:|---:|\n";
-  char b[256];
+      "\nThe engine's slowdown of each CPU segment while every other core of its node is busy: measured, the "
+      "host entry's co-run slowdown of that segment beside these co-runners (calibrate --in-context); else "
+      "memory share of its time x alone/loaded bandwidth; 1 without a loaded bandwidth, where only the node's "
+      "bandwidth is shared:\n\n| unit | segment | alone (ms) | memory share | slowdown | from |\n"
+      "|---|---|---:|---:|---:|---|\n";
+  char b[320];
   for (const CorunRow& r : rows) {
-    std::snprintf(b, sizeof b, "| %s | %s | %.3f | %.2f | x%.3f |\n", r.unit_name.c_str(), r.segment.c_str(), 1e3 * r.alone_s,
-                  r.memory_frac, r.slowdown);
+    std::snprintf(b, sizeof b, "| %s | %s | %.3f | %.2f | x%.3f | %s |\n", r.unit_name.c_str(), r.segment.c_str(),
+                  1e3 * r.alone_s, r.memory_frac, r.slowdown, r.measured ? "measured" : "bandwidth");
     md += b;
   }
   return md;
@@ -193,7 +197,7 @@ void write_drift_json(const Comparison& c, const DriftInputs& d, const ServiceSe
   nlohmann::json cr = nlohmann::json::array();
   for (const CorunRow& r : corun)
     cr.push_back({{"unit", r.unit}, {"unit_name", r.unit_name}, {"segment", r.segment}, {"alone_s", r.alone_s},
-                  {"memory_frac", r.memory_frac}, {"slowdown", r.slowdown}});
+                  {"memory_frac", r.memory_frac}, {"slowdown", r.slowdown}, {"measured", r.measured}});
   j["corun"] = cr;
   j["measurement"] = sentinel_json(d.measurement);
   j["calibration"] = sentinel_json(d.calibration);

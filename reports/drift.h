@@ -39,10 +39,10 @@ ServiceSensitivity service_sensitivity(const Scenario& s, const Plan& p, const S
                                        double step = 0.02);
 
 // The engine's slowdown of a CPU segment while every other core of its node runs a job
-// (sim/engine.cc Domain::corun, before max-min sharing): 1 + memory_frac (core_bw /
-// core_bw_loaded - 1), or 1 where the device gives no loaded bandwidth (then only max-min
-// sharing of the node's bandwidth slows it). One row per (unit, segment name) of the plans'
-// unbatched segments on CPU units, in plan order.
+// (sim/engine.h corun_slowdown: the measured co-run slowdown of that segment when the host
+// entry has one, else 1 + memory_frac (core_bw / core_bw_loaded - 1), or 1 where the device
+// gives no loaded bandwidth, where only max-min sharing of the node's bandwidth slows it). One
+// row per (unit, segment name) of the plans' unbatched segments on CPU units, in plan order.
 struct CorunRow {
   int unit = 0;              // index into Plan::units (the trace's tid)
   std::string unit_name;     // "cpu0.a"
@@ -50,6 +50,7 @@ struct CorunRow {
   double alone_s = 0;        // predicted alone time
   double memory_frac = 0;    // share of its time that is memory traffic
   double slowdown = 1;       // with every other core of the node busy
+  bool measured = false;     // the host entry's measured co-run slowdown (else the bandwidth model)
 };
 std::vector<CorunRow> corun_slowdowns(const Scenario& s, const Plan& p);
 

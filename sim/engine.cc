@@ -3,6 +3,7 @@
 #include "scenarios/workload.h"
 #include "sim/flow.h"
 #include "sim/gpu_sharing.h"
+#include "sim/profile.h"
 
 #include <systemc>
 
@@ -15,6 +16,7 @@
 #include <memory>
 #include <queue>
 #include <random>
+#include <set>
 #include <tuple>
 
 namespace vlasim {
@@ -102,10 +104,9 @@ struct Job {
   int compute_resource = 0, memory_resource = 0;
   double start = 0;
   int sched = -1;  // its id in the domain's BlockScheduler (a GPU shared by `blocks`)
-  // CPU core groups with a loaded bandwidth (DeviceSpec::core_bw_loaded): the share of the
-  // job's time that is memory (the segment's memory_frac), its stretch when every other core
-  // of its node runs (core_bw / core_bw_loaded), its cores and its node's cores.
-  double corun_memory = 0, corun_ratio = 1;
+  // CPU core groups with a loaded bandwidth or measured co-run slowdowns: the job's slowdown
+  // when every other core of its node runs (corun_slowdown), its cores and its node's cores.
+  double corun_full = 1;
   int cores = 0, node_cores = 0;
 };
 
@@ -366,19 +367,20 @@ class Domain {
       }
     }
   }
-  // CPU core groups with a measured loaded bandwidth: a job's memory time stretches towards
-  // core_bw / core_bw_loaded as the other cores of its node get busy (the fraction of them
-  // running a job now), which max-min filling alone does not see below saturation (the
-  // co-runners' LLC and DRAM contention). Its rate is the lower of the filled rate and
-  // 1 / (1 + memory_frac (ratio - 1) busy_fraction), so a streaming job is not slowed twice.
+  // CPU core groups with a measured host: a job slows towards its slowdown with every other
+  // core of its node busy (Job::corun_full: the segment's measured co-run slowdown, else its
+  // memory time stretched by core_bw / core_bw_loaded) as the other cores get busy (the
+  // fraction of them running a job now), which max-min filling alone does not see below
+  // saturation (the co-runners' LLC and DRAM contention). Its rate is the lower of the filled
+  // rate and 1 / (1 + (corun_full - 1) busy_fraction), so a streaming job is not slowed twice.
   void corun() {
     for (Job& j : jobs_) {
-      if (j.corun_ratio <= 1 || j.delay > 0 || j.node_cores <= j.cores) continue;
+      if (j.corun_full <= 1 || j.delay > 0 || j.node_cores <= j.cores) continue;
       int busy = 0;
       for (const Job& o : jobs_)
         if (&o != &j && o.delay == 0 && o.memory_resource == j.memory_resource) busy += o.cores;
       const double f = std::min(1.0, static_cast<double>(busy) / (j.node_cores - j.cores));
-      j.rate = std::min(j.rate, 1.0 / (1.0 + j.corun_memory * (j.corun_ratio - 1) * f));
+      j.rate = std::min(j.rate, 1.0 / (1.0 + (j.corun_full - 1) * f));
     }
   }
   // Gives every running job its rate and schedules the next completion.
@@ -739,6 +741,82 @@ std::string overload_note(const Scenario& s, const SimWork& w) {
   return note + "every one waits (no queue_limit), and latencies grow with the run";
 }
 
+namespace {
+
+constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ull;
+
+// 64-bit FNV-1a of `text` continued from h, with a separator after it (so "ab","c" and
+// "a","bc" differ).
+uint64_t fnv1a(uint64_t h, const std::string& text) {
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  h ^= 0xff;
+  return h * 0x100000001b3ull;
+}
+
+std::string hex16(uint64_t h) {
+  char b[20];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));
+  return b;
+}
+
+// Whether `seg` runs on a CPU core group (not a transfer).
+bool cpu_segment(const Plan& p, const Segment& seg) {
+  if (seg.transfer || seg.unit < 0 || static_cast<size_t>(seg.unit) >= p.units.size()) return false;
+  const UnitInfo& ui = p.units[static_cast<size_t>(seg.unit)];
+  return ui.type == DeviceType::Cpu && ui.device >= 0;
+}
+
+// A CPU segment's work: its unit's cores and its ops' signatures in order.
+uint64_t segment_hash(const Scenario& s, const Plan& p, const ModelPlan& mp, const Segment& seg) {
+  const UnitInfo& ui = p.units[static_cast<size_t>(seg.unit)];
+  uint64_t h = fnv1a(kFnvBasis, "cores=" + std::to_string(s.devices[static_cast<size_t>(ui.device)]
+                                                              .units[static_cast<size_t>(ui.unit)].cores));
+  for (int id : seg.ops) h = fnv1a(h, op_signature(mp.graph.op(id)));
+  return h;
+}
+
+}  // namespace
+
+std::string corun_key(const Scenario& s, const Plan& p, int plan_model, int segment) {
+  const size_t own = std::min(p.models.size(), s.models.size());
+  if (plan_model < 0 || static_cast<size_t>(plan_model) >= own) return "";
+  const ModelPlan& mp = p.models[static_cast<size_t>(plan_model)];
+  if (segment < 0 || static_cast<size_t>(segment) >= mp.segments.size()) return "";
+  const Segment& seg = mp.segments[static_cast<size_t>(segment)];
+  if (!cpu_segment(p, seg)) return "";
+  const int device = p.units[static_cast<size_t>(seg.unit)].device;
+  std::set<uint64_t> others;
+  for (size_t m = 0; m < own; ++m)
+    for (const Segment& o : p.models[m].segments)
+      if (cpu_segment(p, o) && o.unit != seg.unit && p.units[static_cast<size_t>(o.unit)].device == device)
+        others.insert(segment_hash(s, p, p.models[m], o));
+  uint64_t c = kFnvBasis;
+  for (uint64_t h : others) c = fnv1a(c, hex16(h));
+  return hex16(segment_hash(s, p, mp, seg)) + "-" + hex16(c);
+}
+
+double corun_slowdown(const Scenario& s, const Plan& p, int plan_model, int segment, bool* measured) {
+  if (measured) *measured = false;
+  if (plan_model < 0 || static_cast<size_t>(plan_model) >= p.models.size()) return 1;
+  const ModelPlan& mp = p.models[static_cast<size_t>(plan_model)];
+  if (segment < 0 || static_cast<size_t>(segment) >= mp.segments.size()) return 1;
+  const Segment& seg = mp.segments[static_cast<size_t>(segment)];
+  if (!cpu_segment(p, seg)) return 1;
+  const DeviceSpec& spec = s.devices[static_cast<size_t>(p.units[static_cast<size_t>(seg.unit)].device)].spec;
+  if (!spec.corun_slowdown.empty()) {
+    auto it = spec.corun_slowdown.find(corun_key(s, p, plan_model, segment));
+    if (it != spec.corun_slowdown.end()) {
+      if (measured) *measured = true;
+      return std::max(1.0, it->second);
+    }
+  }
+  if (spec.core_bw_loaded > 0) return 1 + seg.memory_frac * (spec.core_bw / spec.core_bw_loaded - 1);
+  return 1;
+}
+
 SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& options) {
   if (!(options.quantum_s >= 0))
     throw std::invalid_argument("simulate: quantum_s must be >= 0, not " + std::to_string(options.quantum_s));
@@ -757,6 +835,8 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   std::vector<std::unique_ptr<Domain>> domains;
   // Draws of run-to-run variation, in the (deterministic) order segments start.
   std::mt19937_64 rng(s.seed * 0x9E3779B97F4A7C15ull + 0x5EC7);
+  // Each CPU segment's slowdown with the rest of its node busy, found when it first runs.
+  std::map<std::pair<int, int>, double> corun_cache;
   // A free unit starts its item as a job in its device's sharing domain.
   RequestFlow flow(s, plan, r, options.trace_limit, [&](int unit, const WorkItem& w) {
     const Segment& seg = plan.models[w.plan].segment_at(w.segment, w.batch, w.sms);
@@ -778,9 +858,16 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
       j.usage_compute = seg.compute_frac * share;
       j.usage_memory = seg.memory_frac * ui.memory_share;
       const DeviceInstance& dev = s.devices[ui.device];
-      if (ui.type == DeviceType::Cpu && dev.spec.core_bw_loaded > 0) {
-        j.corun_memory = seg.memory_frac;
-        j.corun_ratio = dev.spec.core_bw / dev.spec.core_bw_loaded;
+      if (ui.type == DeviceType::Cpu && (dev.spec.core_bw_loaded > 0 || !dev.spec.corun_slowdown.empty())) {
+        if (w.batch <= 1 && static_cast<size_t>(w.plan) < s.models.size()) {
+          // A model's own plan at batch 1: the measured figure where the host entry has one.
+          auto it = corun_cache.find({w.plan, w.segment});
+          if (it == corun_cache.end())
+            it = corun_cache.emplace(std::make_pair(w.plan, w.segment), corun_slowdown(s, plan, w.plan, w.segment)).first;
+          j.corun_full = it->second;
+        } else if (dev.spec.core_bw_loaded > 0) {
+          j.corun_full = 1 + seg.memory_frac * (dev.spec.core_bw / dev.spec.core_bw_loaded - 1);
+        }
         j.cores = dev.units[ui.unit].cores;
         j.node_cores = dev.spec.cores() / std::max(1, dev.spec.numa_nodes);
       }

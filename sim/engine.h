@@ -166,6 +166,25 @@ std::string overload_note(const Scenario& s, const SimWork& w);
 // (check_work) a run estimated above the options' limits before it starts.
 SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& options = {});
 
+// The key a measured co-run slowdown of segment `segment` of plan model `plan_model` (an
+// index into p.models below s.models.size(): a model's own plan) is stored under
+// (sim/profile.h CorunSlowdown, DeviceSpec::corun_slowdown): "<hash of the segment>-<hash of
+// its co-runners>", each 16 hex digits of a 64-bit FNV-1a hash. The segment's hash covers its
+// unit's cores and its ops' op_signature (shapes and dtype) in order; its co-runners' hash
+// the sorted set of the segment hashes of every segment other core groups of its device run
+// in `p`'s own plans. Equal for the same work beside the same co-runners, whatever the
+// scenario's name or cost model; a different split, model, dtype or co-runner changes it.
+// "" for a transfer, a segment of no CPU unit, or indices out of range.
+std::string corun_key(const Scenario& s, const Plan& p, int plan_model, int segment);
+
+// The engine's slowdown of CPU segment `segment` of plan model `plan_model` at batch size 1
+// while every other core of its node runs a job (Domain::corun in sim/engine.cc, before
+// max-min sharing): the device's measured co-run slowdown for corun_key, at least 1, when it
+// has one (*measured = true); else 1 + memory_frac (core_bw / core_bw_loaded - 1) with a
+// loaded bandwidth; else 1 (then only max-min sharing of the node's bandwidth slows it).
+// 1 for a segment that is not on a CPU. `measured` may be null.
+double corun_slowdown(const Scenario& s, const Plan& p, int plan_model, int segment, bool* measured = nullptr);
+
 // Activations per second of a bare SystemC loop: `processes` methods (1 by default) each
 // re-notifying itself, `events` timed notifications in all, run in a fresh context. The
 // yardstick for the simulator's own event rate. Stores the activations run in *handled.

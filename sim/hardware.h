@@ -84,6 +84,10 @@ struct DeviceSpec {
   // core groups running at once slow each other only when their memory demands together
   // exceed mem_bw (sim/engine.cc).
   double core_bw_loaded = 0;
+  // Measured slowdowns of CPU segments while the node's other cores run (a measured host's,
+  // sim/profile.h CorunSlowdown), by sim/engine.h corun_key; the engine uses one in place of
+  // the bandwidth model above for the segment it names. Empty: none measured.
+  std::map<std::string, double> corun_slowdown;
   double op_overhead_s = 0;    // per-operator dispatch overhead on CPU
   double interconnect_bw = 0;  // bytes/s between NUMA nodes (UPI / Infinity Fabric)
   // Per-core peak by instruction-set stack, e.g. "amx", "avx512", "avx2", "naive".

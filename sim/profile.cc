@@ -341,6 +341,33 @@ double HostEntry::core_bw() const { return groups.empty() ? 0 : groups.front().a
 
 double HostEntry::core_bw_loaded(int cpus) const { return cpus > 0 ? node_bw / cpus : 0; }
 
+const CorunSlowdown* HostEntry::corun_for(const std::string& key) const {
+  auto it = std::lower_bound(corun.begin(), corun.end(), key,
+                             [](const CorunSlowdown& c, const std::string& k) { return c.key < k; });
+  return it != corun.end() && it->key == key ? &*it : nullptr;
+}
+
+void HostEntry::merge_corun(const std::vector<CorunSlowdown>& more) {
+  std::map<std::string, CorunSlowdown> by_key;
+  for (const CorunSlowdown& c : corun) by_key[c.key] = c;
+  for (const CorunSlowdown& c : more) by_key[c.key] = c;
+  corun.clear();
+  for (auto& [k, c] : by_key) corun.push_back(c);
+}
+
+std::string llc_problem(const HostEntry& h) {
+  if (!(h.llc_bytes > 0)) return "";
+  const int sharing = std::max(1, h.llc_shared_cpus);
+  if (h.llc_bytes / sharing <= kMaxLlcPerCpu) return "";
+  char b[320];
+  std::snprintf(b, sizeof b,
+                "%.0f MiB shared by %d CPU(s) is %.0f MiB per CPU, more than any real CPU gives one (at most %.0f "
+                "MiB); a virtual machine's sysfs shows its physical host's whole cache, not the share this guest "
+                "gets",
+                h.llc_bytes / 1048576, sharing, h.llc_bytes / sharing / 1048576, kMaxLlcPerCpu / 1048576);
+  return b;
+}
+
 double SentinelRecord::drift() const {
   if (samples.size() < 2) return 0;
   return samples.back().second / samples.front().second - 1;
@@ -371,7 +398,9 @@ void apply_host_entry(DeviceSpec& spec, const HostEntry& h, int cpus) {
   spec.mem_bw = h.node_bw / std::max(1, spec.numa_nodes);
   // One core never pulls more with others streaming than alone (noise can say otherwise).
   spec.core_bw_loaded = std::min(spec.core_bw, h.core_bw_loaded(cpus));
-  if (h.llc_bytes > 0) spec.l2_bytes = h.llc_bytes;
+  if (h.llc_bytes > 0 && llc_problem(h).empty()) spec.l2_bytes = h.llc_bytes;
+  spec.corun_slowdown.clear();
+  for (const CorunSlowdown& c : h.corun) spec.corun_slowdown[c.key] = c.slowdown;
 }
 
 std::string host_entry_text(const HostEntry& h, int cpus) {
@@ -391,6 +420,8 @@ std::string host_entry_text(const HostEntry& h, int cpus) {
     std::snprintf(buf, sizeof buf, "  last-level cache: %.1f MB shared by %d of the allowed CPUs\n", h.llc_bytes / 1e6,
                   h.llc_shared_cpus);
     o << buf;
+    if (std::string why = llc_problem(h); !why.empty())
+      o << "  last-level cache implausible, not used (the catalog CPU's stays): " << why << "\n";
   } else {
     o << "  last-level cache: unknown (sysfs says nothing)\n";
   }
@@ -399,6 +430,18 @@ std::string host_entry_text(const HostEntry& h, int cpus) {
     o << buf;
   } else {
     o << "  clock under load: not readable here\n";
+  }
+  if (h.corun.empty()) {
+    o << "  co-run slowdowns of segments: none measured (calibrate --in-context with scenarios whose core groups "
+         "run at once measures them; the bandwidth model above stands in)\n";
+  } else {
+    o << "  co-run slowdowns of segments (measured in context with every other core busy; the engine uses them "
+         "for these segments of these scenarios):\n";
+    for (const CorunSlowdown& c : h.corun) {
+      std::snprintf(buf, sizeof buf, "    x%.3f  %s  (%d runs, %.0f%% overlapped; key %s)\n", c.slowdown,
+                    c.segment.c_str(), c.runs, 100 * c.overlap, c.key.c_str());
+      o << buf;
+    }
   }
   return o.str();
 }
@@ -581,6 +624,13 @@ std::string profile_to_json(const DeviceProfile& p) {
                      {"llc_bytes", p.host.llc_bytes},
                      {"llc_shared_cpus", p.host.llc_shared_cpus},
                      {"freq_hz", p.host.freq_hz}};
+    if (!p.host.corun.empty()) {
+      json cs = json::array();
+      for (const CorunSlowdown& c : p.host.corun)
+        cs.push_back(json{{"key", c.key}, {"segment", c.segment}, {"runs", c.runs}, {"overlap", c.overlap},
+                          {"slowdown", c.slowdown}});
+      j["host"]["corun"] = cs;
+    }
   }
   if (!p.sentinel.empty()) {
     json ss = json::array();
@@ -661,7 +711,7 @@ struct DuplicateKeyCheck : nlohmann::json_sax<json> {
 namespace {
 
 HostEntry parse_host_entry(const At& h) {
-  h.check_keys({"groups", "node_bw", "llc_bytes", "llc_shared_cpus", "freq_hz"});
+  h.check_keys({"groups", "node_bw", "llc_bytes", "llc_shared_cpus", "freq_hz", "corun"});
   HostEntry e;
   for (const At& ga : h.key("groups").items()) {
     ga.check_keys({"cores", "alone_bw", "loaded_bw"});
@@ -678,6 +728,22 @@ HostEntry parse_host_entry(const At& h) {
   e.llc_bytes = h.key("llc_bytes").nonneg();
   e.llc_shared_cpus = h.key("llc_shared_cpus").integer(0, 1 << 20);
   e.freq_hz = h.key("freq_hz").at_most(1e11);
+  if (h.has("corun"))
+    for (const At& ca : h.key("corun").items()) {
+      ca.check_keys({"key", "segment", "runs", "overlap", "slowdown"});
+      CorunSlowdown c;
+      c.key = ca.key("key").str();
+      if (c.key.empty()) ca.key("key").fail("must not be empty");
+      if (!e.corun.empty() && c.key <= e.corun.back().key)
+        ca.key("key").fail("co-run keys must increase (each key once)");
+      c.segment = ca.key("segment").str();
+      c.runs = ca.key("runs").integer(1, 1 << 30);
+      c.overlap = ca.key("overlap").positive();
+      if (c.overlap > 1) ca.key("overlap").fail("must be at most 1 (a share of the segment's time)");
+      c.slowdown = ca.key("slowdown").positive();
+      if (c.slowdown > 100) ca.key("slowdown").fail("must be at most 100");
+      e.corun.push_back(std::move(c));
+    }
   return e;
 }
 

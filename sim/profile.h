@@ -153,6 +153,21 @@ struct HostGroupBandwidth {
   bool operator==(const HostGroupBandwidth&) const = default;
 };
 
+// One CPU segment's measured slowdown while the other core groups of its node run their own
+// segments (calibrate's in-context co-run pass, executors/calibration/calibrate.h): its time
+// with every other core of the node busy over its alone time, extrapolated from runs the other
+// cores overlapped for most of their time. Keyed by corun_key (sim/engine.h): a hash of the
+// segment's ops, its cores and the segments the other groups run in its scenario, so another
+// split, model, dtype or co-runner has another key and never picks this figure up.
+struct CorunSlowdown {
+  std::string key;      // corun_key, non-empty
+  std::string segment;  // for people: "<scenario> <model> <label> (<unit>)"
+  int runs = 0;         // overlapped runs it rests on, >= 1
+  double overlap = 0;   // median share of their time the other cores were busy, in (0, 1]
+  double slowdown = 1;  // > 0 as measured (noise can put it below 1; the engine uses max(1, it))
+  bool operator==(const CorunSlowdown&) const = default;
+};
+
 // The machine `vlasim calibrate` ran on, measured (executors/calibration/host_measure.h):
 // what the simulator uses instead of the catalog CPU's bandwidth and cache figures when the
 // profile is used on that machine (apply_host_entry; the choice is made where the command
@@ -164,6 +179,9 @@ struct HostEntry {
   int llc_shared_cpus = 0;  // allowed CPUs sharing that cache, >= 0; 0 unknown
   double freq_hz = 0;    // mean clock read while every CPU ran the triad (cpufreq or
                          // /proc/cpuinfo), >= 0; 0 when it cannot be read
+  // Measured co-run slowdowns of segments (calibrate --in-context), keys increasing, each
+  // once; empty when none was measured (written to JSON only when present).
+  std::vector<CorunSlowdown> corun;
   bool operator==(const HostEntry&) const = default;
   bool empty() const { return groups.empty(); }
   // The measured group of `cores` cores, or nullptr.
@@ -172,7 +190,23 @@ struct HostEntry {
   // every core streams (`cpus`: the allowed CPUs the triad ran on, = made_with logical_cpus).
   double core_bw() const;
   double core_bw_loaded(int cpus) const;
+  // The measured co-run slowdown under `key`, or nullptr.
+  const CorunSlowdown* corun_for(const std::string& key) const;
+  // Adds or replaces (same key) the entries of `more`, keeping keys increasing.
+  void merge_corun(const std::vector<CorunSlowdown>& more);
 };
+
+// The largest last-level cache per CPU sharing it that a real x86 server CPU has, with
+// margin: AMD's 3D V-Cache parts have 96 MiB per 8-core CCD, 12 MiB per core, and the few-core
+// frequency parts up to 48 MiB per core (EPYC 9184X: 768 MiB over 16 cores); Intel's largest L3
+// (Xeon 6980P, 504 MB) is shared by 128 cores, under 4 MiB each. A guest whose sysfs shows its
+// physical host's whole L3 shared by its own few vCPUs (480 MiB over 2 here) is far past it.
+inline constexpr double kMaxLlcPerCpu = 64.0 * 1024 * 1024;
+
+// "" when the host entry's last-level cache is plausible (unknown counts as plausible: there
+// is nothing to use); otherwise why it is not: more than kMaxLlcPerCpu per CPU sharing it,
+// which a VM reports when it shows the physical host's cache, not the share the guest gets.
+std::string llc_problem(const HostEntry& h);
 
 // The drift sentinel: a short fixed kernel (executors/calibration/sentinel.h) timed before,
 // during (every few seconds) and after a calibration or a measurement, so that a change in
@@ -200,8 +234,10 @@ inline constexpr double kDriftTarget = 0.03;
 
 // Replaces the figures of CPU spec `spec` that the cost models and the engine read with the
 // measured host's: core_bw (one core alone), core_bw_loaded (one core with every core
-// streaming), mem_bw (node_bw over the spec's NUMA nodes) and the LLC (l2_bytes) when
-// measured. `cpus` is the number of CPUs the host entry measured (made_with logical_cpus).
+// streaming), mem_bw (node_bw over the spec's NUMA nodes), the LLC (l2_bytes) when measured
+// and plausible (llc_problem; else the catalog's stays), and the measured co-run slowdowns
+// (corun_slowdown, by key). `cpus` is the number of CPUs the host entry measured (made_with
+// logical_cpus).
 // REQUIRES: spec is a CPU and !h.empty().
 void apply_host_entry(DeviceSpec& spec, const HostEntry& h, int cpus);
 

@@ -7,11 +7,15 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <atomic>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "executors/runtime.h"
+#include "sim/engine.h"
 #include "scheduler/policy.h"
 
 namespace vlasim {
@@ -505,6 +509,140 @@ Scenario alone_runs(const Scenario& s, const std::vector<double>& offset, double
   return c;
 }
 
+// One segment's co-run samples (by corun_key) pooled over scenarios: its runs with the other
+// core groups of its device idle, and with every one of them running its own segments.
+struct CorunSamples {
+  std::string label;                  // the first scenario's "<scenario> <model> <label> (<unit>)"
+  std::vector<double> alone, loaded;  // seconds per run (the executor's wall time)
+};
+
+// A figure needs at least this many runs of each kind.
+constexpr int kCorunMinRuns = 5;
+constexpr double kMaxCorunSlowdown = 10;  // figures are clamped to [1/10, 10]
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return quantile(v, 0.5);
+}
+
+// The co-run pass for scenario `s` planned as `p` (its own plans, batch 1): every distinct CPU
+// segment (by corun_key) is prepared on an executor of its unit's CPUs and dtype, as the real
+// runtime makes them. Rounds then alternate: each segment run once in turn with nothing else
+// running (alone), and, per core group, its segments run once each while every other core group
+// of its device runs its own segments over and over on threads of its own (loaded; timing starts
+// once each of them has run one). Every timed run follows an untimed run of the same segment,
+// so alone and loaded runs start equally warm, and the ratio is the interference alone, not a
+// cold start after idle time or the runtime's hand-offs. About `seconds` in all (at least
+// kCorunMinRuns rounds, after a warm-up run of each). Nothing when fewer than two core groups
+// of one device run segments.
+void corun_pass(const Scenario& s, const Plan& p, double seconds, const std::string& executor,
+                std::map<std::string, CorunSamples>& out) {
+  struct Run {
+    size_t model = 0, segment = 0;  // in p's own plans
+    int unit = 0;
+    std::string key, label;
+    Executor* ex = nullptr;
+    int handle = 0;
+    std::vector<double> alone, loaded;
+  };
+  std::vector<Run> runs;
+  const size_t nm = std::min(p.models.size(), s.models.size());
+  std::set<std::string> keys;
+  for (size_t m = 0; m < nm; ++m)
+    for (size_t k = 0; k < p.models[m].segments.size(); ++k) {
+      const std::string key = corun_key(s, p, static_cast<int>(m), static_cast<int>(k));
+      if (key.empty() || !keys.insert(key).second) continue;  // the same work twice is measured once
+      const Segment& seg = p.models[m].segments[k];
+      Run r;
+      r.model = m;
+      r.segment = k;
+      r.unit = seg.unit;
+      r.key = key;
+      r.label = s.name + " " + s.models[m].name + " " + seg.label + " (" + p.units[static_cast<size_t>(seg.unit)].name + ")";
+      runs.push_back(r);
+    }
+  std::map<int, std::set<int>> units_of;  // device -> its core groups that run segments
+  for (const Run& r : runs) units_of[p.units[static_cast<size_t>(r.unit)].device].insert(r.unit);
+  std::erase_if(runs, [&](const Run& r) { return units_of[p.units[static_cast<size_t>(r.unit)].device].size() < 2; });
+  if (runs.empty()) return;
+  // Executors: one per (core group, dtype), on the group's CPUs.
+  std::map<std::pair<int, DType>, std::unique_ptr<Executor>> exs;
+  for (Run& r : runs) {
+    const Segment& seg = p.models[r.model].segments[r.segment];
+    const DType dtype = s.models[r.model].shape.dtype;
+    auto& ex = exs[{seg.unit, dtype}];
+    if (!ex) {
+      const UnitInfo& ui = p.units[static_cast<size_t>(seg.unit)];
+      const UnitDecl& ud = s.devices[static_cast<size_t>(ui.device)].units[static_cast<size_t>(ui.unit)];
+      std::string cpus;
+      for (int c = 0; c < ud.cores; ++c) cpus += (c ? ", " : "") + std::to_string(ud.first_core + c);
+      const std::string yaml = "{dtype: " + std::string(to_string(dtype)) + ", cpus: [" + cpus + "], seed: " +
+                               std::to_string(s.seed) + "}";
+      ConfigNode n = ConfigNode::load_string(yaml, "<calibrate co-run>");
+      ex = executor_registry().make(executor, Params(n), n);
+    }
+    r.ex = ex.get();
+    r.handle = ex->prepare(p.models[r.model].graph, seg.ops);
+  }
+  double round = 0;  // one run of every segment, after a warm-up run each
+  for (Run& r : runs) r.ex->run(r.handle);
+  for (Run& r : runs) round += r.ex->run(r.handle).total;
+  const int rounds = std::clamp(static_cast<int>(seconds / std::max(4 * round, 1e-6)), kCorunMinRuns, 1000);
+  std::set<int> units;
+  for (const Run& r : runs) units.insert(r.unit);
+  for (int round_i = 0; round_i < rounds; ++round_i) {
+    // Each timed run follows an untimed run of the same segment, alone and loaded alike, so
+    // both start equally warm whatever ran before them.
+    for (Run& r : runs) {
+      r.ex->run(r.handle);
+      r.alone.push_back(r.ex->run(r.handle).total);
+    }
+    for (int u : units) {
+      // Every other core group of u's device runs its segments until told to stop.
+      const int device = p.units[static_cast<size_t>(u)].device;
+      std::atomic<bool> stop{false};
+      std::vector<std::unique_ptr<std::atomic<int>>> done;
+      std::vector<std::thread> loaders;
+      std::mutex error_mu;
+      std::string error;
+      for (int o : units) {
+        if (o == u || p.units[static_cast<size_t>(o)].device != device) continue;
+        done.push_back(std::make_unique<std::atomic<int>>(0));
+        loaders.emplace_back([&, o, d = done.back().get()] {
+          try {
+            while (!stop.load())
+              for (Run& r : runs)
+                if (r.unit == o && !stop.load()) {
+                  r.ex->run(r.handle);
+                  d->fetch_add(1);
+                }
+          } catch (const std::exception& e) {
+            std::lock_guard<std::mutex> lock(error_mu);
+            error = e.what();
+            d->store(1 << 30);
+          }
+        });
+      }
+      for (auto& d : done)
+        while (d->load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      for (Run& r : runs)
+        if (r.unit == u) {
+          r.ex->run(r.handle);
+          r.loaded.push_back(r.ex->run(r.handle).total);
+        }
+      stop.store(true);
+      for (std::thread& t : loaders) t.join();
+      if (!error.empty()) throw std::runtime_error("co-run pass: a co-running segment failed: " + error);
+    }
+  }
+  for (Run& r : runs) {
+    CorunSamples& cs = out[r.key];
+    if (cs.label.empty()) cs.label = r.label;
+    cs.alone.insert(cs.alone.end(), r.alone.begin(), r.alone.end());
+    cs.loaded.insert(cs.loaded.end(), r.loaded.begin(), r.loaded.end());
+  }
+}
+
 }  // namespace
 
 std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const std::vector<Scenario>& scenarios,
@@ -513,6 +651,7 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
   std::map<std::pair<int, DType>, SectionSamples> samples;
   std::vector<ModelRun> runs;
   std::vector<InContextSummary> out;
+  std::map<std::string, CorunSamples> corun;  // by corun_key, over every scenario
   int done = 0;
   for (const Scenario& s : scenarios) {
     for (const DeviceInstance& d : s.devices)
@@ -615,11 +754,13 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
         if (seg.transfer) continue;
         std::sort(d.begin(), d.end());
         const double med = quantile(d, 0.5);
+
         if (!(med > 0)) continue;
         const UnitInfo& ui = plan.units[seg.unit];
         SectionSamples& ss = samples[{s.devices[ui.device].units[ui.unit].cores, dtype}];
         for (double x : d) ss.ratios.push_back(std::max(x, 1e-12) / med);
       }
+
       std::sort(lat.begin(), lat.end());
       std::sort(wall.begin(), wall.end());
       const double med_lat = quantile(lat, 0.5);
@@ -689,6 +830,7 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
         }
       }
     }
+    if (o.corun_seconds > 0 && !prof.host.empty()) corun_pass(s, plan, o.corun_seconds, o.executor, corun);
     out.push_back(sum);
     if (o.progress) o.progress(++done, static_cast<int>(scenarios.size()), s.name);
   }
@@ -758,6 +900,23 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
     }
     sec->refit();
   }
+  // Co-run slowdowns: the median loaded run over the median alone run (the other groups were
+  // busy all through a loaded run: overlap 1).
+  std::vector<CorunSlowdown> measured;
+  for (auto& [key, cs] : corun) {
+    if (cs.loaded.size() < static_cast<size_t>(kCorunMinRuns) || cs.alone.size() < static_cast<size_t>(kCorunMinRuns))
+      continue;
+    const double a = median_of(cs.alone), t = median_of(cs.loaded);
+    if (!(a > 0) || !(t > 0)) continue;
+    CorunSlowdown c;
+    c.key = key;
+    c.segment = cs.label;
+    c.runs = static_cast<int>(cs.loaded.size());
+    c.overlap = 1;
+    c.slowdown = std::clamp(t / a, 1 / kMaxCorunSlowdown, kMaxCorunSlowdown);
+    measured.push_back(c);
+  }
+  if (!prof.host.empty()) prof.host.merge_corun(measured);
   return out;
 }
 

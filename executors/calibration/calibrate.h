@@ -127,14 +127,25 @@ DeviceProfile calibrate(const CalibrateOptions& o);
 //     figures above (thread hand-offs, the arrival's wake-up, the skew between a median of
 //     sums and a sum of medians), over all models and scenarios, divided by the op runs it
 //     covers, as ProfileSection::op_overhead_s, which the profiled cost model adds to every op.
-// Alone-time only: interference between core groups running at once is left to the
-// simulator's sharing of the device (compute and memory fractions).
+//   - per CPU segment that runs beside other core groups, its co-run slowdown, into the
+//     profile's host entry (HostEntry::corun, keyed by corun_key, sim/engine.h), only when
+//     prof.host is measured: a co-run pass prepares every distinct segment of the scenario's
+//     plan on an executor of its core group's CPUs and dtype (as the runtime does) and runs
+//     rounds, for about corun_seconds: each segment once with nothing else running, then per
+//     core group its segments once each while every other core group of the device runs its
+//     own segments over and over on threads of its own; each timed run follows an untimed
+//     run of the same segment. Median loaded run / median alone run (at least 5 rounds;
+//     clamped to [0.1, 10]), both equally warm and back to back, so the figure is the
+//     interference, not a cold start after idle time or the runtime's hand-offs. Entries of
+//     the same key pool every scenario's runs; other keys of the entry are kept. A scenario
+//     whose segments run on fewer than two core groups of one device gets none.
 struct InContextOptions {
   std::string executor = "onednn";
   int warmup = 3;               // untimed requests per scenario
   int repetitions = 15;         // timed requests per scenario (fewer when slow)
   int min_repetitions = 5;
   double max_seconds = 4;       // timed requests are cut to about this much time per scenario
+  double corun_seconds = 3;     // the co-run pass's time per scenario (about); 0 skips it
   std::function<void(int, int, const std::string&)> progress;  // (done, total, scenario name)
 };
 

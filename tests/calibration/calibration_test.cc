@@ -7,11 +7,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "executors/calibration/calibrate.h"
 #include "executors/calibration/host_measure.h"
+#include "executors/executor.h"
+#include "sim/engine.h"
 #include "sim/plan.h"
 #include "sim/profile.h"
 #include "scratch.h"
@@ -629,6 +632,74 @@ TEST(InContextCalibration, MeasuresEveryBatchSizeItsUnitsRun) {
   ASSERT_NE(m, nullptr) << "no in-context time for " << op.name << " at batch 2";
   EXPECT_EQ(m->source, "in-context");
   EXPECT_GT(m->median_s, 0);
+}
+
+// The co-run pass: pi0_tiny split over two 1-core groups with an async pipeline, run with
+// both groups busy. Each figure it keeps is under a key the simulator's plan of the same
+// scenario gives one of its segments, rests on runs mostly overlapped, and is positive;
+// nothing is asserted about how much this machine slows them.
+TEST(InContextCalibration, CorunPassMeasuresSegmentsUnderTheSimulatorsKeys) {
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "two core groups need two allowed CPUs";
+  const fs::path dir = scratch_dir("in_context_corun");
+  write_text(dir / "split.yaml",
+             "name: corun\n"
+             "hardware:\n"
+             "  devices:\n"
+             "    - name: cpu0\n"
+             "      catalog: epyc-2vcpu\n"
+             "      core_groups: [{name: a, cores: 1}, {name: b, cores: 1}]\n"
+             "models:\n"
+             "  - name: m\n"
+             "    card: pi0_tiny\n"
+             "    steps: 2\n"
+             "    dtype: fp32\n"
+             "    placement:\n"
+             "      - {stages: [vision, prefix], device: cpu0.a}\n"
+             "      - {stages: [action], device: cpu0.b}\n"
+             "workload:\n"
+             "  - {name: s, model: m, rate_hz: 50, duration_s: 1}\n"
+             "policies:\n"
+             "  pipeline: {name: async, params: {depth: 2}}\n");
+  const Scenario s = load_scenario((dir / "split.yaml").string(), default_catalog_dir(), default_cards_dir());
+  DeviceProfile p;
+  p.catalog_device = "epyc-2vcpu";
+  p.host.groups = {{1, 1e10, 1e10}};
+  p.host.node_bw = 1e10;
+  InContextOptions io;
+  io.warmup = 1;
+  io.repetitions = 5;
+  io.max_seconds = 1;
+  io.corun_seconds = 1.5;
+  calibrate_in_context(p, {s}, io);
+  const Plan plan = plan_scenario(s);
+  std::set<std::string> keys;
+  for (size_t m = 0; m < plan.models.size(); ++m)
+    for (size_t k = 0; k < plan.models[m].segments.size(); ++k)
+      keys.insert(corun_key(s, plan, static_cast<int>(m), static_cast<int>(k)));
+  ASSERT_FALSE(p.host.corun.empty()) << "no segment ran overlapped 5 times";
+  for (const CorunSlowdown& c : p.host.corun) {
+    EXPECT_EQ(keys.count(c.key), 1u) << c.segment;
+    EXPECT_GE(c.runs, 5);
+    EXPECT_GE(c.overlap, 0.7);
+    EXPECT_LE(c.overlap, 1.0);
+    EXPECT_GT(c.slowdown, 0);
+    EXPECT_NE(c.segment.find("corun m "), std::string::npos) << c.segment;
+    std::printf("co-run x%.3f %s (%d runs, %.0f%% overlapped)\n", c.slowdown, c.segment.c_str(), c.runs,
+                100 * c.overlap);
+  }
+  // The entry round-trips; without a measured host entry, or with no co-run time, none is kept.
+  p.logical_cpus = 2;
+  EXPECT_EQ(parse_profile(profile_to_json(p), "p.json").host, p.host);
+  DeviceProfile bare;
+  bare.catalog_device = "epyc-2vcpu";
+  calibrate_in_context(bare, {s}, io);
+  EXPECT_TRUE(bare.host.corun.empty());
+  DeviceProfile off = bare;
+  off.host.groups = {{1, 1e10, 1e10}};
+  off.host.node_bw = 1e10;
+  io.corun_seconds = 0;
+  calibrate_in_context(off, {s}, io);
+  EXPECT_TRUE(off.host.corun.empty());
 }
 
 // The host measurement fills every field of the entry with a plausible (positive) figure and

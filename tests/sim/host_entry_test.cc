@@ -142,6 +142,16 @@ struct TwoGroups {
       seg.memory_frac = 0.5;
       seg.stage_seconds[static_cast<int>(Stage::Prefix)] = seg.seconds;
       seg.label = "seg";
+      // One GEMM each, of different widths: the work corun_key hashes.
+      Op op;
+      op.kind = OpKind::Gemm;
+      op.fn = OpFn::Linear;
+      op.dtype = DType::F32;
+      op.m = 16;
+      op.n = u ? 512 : 256;
+      op.k = 256;
+      op.name = "g";
+      seg.ops = {mp.graph.add(op)};
       mp.segments.push_back(seg);
       mp.alone_seconds = seg.seconds;
       p.models.push_back(mp);
@@ -221,6 +231,145 @@ TEST(HostEntry, CorunSlowdownsSayWhatTheEngineDoesWithTheOtherGroupBusy) {
   EXPECT_NEAR(rows[0].slowdown, slowdown, 1e-12);
   // ... which is what the engine gives two such segments run together.
   EXPECT_NEAR(measured.run(0).first / 0.010, rows[0].slowdown, 1e-5);
+}
+
+DeviceProfile profile_with_corun() {
+  DeviceProfile p = small_profile();
+  p.host.corun = {{"0000000000000001-0000000000000002", "s m vision (cpu0.a)", 12, 0.93, 1.18},
+                  {"00000000000000aa-0000000000000002", "s m action (cpu0.b)", 40, 1.0, 0.97}};
+  return p;
+}
+
+TEST(HostEntry, CorunSlowdownsRoundTripAndBadOnesAreRefusedByKey) {
+  const DeviceProfile p = profile_with_corun();
+  const std::string text = profile_to_json(p);
+  EXPECT_EQ(parse_profile(text, "p.json"), p);
+  EXPECT_EQ(profile_to_json(parse_profile(text, "p.json")), text);
+  ASSERT_NE(p.host.corun_for("00000000000000aa-0000000000000002"), nullptr);
+  EXPECT_EQ(p.host.corun_for("00000000000000aa-0000000000000002")->runs, 40);
+  EXPECT_EQ(p.host.corun_for("nope"), nullptr);
+  auto refused = [&](const std::string& a, const std::string& b) {
+    std::string bad = text;
+    replace(bad, a, b);
+    try {
+      parse_profile(bad, "bad.json");
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.file(), "bad.json");
+      return e.key() + ": " + e.message();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused("\"slowdown\": 1.18", "\"slowdown\": -1.18"), "host.corun[0].slowdown: must be > 0");
+  EXPECT_EQ(refused("\"slowdown\": 1.18", "\"slowdown\": 1e9"), "host.corun[0].slowdown: must be at most 100");
+  EXPECT_EQ(refused("\"overlap\": 0.93", "\"overlap\": 1.5"),
+            "host.corun[0].overlap: must be at most 1 (a share of the segment's time)");
+  EXPECT_EQ(refused("\"runs\": 40", "\"runs\": 0"), "host.corun[1].runs: must be in [1, 1073741824]");
+  EXPECT_EQ(refused("00000000000000aa-", "0000000000000001-"), "host.corun[1].key: co-run keys must increase (each key once)");
+  EXPECT_EQ(refused("\"segment\": \"s m vision (cpu0.a)\"", "\"segment\": 3"), "host.corun[0].segment: expected a string");
+  // merge_corun replaces an entry of the same key and keeps the keys in order.
+  HostEntry h = p.host;
+  h.merge_corun({{"0000000000000001-0000000000000002", "again", 6, 0.8, 1.3}, {"0000000000000000-0", "first", 5, 0.9, 1.1}});
+  ASSERT_EQ(h.corun.size(), 3u);
+  EXPECT_EQ(h.corun[0].segment, "first");
+  EXPECT_EQ(h.corun[1].slowdown, 1.3);
+  EXPECT_EQ(h.corun[2].runs, 40);
+  // Applied, they reach the spec by key; list host prints them.
+  DeviceSpec spec = catalog_cpu();
+  apply_host_entry(spec, p.host, p.logical_cpus);
+  EXPECT_EQ(spec.corun_slowdown.size(), 2u);
+  EXPECT_EQ(spec.corun_slowdown.at("0000000000000001-0000000000000002"), 1.18);
+  EXPECT_NE(host_entry_text(p.host, 2).find("x1.180  s m vision (cpu0.a)  (12 runs, 93% overlapped"), std::string::npos);
+}
+
+TEST(HostEntry, AnLlcBeyondAnyRealCpuIsSaidAndNotUsed) {
+  HostEntry h = small_profile().host;
+  EXPECT_EQ(llc_problem(h), "");  // 32 MiB over 2 CPUs
+  h.llc_bytes = 480.0 * 1024 * 1024;  // what this project's VM reports: its host's whole L3
+  h.llc_shared_cpus = 2;
+  const std::string why = llc_problem(h);
+  EXPECT_NE(why.find("480 MiB shared by 2 CPU(s) is 240 MiB per CPU"), std::string::npos) << why;
+  DeviceSpec spec = catalog_cpu();
+  spec.l2_bytes = 32e6;
+  apply_host_entry(spec, h, 2);
+  EXPECT_EQ(spec.l2_bytes, 32e6);  // the catalog's stays
+  EXPECT_NE(host_entry_text(h, 2).find("last-level cache implausible, not used"), std::string::npos);
+  h.llc_shared_cpus = 128;  // the same cache over a whole socket's cores: plausible, used
+  EXPECT_EQ(llc_problem(h), "");
+  apply_host_entry(spec, h, 2);
+  EXPECT_EQ(spec.l2_bytes, h.llc_bytes);
+  h.llc_bytes = 0;  // unknown: nothing to say
+  EXPECT_EQ(llc_problem(h), "");
+}
+
+TEST(HostEntry, AMeasuredCorunSlowdownStandsForItsSegmentOnly) {
+  DeviceSpec host = catalog_cpu();
+  const DeviceProfile p = small_profile();
+  apply_host_entry(host, p.host, p.logical_cpus);
+  TwoGroups g(host);
+  const std::string ka = corun_key(g.s, g.p, 0, 0), kb = corun_key(g.s, g.p, 1, 0);
+  ASSERT_EQ(ka.size(), 33u);
+  EXPECT_NE(ka, kb);
+  // Measured for a only: a takes it (x1.5 while b runs), b keeps the bandwidth model.
+  g.s.devices[0].spec.corun_slowdown[ka] = 1.5;
+  const double bw = 1 + 0.5 * (12.5 / 7.25 - 1);
+  bool measured = false;
+  EXPECT_EQ(corun_slowdown(g.s, g.p, 0, 0, &measured), 1.5);
+  EXPECT_TRUE(measured);
+  EXPECT_NEAR(corun_slowdown(g.s, g.p, 1, 0, &measured), bw, 1e-12);
+  EXPECT_FALSE(measured);
+  // Both measured: b (x1.2) ends at 12 ms; a has done 8 of its 10 ms by then, the rest alone.
+  g.s.devices[0].spec.corun_slowdown[kb] = 1.2;
+  auto [a, b] = g.run(0);
+  EXPECT_NEAR(b, 0.012, 1e-7);
+  EXPECT_NEAR(a, 0.014, 1e-7);
+  const std::vector<CorunRow> rows = corun_slowdowns(g.s, g.p);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].measured);
+  EXPECT_EQ(rows[0].slowdown, 1.5);
+  // A measured figure below 1 (noise) never speeds a segment up.
+  g.s.devices[0].spec.corun_slowdown[ka] = 0.9;
+  g.s.devices[0].spec.corun_slowdown[kb] = 0.9;
+  auto [fa, fb] = g.run(0);
+  EXPECT_NEAR(fa, 0.010, 1e-9);
+  EXPECT_NEAR(fb, 0.010, 1e-9);
+  // The same figures on the catalog CPU (no loaded bandwidth) are used all the same.
+  TwoGroups c(catalog_cpu());
+  c.s.devices[0].spec.corun_slowdown = {{ka, 1.5}, {kb, 1.2}};
+  auto [ca, cb] = c.run(0);
+  EXPECT_NEAR(ca, 0.014, 1e-7);
+  EXPECT_NEAR(cb, 0.012, 1e-7);
+}
+
+TEST(HostEntry, CorunKeysFollowTheWorkAndItsCoRunnersNotNames) {
+  TwoGroups g(catalog_cpu());
+  const std::string ka = corun_key(g.s, g.p, 0, 0);
+  // Renamed scenario, models, units and segments: the same key.
+  TwoGroups renamed(catalog_cpu());
+  renamed.s.name = "other";
+  renamed.s.models[0].name = "x";
+  renamed.p.units[0].name = "cpu9.z";
+  renamed.p.models[0].segments[0].label = "renamed";
+  EXPECT_EQ(corun_key(renamed.s, renamed.p, 0, 0), ka);
+  // Another co-runner on b: a's own half stays, its co-runners' half changes.
+  TwoGroups other(catalog_cpu());
+  other.p.models[1].graph.op(0).n = 1024;
+  const std::string ko = corun_key(other.s, other.p, 0, 0);
+  EXPECT_EQ(ko.substr(0, 16), ka.substr(0, 16));
+  EXPECT_NE(ko, ka);
+  // Other work on a (another split moves ops between the groups): its own half changes.
+  TwoGroups split(catalog_cpu());
+  split.p.models[0].graph.op(0).k = 512;
+  EXPECT_NE(corun_key(split.s, split.p, 0, 0).substr(0, 16), ka.substr(0, 16));
+  // Another dtype, or more cores for the group: another key.
+  TwoGroups bf16(catalog_cpu());
+  bf16.p.models[0].graph.op(0).dtype = DType::BF16;
+  EXPECT_NE(corun_key(bf16.s, bf16.p, 0, 0), ka);
+  TwoGroups wide(catalog_cpu());
+  wide.s.devices[0].units[0].cores = 2;
+  EXPECT_NE(corun_key(wide.s, wide.p, 0, 0), ka);
+  // Not a CPU segment, or out of range: no key.
+  EXPECT_EQ(corun_key(g.s, g.p, 0, 5), "");
+  EXPECT_EQ(corun_key(g.s, g.p, 7, 0), "");
 }
 
 TEST(HostEntry, SentinelDriftAndMarks) {
