@@ -1373,6 +1373,67 @@ def cosched_cases():
             "mps on a CPU device", "scenarios/cosched_cpu_mps.yaml", text)
 
 
+def host_corun_cases():
+    """Issue 32: a host entry's measured co-run slowdowns (`host.corun`) and calibrate's
+    --context-corun-seconds."""
+    base = json.loads(read("scenarios/validation/profile.json"))
+    for sec in base["sections"]:
+        sec["table"] = {k: sec["table"][k] for k in sorted(sec["table"])[:4]}
+    base["host"] = {"groups": [{"cores": 1, "alone_bw": 1.2e10, "loaded_bw": 7.0e9},
+                               {"cores": 2, "alone_bw": 1.5e10, "loaded_bw": 1.5e10}],
+                    "node_bw": 1.4e10, "llc_bytes": 33554432, "llc_shared_cpus": 2, "freq_hz": 0,
+                    "corun": [{"key": "0123456789abcdef-0000000000000001", "segment": "s m vision (cpu0.a)",
+                               "runs": 12, "overlap": 0.93, "slowdown": 1.18},
+                              {"key": "fedcba9876543210-0000000000000001", "segment": "s m action (cpu0.b)",
+                               "runs": 30, "overlap": 1.0, "slowdown": 0.97}]}
+
+    def dump(obj):
+        return json.dumps(obj, indent=1, sort_keys=True) + "\n"
+
+    add("prof__corun_valid", PROF_CMD, 0, "", "the trimmed profile with measured co-run slowdowns: valid",
+        "profiles/prof__corun_valid.json", dump(base))
+
+    def case(tag, edit, key, expect, desc):
+        m = json.loads(json.dumps(base))
+        edit(m)
+        cid = "prof__corun_" + tag
+        add(cid, PROF_CMD, 2, "%s.json && %s && %s" % (cid, key, expect), "a host entry's co-run slowdowns: " + desc,
+            "profiles/%s.json" % cid, dump(m))
+
+    c0 = lambda m: m["host"]["corun"][0]
+    for field, tag, bad, expect, desc in (
+            ("slowdown", "neg", -1.2, "must be > 0", "slowdown -1.2"),
+            ("slowdown", "zero", 0, "must be > 0", "slowdown 0"),
+            ("slowdown", "huge", 1e300, "must be at most 100", "slowdown 1e300"),
+            ("slowdown", "text", "fast", "expected a number", "slowdown 'fast'"),
+            ("slowdown", "null", None, "expected a number", "slowdown null"),
+            ("overlap", "above_one", 1.5, "must be at most 1", "overlap 1.5 (more than all of the time)"),
+            ("overlap", "zero", 0, "must be > 0", "overlap 0"),
+            ("runs", "zero", 0, "must be in", "runs 0"),
+            ("runs", "fraction", 2.5, "expected an integer", "runs 2.5"),
+            ("key", "empty", "", "must not be empty", "an empty key"),
+            ("key", "number", 7, "expected a string", "a numeric key"),
+            ("segment", "list", ["a"], "expected a string", "segment given as a list")):
+        case("%s_%s" % (field, tag), lambda m, f=field, b=bad: c0(m).__setitem__(f, b), "host.corun[0]." + field,
+             expect, desc)
+    for field in ("key", "segment", "runs", "overlap", "slowdown"):
+        case("%s_removed" % field, lambda m, f=field: c0(m).pop(f), "host.corun[0]." + field, "missing",
+             "an entry without %s" % field)
+    case("repeated_key", lambda m: m["host"]["corun"][1].__setitem__("key", c0(m)["key"]), "host.corun[1].key",
+         "must increase", "the same key twice")
+    case("keys_out_of_order", lambda m: m["host"]["corun"].reverse(), "host.corun[1].key", "must increase",
+         "keys not in increasing order")
+    case("unknown_field", lambda m: c0(m).__setitem__("colour", "blue"), "colour", "colour",
+         "an unknown field in an entry")
+    case("not_a_list", lambda m: m["host"].__setitem__("corun", {"a": 1}), "host.corun", "corun",
+         "corun given as an object")
+    C = "{vlasim} calibrate --grid none -q -o {tmp}/p.json"
+    for tag, val, desc in (("neg", "-1", "negative"), ("text", "long", "text"), ("inf", "inf", "infinite"),
+                           ("huge", "1e9", "past a day")):
+        add("cli_calibrate_corun_seconds_" + tag, C + " --in-context --context-corun-seconds " + val, 2,
+            "--context-corun-seconds", "calibrate --context-corun-seconds %s (%s)" % (val, desc))
+
+
 def main():
     # Everything here is generated except README.md, which is kept.
     os.makedirs(OUT, exist_ok=True)
@@ -1397,6 +1458,7 @@ def main():
     fleet_tooling_cases()
     trace_cases()
     cosched_cases()
+    host_corun_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
         f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")
         for c in cases:
