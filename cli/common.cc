@@ -213,9 +213,12 @@ void use_host_entry(Scenario& s, bool quiet) {
     if (why.empty())
       std::fprintf(stderr,
                    "cpu device '%s': the host entry of %s (this machine, measured %s) stands for catalog '%s': "
-                   "core %.1f GB/s alone, %.1f GB/s with every core streaming, node %.1f GB/s, LLC %.1f MB\n",
+                   "core %.1f GB/s alone, %.1f GB/s with every core streaming, node %.1f GB/s, LLC %.1f MB%s; "
+                   "%zu measured co-run slowdown(s)\n",
                    d.name.c_str(), ref.path.c_str(), prof.date.c_str(), d.spec.name.c_str(), d.spec.core_bw / 1e9,
-                   d.spec.core_bw_loaded / 1e9, d.spec.mem_bw / 1e9, d.spec.l2_bytes / 1e6);
+                   d.spec.core_bw_loaded / 1e9, d.spec.mem_bw / 1e9, d.spec.l2_bytes / 1e6,
+                   llc_problem(prof.host).empty() ? "" : " (the catalog's: the measured one is implausible, see `vlasim list host`)",
+                   prof.host.corun.size());
     else
       std::fprintf(stderr, "cpu device '%s': catalog entry '%s' (%s)\n", d.name.c_str(), d.spec.name.c_str(),
                    why.c_str());
@@ -487,6 +490,7 @@ Scenario chosen_scenario(const Common& c, const ModelChoice& mc, const std::stri
       s.cost_model = PolicyDecl{mc.cost_model, Params(none), command_line("--cost-model", mc.cost_model)};
     }
     if (!c.profile.empty()) use_profiled_cost_model(s, c.profile);
+    use_host_entry(s, true);  // the CPU figures simulate uses
     return s;
   }
   if (device.empty())
@@ -496,6 +500,7 @@ Scenario chosen_scenario(const Common& c, const ModelChoice& mc, const std::stri
   Scenario s = one_device_scenario(m, device, c.catalog, c.cards);
   s.models[0].name = m.name;
   if (!c.profile.empty()) use_profiled_cost_model(s, c.profile);
+  use_host_entry(s, true);  // the CPU figures simulate uses
   return s;
 }
 

@@ -194,7 +194,8 @@ LeaderboardModel choose_model(const Common& c, const ModelChoice& mc);
 
 // The scenario `roofline` and `passes` report on, and its model index: a scenario file as it is
 // (shape options refused: its plan runs its models as the file gives them), or a card (or a
-// scenario's model) alone on `device`.
+// scenario's model) alone on `device`; a CPU the profile stands for takes its host entry when
+// measured on this machine (use_host_entry, quietly), as simulate does.
 Scenario chosen_scenario(const Common& c, const ModelChoice& mc, const std::string& device, int* model);
 
 }  // namespace vlasim::cli

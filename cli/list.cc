@@ -54,8 +54,15 @@ int run_list(const Common& c, const std::string& what) {
     } else {
       const auto& nodes = host_info().numa_nodes;
       const LlcInfo llc = nodes.empty() || nodes.front().empty() ? LlcInfo{} : read_llc(nodes.front().front());
-      if (llc.bytes > 0)
+      if (llc.bytes > 0) {
         std::cout << "  last-level cache: " << llc.bytes / 1e6 << " MB shared by " << llc.shared_cpus << " allowed CPUs\n";
+        HostEntry h;
+        h.llc_bytes = llc.bytes;
+        h.llc_shared_cpus = llc.shared_cpus;
+        if (std::string why = llc_problem(h); !why.empty())
+          std::cout << "  last-level cache implausible (a host entry would not use it; the catalog CPU's stays): "
+                    << why << "\n";
+      }
       std::cout << "  measured host entry: pass --profile PROFILE.json (vlasim calibrate measures one)\n";
     }
   }

@@ -85,7 +85,8 @@ for s in "${scenarios[@]}"; do
   "$vlasim" --profile "$out/$name/profile.json" compare "$s" -q -o "$out/$name"
   # The same in-context measurement once more, after: how far the machine's speed drifted
   # while the scenario was measured (not used for the prediction).
-  "$vlasim" calibrate "$s" --base "$out/profile.json" --in-context -q -o "$out/$name/profile_after.json" \
+  "$vlasim" calibrate "$s" --base "$out/profile.json" --in-context --context-corun-seconds 0 -q \
+    -o "$out/$name/profile_after.json" \
     > "$out/$name/calibrate_after.log"
   cut -d' ' -f1-3 /proc/loadavg > "$out/$name/load_after"
 done
@@ -252,7 +253,8 @@ def overlap_table(name):
     rows = []
     # The engine's slowdown with the other group busy, per (unit, segment) (compare's drift.json).
     dj = os.path.join(out, name, "drift.json")
-    corun = {(r["unit"], r["segment"]): r["slowdown"] for r in json.load(open(dj)).get("corun", [])} if os.path.exists(dj) else {}
+    corun = {(r["unit"], r["segment"]): (r["slowdown"], r.get("measured", False))
+             for r in json.load(open(dj)).get("corun", [])} if os.path.exists(dj) else {}
     for tid in sorted({t for (_, t) in res}):
         label, sim_hi, sim_min = res[("simulate", tid)]
         _, exe_hi, _ = res[("execute", tid)]
@@ -260,7 +262,8 @@ def overlap_table(name):
         meas = statistics.median(exe_hi) / sim_min
         # No predicted run overlapped: the simulator's runs did not meet there (not a x1.000).
         pred = f"x{statistics.median(sim_hi) / sim_min:.3f}" if sim_hi else "n/a (no predicted run overlapped)"
-        model = f"x{corun[(tid, label)]:.3f}" if (tid, label) in corun else "n/a"
+        model = (f"x{corun[(tid, label)][0]:.3f} ({'measured' if corun[(tid, label)][1] else 'bandwidth'})"
+                 if (tid, label) in corun else "n/a")
         rows.append(f"| {name} | {label} (unit {tid}) | {len(exe_hi)} | {sim_min/1e3:.2f} | {statistics.median(exe_hi)/1e3:.2f} | "
                     f"x{meas:.3f} | {pred} | {model} |")
     return rows
@@ -280,12 +283,18 @@ if irows:
         g1 = h["groups"][0]
         lines.append(f"Host entry of the calibration (`vlasim --profile {out}/profile.json list host`): a {g1['cores']}-core "
                      f"group moves {g1['alone_bw']/1e9:.2f} GB/s alone and {g1['loaded_bw']/1e9:.2f} GB/s with every other CPU "
-                     f"streaming; all CPUs together {h['node_bw']/1e9:.2f} GB/s; LLC {h['llc_bytes']/2**20:.0f} MiB.\n")
+                     f"streaming; all CPUs together {h['node_bw']/1e9:.2f} GB/s; LLC {h['llc_bytes']/2**20:.0f} MiB"
+                     + (" (implausible: more than 64 MiB per CPU sharing it, so not used)"
+                        if h['llc_bytes'] / max(1, h['llc_shared_cpus']) > 64 * 2**20 else "")
+                     + f"; {len(h.get('corun', []))} measured co-run slowdown(s).\n")
     else:
         lines.append("The profile has no host entry: the catalog CPU's figures made the prediction.\n")
-    lines.append("Model slowdown: the engine's for that segment with the other group busy all through (memory share "
-                 "of its time x alone/loaded bandwidth of the host entry), whether or not the simulated runs overlapped; "
-                 "the predicted slowdown is the simulated overlapped runs' (with the calibrated run-to-run variation).\n")
+    lines.append("Model slowdown: the engine's for that segment with the other group busy all through, whether or not "
+                 "the simulated runs overlapped: measured, the host entry's co-run slowdown of that segment beside "
+                 "that co-runner (calibrate --in-context's co-run pass, in the calibration right before the run); "
+                 "bandwidth, memory share of its time x alone/loaded bandwidth of the host entry where none was "
+                 "measured. The predicted slowdown is the simulated overlapped runs' (with the calibrated run-to-run "
+                 "variation).\n")
     lines.append("| scenario | segment | overlapped runs | alone, predicted (ms) | overlapped, measured median (ms) | measured slowdown | predicted slowdown | model slowdown, other group busy |")
     lines.append("|---|---|---:|---:|---:|---:|---:|---:|")
     lines += irows

@@ -156,6 +156,65 @@ check "calibrate wrote a host entry and a drift sentinel" python3 -c 'import jso
 "$bin" --profile "$tmp/none.json" list host >"$tmp/host_entry"
 check "list host prints the profile's host entry" grep -q "1-core group: .* GB/s alone" "$tmp/host_entry"
 check "list host says the entry is used on the machine it was measured on" grep -q "used: yes, instead of catalog 'epyc-2vcpu'" "$tmp/host_entry"
+# sweep takes the host entry as simulate does, not the catalog CPU (issue 32): the same profile
+# with a host entry measured here (figures set by this test: 2 GB/s a core, the catalog says
+# 14) and said to be measured on another machine; a value's figures equal simulate's.
+python3 - "$tmp/none.json" "$tmp/host_here.json" "$tmp/host_else.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["host"]["groups"] = [{"cores": 1, "alone_bw": 2e9, "loaded_bw": 1e9}]
+p["host"]["node_bw"] = 2e9
+json.dump(p, open(sys.argv[2], "w"), indent=1, sort_keys=True)
+p["made_with"]["machine"] = "Another CPU"
+json.dump(p, open(sys.argv[3], "w"), indent=1, sort_keys=True)
+PY
+for where in here else; do
+  cat >"$tmp/host_sweep_$where.yaml" <<EOF
+name: host_sweep
+seed: 3
+hardware:
+  devices:
+    - name: cpu0
+      catalog: epyc-2vcpu
+      core_groups: [{name: a, cores: 1}, {name: b, cores: 1}]
+models:
+  - name: m
+    card: pi0_tiny
+    steps: 2
+    dtype: auto
+    placement:
+      - {stages: [vision, prefix], device: cpu0.a}
+      - {stages: [action], device: cpu0.b}
+workload:
+  - {name: s, model: m, rate_hz: 20, duration_s: 2}
+policies:
+  pipeline: {name: async, params: {depth: 2}}
+  cost_model: {name: profiled, params: {profile: host_$where.json, fallback: roofline}}
+EOF
+  "$bin" sweep "$tmp/host_sweep_$where.yaml" --set workload.0.rate_hz=10,20 -o "$tmp/host_sweep_$where" \
+    >/dev/null 2>"$tmp/host_sweep_$where.err"
+done
+check "sweep says once that the host entry measured here stands for the catalog CPU" \
+  test "$(grep -c "the host entry of .*host_here.json (this machine" "$tmp/host_sweep_here.err")" -eq 1
+check "sweep says why a host entry of another machine is not used" \
+  grep -q "catalog entry 'epyc-2vcpu' (the profile's host entry was measured on Another CPU" "$tmp/host_sweep_else.err"
+"$bin" simulate "$tmp/host_sweep_here.yaml" -q -o "$tmp/host_sim_here"
+python3 - "$tmp/host_sweep_here/sweep.csv" "$tmp/host_sweep_else/sweep.csv" "$tmp/host_sim_here/report.json" <<'PY' \
+  || { failed=$((failed + 1)); echo "FAILED: sweep predicts with the host entry (not the catalog CPU), as simulate does"; }
+import csv, json, sys
+here = {r["value"]: float(r["mean_latency_s"]) for r in csv.DictReader(open(sys.argv[1]))}
+other = {r["value"]: float(r["mean_latency_s"]) for r in csv.DictReader(open(sys.argv[2]))}
+sim = json.load(open(sys.argv[3]))["latency"]["mean_s"]
+assert abs(here["20"] / sim - 1) < 1e-5, (here, sim)  # sweep's value = simulate's
+assert here["20"] > 1.5 * other["20"], (here, other)  # 2 GB/s a core, not the catalog's 14
+PY
+"$bin" --profile "$tmp/host_here.json" list host >"$tmp/host_llc"
+if python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))["host"]; sys.exit(0 if h["llc_bytes"] / max(1, h["llc_shared_cpus"]) > 64 * 2**20 else 1)' "$tmp/host_here.json"; then
+  check "list host says an LLC past 64 MiB per CPU is implausible and not used" \
+    grep -q "last-level cache implausible, not used" "$tmp/host_llc"
+else
+  check "list host says nothing against a plausible LLC" sh -c "! grep -q implausible '$tmp/host_llc'"
+fi
 
 # SIGINT and SIGTERM end simulate and execute at once: the report of what ran, marked partial,
 # every request issued counted, exit 130 / 143 (issue 28). A background job of this
