@@ -1427,6 +1427,28 @@ def host_corun_cases():
          "an unknown field in an entry")
     case("not_a_list", lambda m: m["host"].__setitem__("corun", {"a": 1}), "host.corun", "corun",
          "corun given as an object")
+    # One core's bandwidth curve (issue 32, item 3): (working-set bytes, bytes/s) pairs.
+    base["host"]["curve"] = [[4194304, 3.2e10], [8388608, 3.0e10], [16777216, 1.4e10]]
+    add("prof__curve_valid", PROF_CMD, 0, "", "the trimmed profile with a host entry's bandwidth curve: valid",
+        "profiles/prof__curve_valid.json", dump(base))
+    for tag, edit, key, expect, desc in (
+            ("sizes_back", lambda m: m["host"]["curve"][2].__setitem__(0, 1048576), "host.curve[2][0]",
+             "curve sizes must increase", "a curve size smaller than the one before"),
+            ("bw_neg", lambda m: m["host"]["curve"][1].__setitem__(1, -3e10), "host.curve[1][1]", "must be > 0",
+             "a negative bandwidth"),
+            ("size_zero", lambda m: m["host"]["curve"][0].__setitem__(0, 0), "host.curve[0][0]", "must be > 0",
+             "a working set of 0 bytes"),
+            ("triple", lambda m: m["host"]["curve"][0].append(1), "host.curve[0]", "expected [working-set bytes",
+             "a point of three numbers"),
+            ("text", lambda m: m["host"].__setitem__("curve", "fast"), "host.curve", "expected an array",
+             "curve given as text"),
+            ("bw_text", lambda m: m["host"]["curve"][0].__setitem__(1, "fast"), "host.curve[0][1]",
+             "expected a number", "a bandwidth given as text")):
+        m = json.loads(json.dumps(base))
+        edit(m)
+        cid = "prof__curve_" + tag
+        add(cid, PROF_CMD, 2, "%s.json && %s && %s" % (cid, key, expect), "a host entry's bandwidth curve: " + desc,
+            "profiles/%s.json" % cid, dump(m))
     C = "{vlasim} calibrate --grid none -q -o {tmp}/p.json"
     for tag, val, desc in (("neg", "-1", "negative"), ("text", "long", "text"), ("inf", "inf", "infinite"),
                            ("huge", "1e9", "past a day")):

@@ -355,11 +355,33 @@ void HostEntry::merge_corun(const std::vector<CorunSlowdown>& more) {
   for (auto& [k, c] : by_key) corun.push_back(c);
 }
 
+double curve_llc_bytes(const HostEntry& h) {
+  const auto& c = h.curve;
+  if (c.size() < 3) return 0;
+  const double plateau = c.back().second, before = c[c.size() - 2].second;
+  if (std::abs(before / plateau - 1) > 0.15) return 0;  // still falling at the largest size
+  for (size_t i = c.size() - 1; i-- > 0;)
+    if (c[i].second >= 1.3 * plateau) return c[i].first;
+  return 0;
+}
+
 std::string llc_problem(const HostEntry& h) {
   if (!(h.llc_bytes > 0)) return "";
   const int sharing = std::max(1, h.llc_shared_cpus);
-  if (h.llc_bytes / sharing <= kMaxLlcPerCpu) return "";
   char b[320];
+  if (h.llc_bytes / sharing <= kMaxLlcPerCpu) {
+    const double fits = curve_llc_bytes(h);
+    if (!(fits > 0)) return "";
+    size_t i = 0;  // the first size past the last fast one
+    while (i < h.curve.size() && h.curve[i].first <= fits) ++i;
+    if (i >= h.curve.size() || h.curve[i].first > h.llc_bytes / 2) return "";
+    std::snprintf(b, sizeof b,
+                  "one core's triad falls from %.1f GB/s at %.0f MiB to memory's %.1f GB/s by %.0f MiB, so it "
+                  "gets far less cache than the %.0f MiB sysfs reports",
+                  h.curve[i - 1].second / 1e9, h.curve[i - 1].first / 1048576, h.curve.back().second / 1e9,
+                  h.curve[i].first / 1048576, h.llc_bytes / 1048576);
+    return b;
+  }
   std::snprintf(b, sizeof b,
                 "%.0f MiB shared by %d CPU(s) is %.0f MiB per CPU, more than any real CPU gives one (at most %.0f "
                 "MiB); a virtual machine's sysfs shows its physical host's whole cache, not the share this guest "
@@ -399,6 +421,7 @@ void apply_host_entry(DeviceSpec& spec, const HostEntry& h, int cpus) {
   // One core never pulls more with others streaming than alone (noise can say otherwise).
   spec.core_bw_loaded = std::min(spec.core_bw, h.core_bw_loaded(cpus));
   if (h.llc_bytes > 0 && llc_problem(h).empty()) spec.l2_bytes = h.llc_bytes;
+  else if (h.llc_bytes > 0 && curve_llc_bytes(h) > 0) spec.l2_bytes = curve_llc_bytes(h);
   spec.corun_slowdown.clear();
   for (const CorunSlowdown& c : h.corun) spec.corun_slowdown[c.key] = c.slowdown;
 }
@@ -420,10 +443,28 @@ std::string host_entry_text(const HostEntry& h, int cpus) {
     std::snprintf(buf, sizeof buf, "  last-level cache: %.1f MB shared by %d of the allowed CPUs\n", h.llc_bytes / 1e6,
                   h.llc_shared_cpus);
     o << buf;
-    if (std::string why = llc_problem(h); !why.empty())
-      o << "  last-level cache implausible, not used (the catalog CPU's stays): " << why << "\n";
+    if (std::string why = llc_problem(h); !why.empty()) {
+      const double fits = curve_llc_bytes(h);
+      o << "  last-level cache implausible, not used (" << (fits > 0 ? "the bandwidth curve's estimate stands in" : "the catalog CPU's stays")
+        << "): " << why << "\n";
+    }
   } else {
     o << "  last-level cache: unknown (sysfs says nothing)\n";
+  }
+  if (!h.curve.empty()) {
+    o << "  one core's triad by working set:";
+    for (const auto& [bytes, bw] : h.curve) {
+      std::snprintf(buf, sizeof buf, " %.0f MiB %.1f GB/s;", bytes / 1048576, bw / 1e9);
+      o << buf;
+    }
+    const double fits = curve_llc_bytes(h);
+    if (fits > 0) {
+      std::snprintf(buf, sizeof buf, " cache it gets: about %.0f MiB", fits / 1048576);
+      o << buf;
+    } else {
+      o << " (no fall to a memory plateau within these sizes)";
+    }
+    o << "\n";
   }
   if (h.freq_hz > 0) {
     std::snprintf(buf, sizeof buf, "  clock under load: %.0f MHz\n", h.freq_hz / 1e6);
@@ -624,6 +665,11 @@ std::string profile_to_json(const DeviceProfile& p) {
                      {"llc_bytes", p.host.llc_bytes},
                      {"llc_shared_cpus", p.host.llc_shared_cpus},
                      {"freq_hz", p.host.freq_hz}};
+    if (!p.host.curve.empty()) {
+      json cv = json::array();
+      for (const auto& [bytes, bw] : p.host.curve) cv.push_back(json::array({bytes, bw}));
+      j["host"]["curve"] = cv;
+    }
     if (!p.host.corun.empty()) {
       json cs = json::array();
       for (const CorunSlowdown& c : p.host.corun)
@@ -711,7 +757,7 @@ struct DuplicateKeyCheck : nlohmann::json_sax<json> {
 namespace {
 
 HostEntry parse_host_entry(const At& h) {
-  h.check_keys({"groups", "node_bw", "llc_bytes", "llc_shared_cpus", "freq_hz", "corun"});
+  h.check_keys({"groups", "node_bw", "llc_bytes", "llc_shared_cpus", "freq_hz", "curve", "corun"});
   HostEntry e;
   for (const At& ga : h.key("groups").items()) {
     ga.check_keys({"cores", "alone_bw", "loaded_bw"});
@@ -728,6 +774,14 @@ HostEntry parse_host_entry(const At& h) {
   e.llc_bytes = h.key("llc_bytes").nonneg();
   e.llc_shared_cpus = h.key("llc_shared_cpus").integer(0, 1 << 20);
   e.freq_hz = h.key("freq_hz").at_most(1e11);
+  if (h.has("curve"))
+    for (const At& pt : h.key("curve").items()) {
+      std::vector<At> v = pt.items();
+      if (v.size() != 2) pt.fail("expected [working-set bytes, bytes/s]");
+      const double bytes = v[0].positive();
+      if (!e.curve.empty() && bytes <= e.curve.back().first) v[0].fail("curve sizes must increase");
+      e.curve.push_back({bytes, v[1].positive()});
+    }
   if (h.has("corun"))
     for (const At& ca : h.key("corun").items()) {
       ca.check_keys({"key", "segment", "runs", "overlap", "slowdown"});

@@ -179,6 +179,12 @@ struct HostEntry {
   int llc_shared_cpus = 0;  // allowed CPUs sharing that cache, >= 0; 0 unknown
   double freq_hz = 0;    // mean clock read while every CPU ran the triad (cpufreq or
                          // /proc/cpuinfo), >= 0; 0 when it cannot be read
+  // One core's triad bandwidth by working-set size (the three arrays' bytes): (bytes, bytes/s),
+  // sizes doubling from twice its L2 up to the triad's own working set or twice the LLC
+  // sysfs reports (at most 1 GiB); where the
+  // bandwidth falls to memory's says how much cache the core really gets. Empty when not
+  // measured (written to JSON only when present).
+  std::vector<std::pair<double, double>> curve;
   // Measured co-run slowdowns of segments (calibrate --in-context), keys increasing, each
   // once; empty when none was measured (written to JSON only when present).
   std::vector<CorunSlowdown> corun;
@@ -203,9 +209,18 @@ struct HostEntry {
 // physical host's whole L3 shared by its own few vCPUs (480 MiB over 2 here) is far past it.
 inline constexpr double kMaxLlcPerCpu = 64.0 * 1024 * 1024;
 
+// The cache one core gets by the host entry's bandwidth curve: the largest working set whose
+// bandwidth is at least 1.3x memory's (the curve's last point, when its last two points agree
+// within 15%: a plateau), when the curve falls to that plateau within the sizes measured; 0
+// when it cannot say (no curve, fewer than 3 points, no plateau, or no fall: the whole range
+// fits in cache, or none of it does).
+double curve_llc_bytes(const HostEntry& h);
+
 // "" when the host entry's last-level cache is plausible (unknown counts as plausible: there
 // is nothing to use); otherwise why it is not: more than kMaxLlcPerCpu per CPU sharing it,
-// which a VM reports when it shows the physical host's cache, not the share the guest gets.
+// which a VM reports when it shows the physical host's cache, not the share the guest gets;
+// or the bandwidth curve falls to memory's at a working set under half of it
+// (curve_llc_bytes).
 std::string llc_problem(const HostEntry& h);
 
 // The drift sentinel: a short fixed kernel (executors/calibration/sentinel.h) timed before,
@@ -235,7 +250,8 @@ inline constexpr double kDriftTarget = 0.03;
 // Replaces the figures of CPU spec `spec` that the cost models and the engine read with the
 // measured host's: core_bw (one core alone), core_bw_loaded (one core with every core
 // streaming), mem_bw (node_bw over the spec's NUMA nodes), the LLC (l2_bytes) when measured
-// and plausible (llc_problem; else the catalog's stays), and the measured co-run slowdowns
+// and plausible (llc_problem; when it is not, the bandwidth curve's estimate where it has one,
+// else the catalog's stays), and the measured co-run slowdowns
 // (corun_slowdown, by key). `cpus` is the number of CPUs the host entry measured (made_with
 // logical_cpus).
 // REQUIRES: spec is a CPU and !h.empty().

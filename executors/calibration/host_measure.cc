@@ -123,6 +123,59 @@ std::vector<double> triad_run(const std::vector<int>& cpus, size_t n, double sec
   return bw;
 }
 
+// Bytes of the level-2 cache CPU `cpu` sees (sysfs), 0 when unknown.
+double read_l2(int cpu) {
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cache/index" + std::to_string(i);
+    const std::string level = read_line(dir + "/level"), size = read_line(dir + "/size"), type = read_line(dir + "/type");
+    if (level != "2" || size.empty() || type == "Instruction") continue;
+    try {
+      const double v = std::stod(size);
+      const char unit = size.back();
+      return v * (unit == 'K' ? 1024.0 : unit == 'M' ? 1024.0 * 1024 : unit == 'G' ? 1024.0 * 1024 * 1024 : 1.0);
+    } catch (const std::exception&) {
+    }
+  }
+  return 0;
+}
+
+// One thread pinned to `cpu`, nothing else running: the triad's best pass (after one untimed)
+// at working sets of `from` bytes doubling up to `to`, each for about `seconds` and at least
+// 3 passes; (working-set bytes, bytes/s) per size.
+std::vector<std::pair<double, double>> triad_curve(int cpu, double from, double to, double seconds) {
+  std::vector<std::pair<double, double>> out;
+  std::string error;
+  std::thread th([&] {
+    try {
+      pin_self(cpu);
+      const size_t most = static_cast<size_t>(to / 24.0);
+      std::vector<double> a(most, 0.0), b(most, 1.0), c(most, 2.0);
+      for (double bytes = from; bytes <= to * 1.0001; bytes *= 2) {
+        const size_t n = static_cast<size_t>(bytes / 24.0);
+        double best = 0;
+        const Clock::time_point start = Clock::now();
+        for (int pass = 0; pass < 4 || Clock::now() - start < std::chrono::duration<double>(seconds); ++pass) {
+          const Clock::time_point t0 = Clock::now();
+          double* __restrict pa = a.data();
+          const double* __restrict pb = b.data();
+          const double* __restrict pc = c.data();
+          for (size_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0 * pc[i];
+          const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (pass > 0 && dt > 0) best = std::max(best, 24.0 * static_cast<double>(n) / dt);
+        }
+        volatile double sink = a[n / 2];
+        (void)sink;
+        out.push_back({24.0 * static_cast<double>(n), best});
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  th.join();
+  if (!error.empty()) throw std::runtime_error(error);
+  return out;
+}
+
 double sum_first(const std::vector<double>& v, size_t k) {
   double s = 0;
   for (size_t i = 0; i < k && i < v.size(); ++i) s += v[i];
@@ -185,6 +238,13 @@ HostEntry measure_host(const HostMeasureOptions& o) {
     gb.loaded_bw = g == static_cast<int>(cpus.size()) ? gb.alone_bw : sum_first(all, group.size());
     h.groups.push_back(gb);
   }
+  // One core's bandwidth by working set, from twice its L2 (at least 1 MiB, a power of two
+  // MiB) up to the triad's own or twice the reported LLC, at most 1 GiB: where it falls to
+  // memory's says how much cache it really gets.
+  double from = 1024.0 * 1024;
+  while (from < 2 * read_l2(cpus.front())) from *= 2;
+  const double to = std::max(per_thread, std::min(2 * llc.bytes, 1024.0 * 1024 * 1024));
+  if (o.curve && from * 4 <= to) h.curve = triad_curve(cpus.front(), from, to, o.seconds_per_run / 8);
   return h;
 }
 

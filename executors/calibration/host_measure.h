@@ -20,6 +20,7 @@ struct HostMeasureOptions {
   // CPUs are left out.
   std::vector<int> group_cores = {1};
   double seconds_per_run = 0.25;  // wall time of each triad run
+  bool curve = true;  // also one core's bandwidth by working-set size (HostEntry::curve)
 };
 
 // The last-level cache one CPU (`cpu`) sees, from sysfs: its bytes and how many of the
@@ -35,8 +36,10 @@ LlcInfo read_llc(int cpu);
 // CPU of the group, alone and while every other allowed CPU runs it too; the bandwidth all
 // allowed CPUs reach together; the LLC (read_llc of the first allowed CPU); the mean clock
 // read while every CPU ran (cpufreq scaling_cur_freq, else /proc/cpuinfo "cpu MHz"; 0 when
-// neither exists). About 3 runs of seconds_per_run plus the arrays' first touch. Throws
-// std::runtime_error when a thread cannot be pinned.
+// neither exists); with o.curve, one core's triad alone at working sets doubling from twice
+// its L2 (sysfs; at least 1 MiB) up to the triad's own or twice the LLC, at most 1 GiB (about
+// seconds_per_run / 8 each, best pass: HostEntry::curve). About 3-4 runs of seconds_per_run plus the arrays' first touch.
+// Throws std::runtime_error when a thread cannot be pinned.
 HostEntry measure_host(const HostMeasureOptions& o = {});
 
 // Seconds the sentinel kernel takes once on the calling thread: a fixed 96x96x96 fp32

@@ -716,6 +716,12 @@ TEST(HostMeasure, MeasuresEveryGroupAskedForAndRoundTrips) {
   EXPECT_GT(h.node_bw, 0);
   EXPECT_GE(h.llc_bytes, 0);
   EXPECT_GE(h.freq_hz, 0);
+  // One core's bandwidth by working set: sizes doubling, every figure positive.
+  ASSERT_GE(h.curve.size(), 3u);
+  for (size_t i = 0; i < h.curve.size(); ++i) {
+    EXPECT_GT(h.curve[i].second, 0);
+    if (i) EXPECT_NEAR(h.curve[i].first / h.curve[i - 1].first, 2.0, 0.01);
+  }
   DeviceProfile p;
   p.catalog_device = "epyc-2vcpu";
   p.machine = "m";

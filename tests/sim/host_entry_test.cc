@@ -301,6 +301,46 @@ TEST(HostEntry, AnLlcBeyondAnyRealCpuIsSaidAndNotUsed) {
   EXPECT_EQ(llc_problem(h), "");
 }
 
+TEST(HostEntry, TheBandwidthCurveSaysHowMuchCacheACoreGets) {
+  HostEntry h = small_profile().host;  // 32 MiB LLC over 2 CPUs: plausible by the bound
+  const double MiB = 1048576;
+  // Fast (cache) up to 16 MiB, memory's 10 GB/s from 64 MiB: about 16 MiB of cache.
+  h.curve = {{4 * MiB, 40e9}, {8 * MiB, 38e9}, {16 * MiB, 30e9}, {32 * MiB, 12e9}, {64 * MiB, 10e9}, {128 * MiB, 10.2e9}};
+  EXPECT_EQ(curve_llc_bytes(h), 16 * MiB);
+  EXPECT_EQ(llc_problem(h), "");  // 32 MiB reported: the fall at 32 MiB is not under half of it
+  h.llc_bytes = 96 * MiB;  // over 2 CPUs: within the bound, but the curve falls by 32 MiB, under half
+  h.llc_shared_cpus = 2;
+  const std::string why = llc_problem(h);
+  EXPECT_NE(why.find("falls from 30.0 GB/s at 16 MiB to memory's 10.2 GB/s by 32 MiB"), std::string::npos) << why;
+  DeviceSpec spec = catalog_cpu();
+  spec.l2_bytes = 32e6;
+  apply_host_entry(spec, h, 2);
+  EXPECT_EQ(spec.l2_bytes, 16 * MiB);  // the curve's estimate stands in for the implausible figure
+  EXPECT_NE(host_entry_text(h, 2).find("cache it gets: about 16 MiB"), std::string::npos);
+  // Still falling at the largest size (no plateau), or flat all through: the curve says nothing.
+  HostEntry falling = h;
+  falling.curve.back().second = 6e9;
+  EXPECT_EQ(curve_llc_bytes(falling), 0);
+  HostEntry flat = h;
+  for (auto& pt : flat.curve) pt.second = 25e9;
+  EXPECT_EQ(curve_llc_bytes(flat), 0);
+  EXPECT_EQ(llc_problem(flat), "");
+  // It round-trips; sizes must grow and figures be positive.
+  DeviceProfile p = small_profile();
+  p.host.curve = h.curve;
+  const std::string text = profile_to_json(p);
+  EXPECT_EQ(parse_profile(text, "p.json").host, p.host);
+  std::string bad = text;
+  replace(bad, "8388608.0", "67108864.0");  // the second size past the third
+  try {
+    parse_profile(bad, "bad.json");
+    ADD_FAILURE() << "a curve whose sizes do not grow was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "host.curve[2][0]");
+    EXPECT_EQ(e.message(), "curve sizes must increase");
+  }
+}
+
 TEST(HostEntry, AMeasuredCorunSlowdownStandsForItsSegmentOnly) {
   DeviceSpec host = catalog_cpu();
   const DeviceProfile p = small_profile();
