@@ -191,6 +191,8 @@ const std::vector<DataSet> kDataSets = {
      "ApxInf pi0.5 bf16 GEMMs, CUDA events, cold L2", true},
     {"apxinf", "apxinf/configs/pi05/thor_sm110_bf16_v2_v3_h10_tactics.json", "jetson-agx-thor",
      "ApxInf pi0.5 bf16 GEMMs, CUDA events, cold L2", true},
+    {"apxinf", "apxinf/configs/pi05/rtx4090_sm89_bf16_v2_v3_h10_tactics.json", "rtx4090",
+     "ApxInf pi0.5 bf16 GEMMs, CUDA events, cold L2", true},
 };
 
 struct EvalArgs {

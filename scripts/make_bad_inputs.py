@@ -1124,6 +1124,17 @@ def gpu_import_cases():
         scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {fit: bad_fit.csv}}\n"))
     with open(os.path.join(OUT, "gpu_import/bad_fit.csv"), "w", encoding="utf-8") as f:
         f.write("class,latency_s,bw_frac,compute_frac,p\nconv,5e-6,0.7,0.8,4\n")
+    add("gpu_kernel_measured_missing", SIM, 2, "kernel_measured_missing.yaml && measured && cannot read 'no_such.json'",
+        "a measured GPU profile that does not exist", "gpu_import/kernel_measured_missing.yaml",
+        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {measured: no_such.json}}\n"))
+    add("gpu_kernel_measured_not_profile", SIM, 2, "kernel_measured_junk.yaml && measured && junk_profile.json",
+        "a measured GPU profile that is not a profile", "gpu_import/kernel_measured_junk.yaml",
+        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {measured: junk_profile.json}}\n"))
+    with open(os.path.join(OUT, "gpu_import/junk_profile.json"), "w", encoding="utf-8") as f:
+        f.write('{"version": 1, "made_with": 3}\n')
+    add("gpu_kernel_measured_empty_item", SIM, 2, "kernel_measured_empty.yaml && measured && empty profile path",
+        "an empty entry in the measured profile list", "gpu_import/kernel_measured_empty.yaml",
+        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {measured: ','}}\n"))
     add("gpu_eval_cost_model_unknown", "{vlasim} validate-papers --cost-model frob -q", 2,
         "--cost-model && frob", "validate-papers with an unknown fitted cost model")
 
