@@ -345,7 +345,9 @@ std::vector<NetworkFit> parse_network_profile(const std::string& text, const std
     const std::string bw = f.collective == "send_recv" ? "gbs" : "bus_gbs";
     const std::string other = f.collective == "send_recv" ? "bus_gbs" : "gbs";
     if (n.has(other))
-      n.required(other).fail("'" + other + "' is not a " + f.collective + " figure; give '" + bw + "'");
+      n.required(other).fail("'" + other + "' is " + (f.collective == "send_recv" ? "an all_reduce" : "a send_recv") +
+                             " figure; " + (f.collective == "send_recv" ? "a send_recv" : "an all_reduce") +
+                             " entry gives '" + bw + "'");
     const double gbs = n.required(bw).as_double();
     if (!(gbs >= 1e-3 && gbs <= 1e6)) n.required(bw).fail("must be from 0.001 to 1e6 GB/s, got " + fmt(gbs));
     f.bytes_per_s = gbs * 1e9;
