@@ -45,9 +45,10 @@ int run_import_trace(const Common& c, const ImportArgs& a);
 int run_import_network(const Common& c, const ImportArgs& a);
 
 int run_import(const Common& c, const ImportArgs& a) {
+  if (a.format != "vidur-network" && !a.compare.empty())
+    throw ConfigError("<command line>", 0, 0, "--compare", "--compare is for vidur-network");
   if (a.format == "trace") return run_import_trace(c, a);
   if (a.format == "vidur-network") return run_import_network(c, a);
-  if (!a.compare.empty()) throw ConfigError("<command line>", 0, 0, "--compare", "--compare is for vidur-network");
   if (a.device.empty()) throw ConfigError("<command line>", 0, 0, "--device", "--device is required: the catalog GPU the data was measured on");
   if (a.out.empty()) throw ConfigError("<command line>", 0, 0, "--out", "-o/--out is required: the profile to write");
   const Catalog cat = Catalog::load_dir(c.catalog);
@@ -94,7 +95,7 @@ int run_import_network(const Common& c, const ImportArgs& a) {
   for (size_t i = 1; i < sorted.size(); ++i)
     if (sorted[i].name == sorted[i - 1].name)
       throw ConfigError(groups[order[i]].file, groups[order[i]].points.front().line, 0, "",
-                        "a second file measures " + sorted[i].name + " (also " + sorted[i - 1].source + ")");
+                        sorted[i].name + " is measured twice (also " + sorted[i - 1].source + ")");
   write_file(a.out, network_profile_yaml(sorted,
       "vlasim network profile, written by `vlasim import vidur-network` from Vidur's measured NCCL kernel times\n"
       "(fp16 buffers; median of 11 back-to-back calls' kernel durations on rank 0; sim/gpu_network.h).\n"

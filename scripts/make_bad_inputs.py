@@ -1408,6 +1408,9 @@ def gpu_network_cases():
     add("gpu_network_collective_mismatch", imp, 2, "send_recv.csv:2: && collective && all_reduce",
         "an all_reduce row in a file of send_recv times", "gpu_network/mismatch/send_recv.csv",
         head + edit(rows[0], "collective", "all_reduce"))
+    add("gpu_network_more_per_node", imp, 2, "send_recv.csv:2: && devices_per_node && more than the 2 GPUs",
+        "more GPUs per node than in the collective", "gpu_network/per_node/send_recv.csv",
+        head + edit(rows[0], "devices_per_node", "4"))
     add("gpu_network_not_a_number", imp, 2, "send_recv.csv:3: && size && 'big' is not a number",
         "a size that is not a number", "gpu_network/nan/send_recv.csv", head + rows[0] + edit(rows[1], "size", "big"))
     add("gpu_network_one_size", imp, 2, "send_recv.csv:2 && two sizes",

@@ -164,6 +164,10 @@ std::vector<NetworkGroup> parse_vidur_network(const std::string& text, const std
       throw ConfigError(path, lineno, field("devices_per_node").column, "devices_per_node",
                         std::to_string(per_node) + " GPUs per node, more than the node's max_devices_per_node " +
                             std::to_string(node_gpus));
+    if (per_node > gpus)
+      throw ConfigError(path, lineno, field("devices_per_node").column, "devices_per_node",
+                        std::to_string(per_node) + " GPUs per node, more than the " + std::to_string(gpus) +
+                            " GPUs of the collective (num_workers)");
     if (gpus > per_node && gpus % per_node)
       throw ConfigError(path, lineno, field("num_workers").column, "num_workers",
                         std::to_string(gpus) + " GPUs do not fill nodes of " + std::to_string(per_node));
@@ -321,7 +325,9 @@ std::string network_profile_yaml(const std::vector<NetworkFit>& fits, const std:
 
 std::vector<NetworkFit> parse_network_profile(const std::string& text, const std::string& name) {
   const ConfigNode root = ConfigNode::load_string(text, name);
-  if (!root.defined() || !root.is_map()) throw ConfigError(name, 1, 1, "", "expected a map with 'links:' (a vlasim network profile; vlasim import vidur-network writes one)");
+  if (!root.defined() || !root.is_map())
+    throw ConfigError(name, 1, 1, "",
+                      "expected a map with 'links:' (a vlasim network profile; vlasim import vidur-network writes one)");
   root.check_keys({"links"});
   const ConfigNode links = root.required("links");
   if (!links.is_map() || links.entries().empty()) links.fail("expected a map of link name -> fitted cost");

@@ -11,8 +11,9 @@
 //     of the durations of the NCCL kernels (Kineto CUDA activity, names starting "nccl") of 11
 //     back-to-back calls on rank 0 (the sender); three samples per row (ACTIVE_STEPS = 3), after
 //     a barrier each. Kernel time: no launch or host time. Kineto's 1 us resolution.
-//   - num_workers: GPUs in the collective; devices_per_node: of them per node, packed from GPU 0
-//     (devices_per_node < num_workers: several nodes); max_devices_per_node: GPUs in the node;
+//   - num_workers: GPUs in the collective (>= devices_per_node); devices_per_node: of them per
+//     node, packed from GPU 0 (devices_per_node < num_workers: several nodes);
+//     max_devices_per_node: GPUs in the node;
 //     rank: always 0 (only GPU 0's results are kept); collective: send_recv or all_reduce.
 //   - send_recv with devices_per_node 2 is the intra-node link (Vidur's pipeline stages on one
 //     node), devices_per_node 1 the inter-node network (sklearn_execution_time_predictor.py).
