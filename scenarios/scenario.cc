@@ -178,7 +178,6 @@ PolicyDecl parse_policy(const ConfigNode& pol, const std::string& key, const std
 // scenario file, or relative to the current directory.
 void apply_network_profile(const ConfigNode& l, LinkInstance& li) {
   const ConfigNode pn = l.required("profile"), en = l.required("entry");
-  namespace fs = std::filesystem;
   fs::path p(pn.as_string());
   if (!p.is_absolute()) {
     const fs::path beside = fs::path(pn.file()).parent_path() / p;
