@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "reports/plot.h"
 #include "sim/gpu_import.h"
+#include "sim/gpu_network.h"
 #include "sim/gpu_kernel_model.h"
 #include "sim/torch_trace.h"
 
@@ -34,12 +35,20 @@ struct ImportArgs {
   std::string card, dtype, inference;
   int views = 0, prompt = -1, chunk = 0, steps = 0, batch = 1;
   std::optional<std::vector<std::string>> passes;
+  // vidur-network only: catalog links to check against the measured fits (LINK=ENTRY), and the
+  // size above which the held-out check predicts from a fit of the smaller sizes
+  std::vector<std::string> compare;
+  double holdout_mib = 16;
 };
 
 int run_import_trace(const Common& c, const ImportArgs& a);
+int run_import_network(const Common& c, const ImportArgs& a);
 
 int run_import(const Common& c, const ImportArgs& a) {
+  if (a.format != "vidur-network" && !a.compare.empty())
+    throw ConfigError("<command line>", 0, 0, "--compare", "--compare is for vidur-network");
   if (a.format == "trace") return run_import_trace(c, a);
+  if (a.format == "vidur-network") return run_import_network(c, a);
   if (a.device.empty()) throw ConfigError("<command line>", 0, 0, "--device", "--device is required: the catalog GPU the data was measured on");
   if (a.out.empty()) throw ConfigError("<command line>", 0, 0, "--out", "-o/--out is required: the profile to write");
   const Catalog cat = Catalog::load_dir(c.catalog);
@@ -54,6 +63,104 @@ int run_import(const Common& c, const ImportArgs& a) {
   return 0;
 }
 
+
+// vlasim import vidur-network: Vidur's send_recv / all_reduce profiles fitted per link kind and
+// GPU count (sim/gpu_network.h) into a network profile a scenario's link can name; prints each
+// fit with its error on the rows fitted and, held out, its error above --holdout-mib when fitted
+// on the smaller sizes only; --compare LINK=ENTRY checks a catalog link against a fit's rows.
+int run_import_network(const Common& c, const ImportArgs& a) {
+  if (a.out.empty()) throw ConfigError("<command line>", 0, 0, "--out", "-o/--out is required: the network profile (YAML) to write");
+  if (!a.device.empty())
+    throw ConfigError("<command line>", 0, 0, "--device", "vidur-network takes no --device: each fit is named by its folder (h100_dgx)");
+  check_output_file("--out", a.out);
+  const Catalog cat = Catalog::load_dir(c.catalog);
+  std::vector<std::pair<const DeviceSpec*, std::string>> checks;
+  for (const std::string& cmp : a.compare) {
+    const size_t eq = cmp.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == cmp.size())
+      throw ConfigError("<command line>", 0, 0, "--compare", "'" + cmp + "': expected LINK=ENTRY, e.g. nvlink4=h100_dgx.send_recv.intra_node");
+    const DeviceSpec& d = cat.get(cmp.substr(0, eq), command_line("--compare", cmp));
+    if (d.type != DeviceType::Link)
+      throw ConfigError("<command line>", 0, 0, "--compare", "'" + d.name + "' is a " + to_string(d.type) + ", not a link");
+    checks.push_back({&d, cmp.substr(eq + 1)});
+  }
+  const std::vector<NetworkGroup> groups = import_vidur_network(a.path);
+  std::vector<NetworkFit> fits;
+  for (const NetworkGroup& g : groups) fits.push_back(fit_network(g));
+  std::vector<size_t> order(fits.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return fits[x].name < fits[y].name; });
+  std::vector<NetworkFit> sorted;
+  for (size_t i : order) sorted.push_back(fits[i]);
+  for (size_t i = 1; i < sorted.size(); ++i)
+    if (sorted[i].name == sorted[i - 1].name)
+      throw ConfigError(groups[order[i]].file, groups[order[i]].points.front().line, 0, "",
+                        sorted[i].name + " is measured twice (also " + sorted[i - 1].source + ")");
+  write_file(a.out, network_profile_yaml(sorted,
+      "vlasim network profile, written by `vlasim import vidur-network` from Vidur's measured NCCL kernel times\n"
+      "(fp16 buffers; median of 11 back-to-back calls' kernel durations on rank 0; sim/gpu_network.h).\n"
+      "seconds = latency_us + bytes x f / bandwidth: send_recv f = 1 (gbs: per direction); all_reduce\n"
+      "f = 2 (gpus - 1) / gpus (bus_gbs: bus bandwidth). error_*: |fit / measured - 1| over the rows fitted.\n"
+      "A scenario link uses a send_recv entry: {catalog: ..., between: [a, b], profile: THIS_FILE, entry: NAME}."));
+  if (a.quiet) return 0;
+  std::printf("imported %zu configurations (%s) into %s\n", sorted.size(), a.path.c_str(), a.out.c_str());
+  const double cut = a.holdout_mib * 1024 * 1024;
+  auto med = [](std::vector<double> e) {
+    std::sort(e.begin(), e.end());
+    if (e.empty()) return std::string("-");
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f%%", 100 * e[e.size() / 2]);
+    return std::string(b);
+  };
+  std::printf("| entry | rows | latency us | GB/s | median error | < 1 MiB | 1-16 MiB | >= 16 MiB | p90 error | "
+              "held out: rows > %g MiB | their median error |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+              a.holdout_mib);
+  for (size_t i : order) {
+    const NetworkFit& f = fits[i];
+    const NetworkGroup& g = groups[i];
+    std::vector<double> band[3];
+    for (const NetworkPoint& p : g.points)
+      band[p.bytes < (1 << 20) ? 0 : p.bytes < (16 << 20) ? 1 : 2].push_back(
+          std::abs(collective_seconds(f, p.bytes) / p.seconds - 1));
+    std::vector<double> held;
+    try {
+      held = fit_errors(fit_network(g, cut), g, cut);
+    } catch (const ConfigError&) {  // fewer than two sizes up to the cut: no held-out figure
+    }
+    std::printf("| %s | %d | %.2f | %.1f%s | %.1f%% | %s | %s | %s | %.1f%% | %zu | %s |\n", f.name.c_str(), f.points,
+                f.latency_s * 1e6, f.bytes_per_s / 1e9, f.collective == "send_recv" ? "" : " bus", 100 * f.median_error,
+                med(band[0]).c_str(), med(band[1]).c_str(), med(band[2]).c_str(), 100 * f.p90_error, held.size(),
+                med(held).c_str());
+  }
+  for (const auto& [link, entry] : checks) {
+    const NetworkGroup* g = nullptr;
+    for (size_t i = 0; i < groups.size(); ++i)
+      if (fits[i].name == entry) g = &groups[i];
+    if (!g) {
+      std::vector<std::string> names;
+      for (const NetworkFit& f : sorted) names.push_back(f.name);
+      throw ConfigError("<command line>", 0, 0, "--compare", "no measured entry '" + entry + "'; valid names are: " + join_names(names));
+    }
+    if (g->collective != "send_recv")
+      throw ConfigError("<command line>", 0, 0, "--compare", "'" + entry + "' is a collective; a link compares with a send_recv entry");
+    std::printf("\ncatalog %s (%.2f us + bytes / %.1f GB/s) against %s (%zu rows): catalog / measured - 1\n",
+                link->name.c_str(), link->latency_s * 1e6, link->h2d_bw / 1e9, entry.c_str(), g->points.size());
+    std::printf("| bytes | rows | median | min | max |\n|---|---|---|---|---|\n");
+    const double bands[] = {0, 1 << 20, 16 << 20, 1e300};
+    const char* names[] = {"< 1 MiB", "1-16 MiB", ">= 16 MiB"};
+    for (int b = 0; b < 3; ++b) {
+      std::vector<double> e;
+      for (const NetworkPoint& p : g->points)
+        if (p.bytes >= bands[b] && p.bytes < bands[b + 1])
+          e.push_back((link->latency_s + p.bytes / link->h2d_bw) / p.seconds - 1);
+      if (e.empty()) continue;
+      std::sort(e.begin(), e.end());
+      std::printf("| %s | %zu | %+.1f%% | %+.1f%% | %+.1f%% |\n", names[b], e.size(), 100 * e[e.size() / 2], 100 * e.front(),
+                  100 * e.back());
+    }
+  }
+  return 0;
+}
 
 // Stage figures of a trace: per stage the mean over inferences of its first start to last end.
 void print_stages(const TorchTrace& t, const std::vector<TraceInference>& inf, const std::string& name) {
@@ -191,6 +298,8 @@ const std::vector<DataSet> kDataSets = {
      "ApxInf pi0.5 bf16 GEMMs, CUDA events, cold L2", true},
     {"apxinf", "apxinf/configs/pi05/thor_sm110_bf16_v2_v3_h10_tactics.json", "jetson-agx-thor",
      "ApxInf pi0.5 bf16 GEMMs, CUDA events, cold L2", true},
+    {"apxinf", "apxinf/configs/pi05/rtx4090_sm89_bf16_v2_v3_h10_tactics.json", "rtx4090",
+     "ApxInf pi0.5 bf16 GEMMs, CUDA events, cold L2", true},
 };
 
 struct EvalArgs {
@@ -229,14 +338,26 @@ Command add_import(CLI::App& app) {
       "import",
       "public measured GPU kernel times as a device profile: 'vidur' (a Vidur mlp.csv, or a folder of them) or "
       "'apxinf' (an ApxInf tactics JSON), for a catalog GPU; or 'trace' (a PyTorch profiler trace, .json or .json.gz, "
-      "matched to the graph of --card)");
-  cmd->add_option("format", a->format, "vidur, apxinf or trace")->required()->check(CLI::IsMember({"vidur", "apxinf", "trace"}));
-  cmd->add_option("path", a->path, "file (or, for vidur, a folder searched for mlp.csv)")->required();
+      "matched to the graph of --card); or 'vidur-network' (Vidur send_recv.csv / all_reduce.csv, a file or a folder): "
+      "a latency + bandwidth per link kind and GPU count, as a network profile a scenario's link can name");
+  cmd->add_option("format", a->format, "vidur, apxinf, trace or vidur-network")
+      ->required()
+      ->check(CLI::IsMember({"vidur", "apxinf", "trace", "vidur-network"}));
+  cmd->add_option("path", a->path,
+                  "file (or, for vidur, a folder searched for mlp.csv; for vidur-network, for send_recv.csv and "
+                  "all_reduce.csv)")
+      ->required();
   cmd->add_option("--device", a->device,
                   "catalog GPU the data was measured on (e.g. h100-sxm); for a trace, needed only to write a GPU "
                   "profile");
   cmd->add_option("-o,--out", a->out, "profile JSON to write (a trace: when it has kernels and shapes)");
   cmd->add_flag("-q,--quiet", a->quiet, "no summary line");
+  cmd->add_option("--compare", a->compare,
+                  "vidur-network: check catalog link LINK against the measured send_recv rows of ENTRY "
+                  "(LINK=ENTRY, repeatable)");
+  cmd->add_option("--holdout-mib", a->holdout_mib,
+                  "vidur-network: the held-out check fits sizes up to this many MiB and predicts the larger ones")
+      ->check(CLI::Range(0.001, 1e6));
   cmd->add_option("--card", a->card, "trace: model card the traced model follows");
   cmd->add_option("--views", a->views, "trace: camera views")->check(whole_number(1, kMaxViews));
   cmd->add_option("--prompt", a->prompt, "trace: prompt tokens")->check(whole_number(0, kMaxPrompt));

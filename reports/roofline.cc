@@ -23,7 +23,7 @@ std::string file_safe(const std::string& s) {
 }
 
 struct Acc {
-  int ops = 0;
+  int ops = 0, measured = 0;
   double flops = 0, bytes = 0, seconds = 0, compute = 0, memory = 0, overhead = 0;
   double peak = 0, bw = 0;
 };
@@ -47,6 +47,7 @@ RooflineReport make_roofline(const Scenario& s, const Plan& p, int m) {
     const OpCost& c = mp.op_costs.at(i);
     Acc& a = acc[{u.device, u.unit, static_cast<int>(op.stage), static_cast<int>(op.kind), static_cast<int>(op.dtype)}];
     ++a.ops;
+    if (c.measured) ++a.measured;
     a.flops += op.flops;
     a.bytes += op.bytes_read + op.bytes_written;
     a.seconds += c.seconds;
@@ -68,6 +69,7 @@ RooflineReport make_roofline(const Scenario& s, const Plan& p, int m) {
     row.stage = to_string(static_cast<Stage>(stage));
     row.op_class = to_string(static_cast<OpKind>(kind));
     row.ops = a.ops;
+    row.measured_ops = a.measured;
     row.flops = a.flops;
     row.bytes = a.bytes;
     row.seconds = a.seconds;
@@ -102,11 +104,11 @@ std::string roofline_markdown(const RooflineReport& r) {
       device = x.device;
       os << "\n## " << x.device << " (" << x.catalog << "): bandwidth " << printf_number("%.4g", x.bandwidth / 1e9)
          << " GB/s\n\n"
-         << "| unit | stage | class | dtype | ops | GFLOP | MB | FLOP/B | ridge | bound | limiter | "
+         << "| unit | stage | class | dtype | ops | measured | GFLOP | MB | FLOP/B | ridge | bound | limiter | "
             "attainable TFLOP/s | achieved TFLOP/s | of peak | ms | share |\n"
-         << "|---|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n";
+         << "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n";
     }
-    os << "| " << x.unit << " | " << x.stage << " | " << x.op_class << " | " << x.dtype << " | " << x.ops << " | " << printf_number("%.4g", x.flops / 1e9) << " | "
+    os << "| " << x.unit << " | " << x.stage << " | " << x.op_class << " | " << x.dtype << " | " << x.ops << " | " << x.measured_ops << " | " << printf_number("%.4g", x.flops / 1e9) << " | "
        << printf_number("%.4g", x.bytes / 1e6) << " | " << printf_number("%.3g", x.intensity) << " | " << printf_number("%.3g", x.ridge) << " | "
        << x.bound << " | " << x.limiter << " | " << printf_number("%.4g", x.attainable_flops / 1e12) << " | "
        << printf_number("%.4g", x.achieved_flops / 1e12) << " | "
@@ -119,14 +121,14 @@ std::string roofline_markdown(const RooflineReport& r) {
 std::string roofline_csv(const RooflineReport& r) {
   std::ostringstream os;
   os << "model,device,catalog,unit,stage,class,dtype,ops,flops,bytes,intensity,peak_flops,bandwidth,ridge,bound,"
-        "limiter,attainable_flops,achieved_flops,seconds,share\n";
+        "limiter,attainable_flops,achieved_flops,seconds,share,measured_ops\n";
   for (const RooflineRow& x : r.rows)
     os << csv_field(r.model) << ',' << csv_field(x.device) << ',' << csv_field(x.catalog) << ',' << csv_field(x.unit) << ','
        << csv_field(x.stage) << ',' << csv_field(x.op_class) << ',' << csv_field(x.dtype) << ',' << x.ops << ','
        << printf_number("%.9g", x.flops) << ',' << printf_number("%.9g", x.bytes) << ',' << printf_number("%.9g", x.intensity) << ','
        << printf_number("%.9g", x.peak_flops) << ',' << printf_number("%.9g", x.bandwidth) << ',' << printf_number("%.9g", x.ridge) << ','
        << csv_field(x.bound) << ',' << csv_field(x.limiter) << ',' << printf_number("%.9g", x.attainable_flops) << ','
-       << printf_number("%.9g", x.achieved_flops) << ',' << printf_number("%.9g", x.seconds) << ',' << printf_number("%.9g", x.share) << '\n';
+       << printf_number("%.9g", x.achieved_flops) << ',' << printf_number("%.9g", x.seconds) << ',' << printf_number("%.9g", x.share) << ',' << x.measured_ops << '\n';
   return os.str();
 }
 

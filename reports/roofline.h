@@ -24,6 +24,7 @@ struct RooflineRow {
   std::string stage;      // vision, prefix, action, decode, head
   std::string op_class;   // gemm, attention, norm, elementwise, embedding
   int ops = 0;
+  int measured_ops = 0;   // ops whose time is a measured kernel time (OpCost::measured)
   double flops = 0, bytes = 0, seconds = 0;  // per request; seconds as predicted
   double intensity = 0;   // FLOP per byte (0 when the class moves no bytes)
   double peak_flops = 0;  // of the unit for this class (matrix rate for gemm and attention)

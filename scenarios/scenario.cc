@@ -10,6 +10,7 @@
 #include "scheduler/partition.h"
 #include "scheduler/policy.h"
 #include "scheduler/zone.h"
+#include "sim/gpu_network.h"
 
 namespace vlasim {
 namespace fs = std::filesystem;
@@ -171,6 +172,38 @@ LockstepDecl parse_lockstep(const ConfigNode& n, const DeviceInstance& d) {
 
 PolicyDecl parse_policy(const ConfigNode& pol, const std::string& key, const std::string& fallback);
 
+// A link's `profile: FILE` and `entry: NAME` (a network profile, sim/gpu_network.h, as `vlasim
+// import vidur-network` writes it): the entry's measured latency and bandwidth replace the
+// catalog's (both directions; pageable copies at most as fast). FILE as written, or next to the
+// scenario file, or relative to the current directory.
+void apply_network_profile(const ConfigNode& l, LinkInstance& li) {
+  const ConfigNode pn = l.required("profile"), en = l.required("entry");
+  fs::path p(pn.as_string());
+  if (!p.is_absolute()) {
+    const fs::path beside = fs::path(pn.file()).parent_path() / p;
+    if (!pn.file().empty() && fs::exists(beside)) p = beside;
+    else if (!fs::exists(p))
+      pn.fail("network profile '" + p.string() + "' not found (looked next to the scenario and in the current "
+              "directory); make one with vlasim import vidur-network");
+  }
+  const std::string name = en.as_string();
+  std::vector<std::string> names;
+  for (const NetworkFit& f : load_network_profile(p.string())) {
+    names.push_back(f.name);
+    if (f.name != name) continue;
+    if (f.collective != "send_recv")
+      en.fail("'" + name + "' is a " + f.collective + " over " + std::to_string(f.gpus) +
+              " GPUs; a link takes a send_recv entry (no scenario runs collectives)");
+    li.spec.latency_s = f.latency_s;
+    li.spec.h2d_bw = li.spec.d2h_bw = f.bytes_per_s;
+    li.spec.h2d_bw_pageable = std::min(li.spec.h2d_bw_pageable, f.bytes_per_s);
+    li.spec.d2h_bw_pageable = std::min(li.spec.d2h_bw_pageable, f.bytes_per_s);
+    li.spec.source = "measured: " + name + " of " + p.string() + " (" + f.source + ")";
+    return;
+  }
+  en.fail("no entry '" + name + "' in " + p.string() + "; valid names are: " + join_names(names));
+}
+
 void parse_hardware(const ConfigNode& hw, const Catalog& catalog, Scenario& s) {
   hw.check_keys({"devices", "links"});
   for (auto& dn : hw.required("devices").items()) {
@@ -229,7 +262,7 @@ void parse_hardware(const ConfigNode& hw, const Catalog& catalog, Scenario& s) {
   ConfigNode ln = hw.optional("links");
   if (!ln.defined()) return;
   for (auto& l : ln.items()) {
-    l.check_keys({"name", "catalog", "between", "memory"});
+    l.check_keys({"name", "catalog", "between", "memory", "profile", "entry"});
     LinkInstance li;
     li.name = l.get_string("name", "");
     const DeviceSpec& spec = catalog.get(l.required("catalog").as_string(), l.required("catalog"));
@@ -251,6 +284,7 @@ void parse_hardware(const ConfigNode& hw, const Catalog& catalog, Scenario& s) {
     if (mem != "pinned" && mem != "pageable")
       l.required("memory").fail("unknown memory kind '" + mem + "'; valid names are: pinned, pageable");
     li.pinned = mem == "pinned";
+    if (l.has("profile") || l.has("entry")) apply_network_profile(l, li);
     li.line = l.line();
     s.links.push_back(li);
   }

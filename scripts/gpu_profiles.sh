@@ -18,4 +18,6 @@ done
   --device jetson-agx-orin-64gb -o "$out/apxinf-jetson-agx-orin-64gb.json"
 "$vlasim" import apxinf "$d/apxinf/configs/pi05/thor_sm110_bf16_v2_v3_h10_tactics.json" \
   --device jetson-agx-thor -o "$out/apxinf-jetson-agx-thor.json"
+"$vlasim" import apxinf "$d/apxinf/configs/pi05/rtx4090_sm89_bf16_v2_v3_h10_tactics.json" \
+  --device rtx4090 -o "$out/apxinf-rtx4090.json"
 "$vlasim" gpu-eval "$d" -o reports --fit-out sim/kernel_fit/kernel_model.csv

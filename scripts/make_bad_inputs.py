@@ -1124,6 +1124,17 @@ def gpu_import_cases():
         scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {fit: bad_fit.csv}}\n"))
     with open(os.path.join(OUT, "gpu_import/bad_fit.csv"), "w", encoding="utf-8") as f:
         f.write("class,latency_s,bw_frac,compute_frac,p\nconv,5e-6,0.7,0.8,4\n")
+    add("gpu_kernel_measured_missing", SIM, 2, "kernel_measured_missing.yaml && measured && cannot read 'no_such.json'",
+        "a measured GPU profile that does not exist", "gpu_import/kernel_measured_missing.yaml",
+        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {measured: no_such.json}}\n"))
+    add("gpu_kernel_measured_not_profile", SIM, 2, "kernel_measured_junk.yaml && measured && junk_profile.json",
+        "a measured GPU profile that is not a profile", "gpu_import/kernel_measured_junk.yaml",
+        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {measured: junk_profile.json}}\n"))
+    with open(os.path.join(OUT, "gpu_import/junk_profile.json"), "w", encoding="utf-8") as f:
+        f.write('{"version": 1, "made_with": 3}\n')
+    add("gpu_kernel_measured_empty_item", SIM, 2, "kernel_measured_empty.yaml && measured && empty profile path",
+        "an empty entry in the measured profile list", "gpu_import/kernel_measured_empty.yaml",
+        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {measured: ','}}\n"))
     add("gpu_eval_cost_model_unknown", "{vlasim} validate-papers --cost-model frob -q", 2,
         "--cost-model && frob", "validate-papers with an unknown fitted cost model")
 
@@ -1373,6 +1384,99 @@ def cosched_cases():
             "mps on a CPU device", "scenarios/cosched_cpu_mps.yaml", text)
 
 
+def gpu_network_cases():
+    # vlasim import vidur-network (issue 29): Vidur's network profiles and the network profile a
+    # scenario link names; malformed, truncated, inconsistent units and unknown names are named
+    # with file, line and column (or key), exit 2.
+    src = read("data/gpu_profiles/vidur/data/profiling/network/h100_dgx/send_recv.csv").splitlines(True)
+    head, rows = src[0], src[1:5]
+    cols = head.rstrip("\n").split(",")
+    imp = "{vlasim} import vidur-network {file} -o {tmp}/net.yaml"
+
+    def edit(row, col, value):
+        f = row.rstrip("\n").split(",")
+        f[cols.index(col)] = value
+        return ",".join(f) + "\n"
+
+    add("gpu_network_truncated", imp, 2, "send_recv.csv:4: && fields, the header && truncated",
+        "a Vidur send_recv.csv cut in the middle of a row", "gpu_network/truncated/send_recv.csv",
+        head + rows[0] + rows[1] + rows[2][: len(rows[2]) // 2])
+    add("gpu_network_unknown_column", imp, 2, "send_recv.csv:1: && unknown column 'bytes'",
+        "a Vidur send_recv.csv with an unknown column", "gpu_network/unknown_column/send_recv.csv",
+        head.replace(",size,", ",bytes,") + "".join(rows))
+    sec = rows[0]
+    for c in cols:
+        if c.startswith("time_stats.") and not c.endswith(".std"):
+            sec = edit(sec, c, repr(float(sec.split(",")[cols.index(c)]) / 1000))
+    add("gpu_network_seconds_not_ms", imp, 2, "send_recv.csv:2: && not plausibly in milliseconds",
+        "times in seconds where Vidur writes milliseconds", "gpu_network/seconds/send_recv.csv", head + sec)
+    add("gpu_network_send_recv_4_gpus", imp, 2, "send_recv.csv:3: && num_workers && between 2 GPUs",
+        "a send_recv over 4 GPUs", "gpu_network/four/send_recv.csv",
+        head + rows[0] + edit(rows[1], "num_workers", "4"))
+    add("gpu_network_median_outside", imp, 2, "send_recv.csv:2: && time_stats.send_recv.median && outside [min, max]",
+        "a median outside [min, max]", "gpu_network/median/send_recv.csv",
+        head + edit(rows[0], "time_stats.send_recv.median", "9"))
+    add("gpu_network_collective_mismatch", imp, 2, "send_recv.csv:2: && collective && all_reduce",
+        "an all_reduce row in a file of send_recv times", "gpu_network/mismatch/send_recv.csv",
+        head + edit(rows[0], "collective", "all_reduce"))
+    add("gpu_network_more_per_node", imp, 2, "send_recv.csv:2: && devices_per_node && more than the 2 GPUs",
+        "more GPUs per node than in the collective", "gpu_network/per_node/send_recv.csv",
+        head + edit(rows[0], "devices_per_node", "4"))
+    add("gpu_network_not_a_number", imp, 2, "send_recv.csv:3: && size && 'big' is not a number",
+        "a size that is not a number", "gpu_network/nan/send_recv.csv", head + rows[0] + edit(rows[1], "size", "big"))
+    add("gpu_network_one_size", imp, 2, "send_recv.csv:2 && two sizes",
+        "rows of one size: no bandwidth to fit", "gpu_network/one_size/send_recv.csv", head + rows[0] + rows[0])
+    add("gpu_network_empty", imp, 2, "send_recv.csv:1 && empty file", "an empty file",
+        "gpu_network/empty/send_recv.csv", "")
+    add("gpu_network_no_files", "{vlasim} import vidur-network {dir}/.. -o {tmp}/net.yaml", 2,
+        "no send_recv.csv or all_reduce.csv", "a folder without network profiles",
+        "gpu_network/none/sub/readme.txt", "no profiles here\n")
+    good = "{src}/data/gpu_profiles/vidur/data/profiling/network"
+    add("gpu_network_compare_unknown_link", "{vlasim} import vidur-network %s -o {tmp}/net.yaml --compare nvlink9=h100_dgx.send_recv.intra_node" % good,
+        2, "--compare && unknown catalog entry 'nvlink9'", "--compare with a link the catalog does not have")
+    add("gpu_network_compare_unknown_entry", "{vlasim} import vidur-network %s -o {tmp}/net.yaml --compare nvlink4=h100_dgx.send_recv.inter" % good,
+        2, "--compare && no measured entry 'h100_dgx.send_recv.inter'", "--compare with an entry no file measures")
+    add("gpu_network_compare_gpu", "{vlasim} import vidur-network %s -o {tmp}/net.yaml --compare h100-sxm=h100_dgx.send_recv.intra_node" % good,
+        2, "--compare && 'h100-sxm' is a gpu, not a link", "--compare with a GPU where a link belongs")
+    add("gpu_network_device", "{vlasim} import vidur-network %s -o {tmp}/net.yaml --device h100-sxm" % good,
+        2, "--device && no --device", "vidur-network with --device")
+    # A scenario link naming a network profile.
+    scn = read("scenarios/systems/robion_intergpu_h100.yaml")
+    link = "{catalog: nvlink4, between: [gpu0, gpu1]}"
+    assert link in scn
+    line = scn[: scn.index(link)].count("\n") + 1
+    prof = ("links:\n  h100.send_recv.intra_node:\n    collective: send_recv\n    gpus: 2\n    latency_us: 7.6\n"
+            "    gbs: 357\n  h100.all_reduce.8gpu:\n    collective: all_reduce\n    gpus: 8\n    latency_us: 28\n"
+            "    bus_gbs: 339\n")
+    os.makedirs(os.path.join(OUT, "gpu_network/link"), exist_ok=True)
+    for name, text in (("net.yaml", prof), ("net_bad_gbs.yaml", prof.replace("bus_gbs: 339", "gbs: 339")),
+                       ("net_negative.yaml", prof.replace("latency_us: 7.6", "latency_us: -7.6")),
+                       ("net_broken.yaml", prof[:60] + "\n  [\n")):
+        with open(os.path.join(OUT, "gpu_network/link", name), "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def link_case(cid, extra, expect, desc):
+        text = scn.replace(link, "{catalog: nvlink4, between: [gpu0, gpu1], %s}" % extra)
+        add(cid, SIM, 2, expect, desc, "gpu_network/link/%s.yaml" % cid, text)
+
+    link_case("gpu_network_link_missing_file", "profile: nothere.yaml, entry: x",
+              "gpu_network_link_missing_file.yaml:%d && profile && not found" % line, "a link naming a missing network profile")
+    link_case("gpu_network_link_unknown_entry", "profile: net.yaml, entry: nvlink9",
+              "gpu_network_link_unknown_entry.yaml:%d && entry && valid names are: h100.send_recv.intra_node, h100.all_reduce.8gpu" % line,
+              "a link naming an entry the profile does not have")
+    link_case("gpu_network_link_all_reduce", "profile: net.yaml, entry: h100.all_reduce.8gpu",
+              "gpu_network_link_all_reduce.yaml:%d && entry && a link takes a send_recv entry" % line,
+              "a link naming an all_reduce entry")
+    link_case("gpu_network_link_no_entry", "profile: net.yaml",
+              "gpu_network_link_no_entry.yaml:%d && entry" % line, "a link with a profile but no entry")
+    link_case("gpu_network_link_bad_gbs", "profile: net_bad_gbs.yaml, entry: h100.send_recv.intra_node",
+              "net_bad_gbs.yaml:11 && gbs && a send_recv figure; an all_reduce entry gives 'bus_gbs'", "a network profile with a send_recv bandwidth on an all_reduce")
+    link_case("gpu_network_link_negative", "profile: net_negative.yaml, entry: h100.send_recv.intra_node",
+              "net_negative.yaml:5 && latency_us && must be from 0", "a network profile with a negative latency")
+    link_case("gpu_network_link_broken", "profile: net_broken.yaml, entry: h100.send_recv.intra_node",
+              "net_broken.yaml", "a network profile that is not YAML")
+
+
 def host_corun_cases():
     """Issue 32: a host entry's measured co-run slowdowns (`host.corun`) and calibrate's
     --context-corun-seconds."""
@@ -1480,6 +1584,7 @@ def main():
     fleet_tooling_cases()
     trace_cases()
     cosched_cases()
+    gpu_network_cases()
     host_corun_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
         f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")

@@ -22,6 +22,9 @@ struct OpCost {
   // timer (thread hand-offs spread over ops; ProfileSection::op_overhead_s). A measured op
   // time compares with seconds - dispatch_seconds.
   double dispatch_seconds = 0;
+  // The kernel's time is a measured one (a measured GPU profile the cost model was given), not
+  // a model's; reports count these ops.
+  bool measured = false;
 };
 
 class CostModel {

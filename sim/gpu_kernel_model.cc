@@ -267,17 +267,24 @@ class KernelCost : public CostModel {
  public:
   // `shaped` prices what the kernel model does not (attention, other ops, SM partitions, CPU
   // units) and gives the eager host floor `host_op_s`.
-  KernelCost(GpuKernelParams p, std::unique_ptr<CostModel> shaped, double host_op_s)
-      : p_(std::move(p)), shaped_(std::move(shaped)), host_op_s_(host_op_s) {}
+  // `measured`: GPU profiles (vlasim import) by catalog GPU; an op with a measured time there
+  // takes it instead of the model's.
+  KernelCost(GpuKernelParams p, std::unique_ptr<CostModel> shaped, double host_op_s,
+             std::map<std::string, DeviceProfile> measured)
+      : p_(std::move(p)), shaped_(std::move(shaped)), host_op_s_(host_op_s), measured_(std::move(measured)) {}
   OpCost op_cost(const Op& op, const DeviceInstance& dev, const UnitDecl& unit) const override;
   OpCost transfer_cost(double bytes, const LinkInstance& link, bool h2d) const override {
     return shaped_->transfer_cost(bytes, link, h2d);
   }
 
  private:
+  // The measured kernel time of `op` on the whole GPU `d`, or < 0 when no given profile has it.
+  double measured_seconds(const Op& op, const DeviceSpec& d) const;
+
   GpuKernelParams p_;
   std::unique_ptr<CostModel> shaped_;
   double host_op_s_;
+  std::map<std::string, DeviceProfile> measured_;
 };
 
 }  // namespace
@@ -459,29 +466,66 @@ std::string gpu_evaluation_csv(const GpuEvaluation& e) {
   return o.str();
 }
 
+double KernelCost::measured_seconds(const Op& op, const DeviceSpec& d) const {
+  const auto p = measured_.find(d.name);
+  if (p == measured_.end()) return -1;
+  const ProfileSection* s = p->second.section(d.sms, op.dtype);
+  if (!s) return -1;
+  const Measurement* m = s->exact(op);
+  if (!m && op.kind == OpKind::Gemm) {
+    // The same GEMM measured without this one's fused epilogue (bias, activation, gate-up,
+    // residual, gate, RoPE): the main loop is the kernel's time; the epilogue's extra reads are
+    // an output-sized tensor or a bias row.
+    Op plain = op;
+    plain.epi = Epilogue{};
+    m = s->exact(plain);
+  }
+  if (!m) return -1;
+  // ApxInf timed each kernel with CUDA events around its launch: what that adds (fitted with
+  // the model, p_.event_timing_s) is not the kernel's, and never more than half of it.
+  const double event = p->second.executor == "apxinf" ? std::min(p_.event_timing_s, 0.5 * m->median_s) : 0;
+  return m->median_s - event;
+}
+
 OpCost KernelCost::op_cost(const Op& op, const DeviceInstance& dev, const UnitDecl& unit) const {
   OpCost c = shaped_->op_cost(op, dev, unit);
   if (dev.spec.type != DeviceType::Gpu || stream_sms(dev, unit) < dev.spec.sms) return c;
-  // Only what the fit saw: fp16 and bf16 kernels (no vendored source measures fp32 or int8).
-  if (op.dtype != DType::F16 && op.dtype != DType::BF16) return c;
+  // The kernel alone (`kernel`), and its parts: `latency` counts as overhead, the rest as the
+  // compute and memory times (already in c from the shaped model where the kernel model has
+  // no fit: other dtypes, attention, other ops).
+  double kernel = -1, latency = 0;
   auto it = p_.by_class.find(kernel_class(op));
-  if (it == p_.by_class.end()) return c;
-  const KernelClassFit& f = it->second;
-  double kernel = 0;
-  if (op.kind == OpKind::Gemm) {
-    const GemmTiling g = gemm_tiling(op, dev.spec, f);
-    kernel = g.seconds;
-    c.memory_seconds = g.memory_s + g.reduce_s;
-    c.compute_seconds = g.compute_s;
-  } else {
-    kernel = kernel_class_seconds(op, dev.spec, f);
-    c.memory_seconds = kernel - f.latency_s;
-    c.compute_seconds = 0;
+  // Only what the fit saw: fp16 and bf16 kernels (no vendored source measures fp32 or int8).
+  if ((op.dtype == DType::F16 || op.dtype == DType::BF16) && it != p_.by_class.end()) {
+    const KernelClassFit& f = it->second;
+    latency = f.latency_s;
+    if (op.kind == OpKind::Gemm) {
+      const GemmTiling g = gemm_tiling(op, dev.spec, f);
+      kernel = g.seconds;
+      c.memory_seconds = g.memory_s + g.reduce_s;
+      c.compute_seconds = g.compute_s;
+    } else {
+      kernel = kernel_class_seconds(op, dev.spec, f);
+      c.memory_seconds = kernel - f.latency_s;
+      c.compute_seconds = 0;
+    }
   }
+  if (const double t = measured_seconds(op, dev.spec); t > 0) {
+    // A measured kernel takes precedence. Its split into compute and memory (which reports read
+    // for the limiter) is the model's, scaled to the measured time; no latency is split off.
+    const double busy = std::max(c.compute_seconds, c.memory_seconds);
+    const double scale = busy > 0 ? t / busy : 0;
+    c.compute_seconds = busy > 0 ? c.compute_seconds * scale : 0;
+    c.memory_seconds = busy > 0 ? c.memory_seconds * scale : t;
+    kernel = t;
+    latency = 0;
+    c.measured = true;
+  }
+  if (kernel < 0) return c;
   // The shaped model's wrapping: the gap between kernels, and eagerly the host's floor.
   const double with_gap = kernel + dev.spec.graph_launch_s;
   c.seconds = dev.graph_capture ? with_gap : std::max(with_gap, host_op_s_);
-  c.overhead_seconds = c.seconds - (kernel - f.latency_s);  // the latency, the gap, the host floor
+  c.overhead_seconds = c.seconds - (kernel - latency);  // the latency, the gap, the host floor
   return c;
 }
 
@@ -494,6 +538,9 @@ void register_kernel_cost_model(CostModelRegistry& r) {
          {{"fit", "kernel model parameters CSV (vlasim gpu-eval --fit-out; relative: beside the scenario, else "
                   "here); default: the shipped fit over every vendored GPU",
            "sim/kernel_fit/kernel_model.csv"},
+          {"measured", "measured GPU profiles (vlasim import; comma-separated; relative: beside the scenario, else "
+                       "here): an op with a measured time on its GPU takes it instead of the model's",
+           "none"},
           {"host_op_us", "eager (no CUDA Graph) framework time per operator on the host, us", "25"},
           {"eff_scale", "multiplies every GPU's attention fractions (catalog kernels:) in the shaped part", "0.9"},
           {"l2_hit_cost", "DRAM-time fraction charged for activations that fit in L2 (shaped part)", "0.3"}},
@@ -526,8 +573,41 @@ void register_kernel_cost_model(CostModelRegistry& r) {
            }
            std::ostringstream text;
            text << in.rdbuf();
+           // Measured profiles, one per catalog GPU.
+           std::map<std::string, DeviceProfile> measured;
+           const std::string list = prm.get_string("measured", "");
+           std::vector<std::string> items;
+           for (size_t at = 0; !list.empty() && list != "none" && at <= list.size();) {
+             const size_t comma = std::min(list.find(',', at), list.size());
+             items.push_back(list.substr(at, comma - at));
+             at = comma + 1;
+           }
+           for (std::string item : items) {
+             item.erase(0, item.find_first_not_of(" \t"));
+             item.erase(item.find_last_not_of(" \t") + 1);
+             const ConfigNode key = prm.node().required("measured");
+             if (item.empty()) key.fail("an empty profile path in the list");
+             std::string where = item;
+             if (!std::filesystem::path(item).is_absolute()) {
+               const std::filesystem::path beside = std::filesystem::path(key.file()).parent_path() / item;
+               if (std::filesystem::exists(beside)) where = beside.string();
+             }
+             if (!std::filesystem::exists(where)) key.fail("cannot read '" + item + "'");
+             DeviceProfile prof;
+             try {
+               prof = load_profile(where);
+             } catch (const std::exception& e) {
+               key.fail(e.what());
+             }
+             if (prof.catalog_device.empty() || prof.sections.empty())
+               key.fail("'" + item + "' holds no measured GPU ops");
+             const std::string gpu = prof.catalog_device;
+             if (!measured.emplace(gpu, std::move(prof)).second)
+               key.fail("two profiles for GPU '" + gpu + "'; give one per GPU");
+           }
            try {
-             return std::make_unique<KernelCost>(parse_kernel_params(text.str(), file), std::move(shaped), host_op_s);
+             return std::make_unique<KernelCost>(parse_kernel_params(text.str(), file), std::move(shaped), host_op_s,
+                                                 std::move(measured));
            } catch (const std::runtime_error& e) {
              if (path.empty()) throw;
              prm.node().required("fit").fail(e.what());

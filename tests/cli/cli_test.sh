@@ -460,5 +460,42 @@ check "the trace's GEMM time changes the prediction" test -n "$(cmp "$tmp/sim_tr
 expect_error "import trace of a GPU trace without --device" 2 "give --device" import trace "$tmp/gpu_trace.json" --card pi0_tiny -o "$tmp/x.json"
 expect_error "import trace without --card" 2 "needs --card" import trace "$tmp/gpu_trace.json"
 
+# vlasim import vidur-network (issue 29): Vidur's network profiles as a network profile, the
+# same bytes on a second run, and a scenario link naming a measured entry simulated with it: the
+# pi0 K/V hand-off of the inter-GPU Robion scenario takes the A100 DGX entry's latency + bytes /
+# bandwidth (bytes from the catalog nvlink4 run's duration).
+net=$src/data/gpu_profiles/vidur/data/profiling/network
+"$bin" import vidur-network "$net" -o "$tmp/net1.yaml" >"$tmp/net.out"; rc=$?
+"$bin" import vidur-network "$net" -o "$tmp/net2.yaml" -q
+check "import vidur-network writes a network profile" test "$rc" -eq 0 -a -s "$tmp/net1.yaml"
+check "import vidur-network: the same file twice" cmp -s "$tmp/net1.yaml" "$tmp/net2.yaml"
+check "import vidur-network prints the H100 NVLink fit" grep -q "^| h100_dgx.send_recv.intra_node | 994 |" "$tmp/net.out"
+sed 's|{catalog: nvlink4, between: \[gpu0, gpu1\]}|{catalog: nvlink4, between: [gpu0, gpu1], profile: '"$tmp"'/net1.yaml, entry: a100_dgx.send_recv.intra_node}|' \
+  "$src/scenarios/systems/robion_intergpu_h100.yaml" | sed 's/duration_s: 10/duration_s: 1/' >"$tmp/net_scn.yaml"
+sed 's/duration_s: 10/duration_s: 1/' "$src/scenarios/systems/robion_intergpu_h100.yaml" >"$tmp/cat_scn.yaml"
+"$bin" simulate "$tmp/net_scn.yaml" -q -o "$tmp/sim_net"; rc1=$?
+"$bin" simulate "$tmp/cat_scn.yaml" -q -o "$tmp/sim_cat"; rc2=$?
+check "a scenario link naming a measured entry simulates" test "$rc1" -eq 0 -a "$rc2" -eq 0
+check "the measured link's transfer time is the entry's" python3 - "$tmp/sim_net/trace.json" "$tmp/sim_cat/trace.json" "$tmp/net1.yaml" "$src/sim/catalog/links.yaml" <<'PY'
+import json, re, sys
+def dur(path):
+    t = json.load(open(path))
+    ev = t["traceEvents"] if isinstance(t, dict) else t
+    return next(e["dur"] for e in ev if e.get("name") == "pi0 h2d gpu0->gpu1" and "dur" in e)
+def figures(path, entry):
+    text = open(path).read()
+    block = text[text.index(entry):]
+    lat = float(re.search(r"latency_us: ([0-9.e+-]+)", block).group(1))
+    bw = float(re.search(r"(?:h2d_)?gbs: ([0-9.e+-]+)", block).group(1))
+    return lat, bw
+lat_c, bw_c = figures(sys.argv[4], "nvlink4:")
+lat_m, bw_m = figures(sys.argv[3], "a100_dgx.send_recv.intra_node")
+nbytes = (dur(sys.argv[2]) - lat_c) * bw_c * 1e3          # us x GB/s -> bytes
+want = lat_m + nbytes / (bw_m * 1e3)
+got = dur(sys.argv[1])
+assert nbytes > 1e5 and abs(got / want - 1) < 1e-3, (got, want, nbytes)
+PY
+expect_error "import vidur-network without -o" 2 "out is required" import vidur-network "$net"
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0

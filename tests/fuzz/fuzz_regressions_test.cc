@@ -65,4 +65,6 @@ TEST(FuzzRegressions, ARefusalMustNameTheInput) {
   EXPECT_EQ(vlasim::fuzz::scenario("["), Outcome::Refused);
   EXPECT_EQ(vlasim::fuzz::gpu_import("{"), Outcome::Refused);
   EXPECT_EQ(vlasim::fuzz::gpu_import("n_head\n1\n"), Outcome::Refused);
+  EXPECT_EQ(vlasim::fuzz::gpu_network("links:\n  x: {collective: send_recv}\n"), Outcome::Refused);
+  EXPECT_EQ(vlasim::fuzz::gpu_network(",time_stats.send_recv.min\n"), Outcome::Refused);
 }

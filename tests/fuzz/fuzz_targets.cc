@@ -10,6 +10,7 @@
 #include "scenarios/scenario.h"
 #include "sim/engine.h"
 #include "sim/gpu_import.h"
+#include "sim/gpu_network.h"
 #include "sim/hardware.h"
 #include "sim/plan.h"
 #include "sim/profile.h"
@@ -131,6 +132,32 @@ Outcome gpu_import(std::string_view bytes) {
   });
 }
 
+Outcome gpu_network(std::string_view bytes) {
+  const std::string text = text_of(bytes);
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  const bool profile = first != std::string::npos && (text[first] == '#' || text.compare(first, 5, "links") == 0);
+  const std::string name = profile ? "net.yaml" : "send_recv.csv";
+  auto check = [](const NetworkFit& f) {
+    const double a = collective_seconds(f, 1e3), b = collective_seconds(f, 1e9);
+    if (!(f.latency_s >= 0) || !std::isfinite(f.latency_s) || !(f.bytes_per_s > 0) || !std::isfinite(f.bytes_per_s) ||
+        !std::isfinite(b) || !(b >= a))
+      throw Finding("a network fit with latency " + std::to_string(f.latency_s) + " s, bandwidth " +
+                    std::to_string(f.bytes_per_s) + " B/s");
+  };
+  return guarded(name, [&] {
+    if (profile) {
+      for (const NetworkFit& f : parse_network_profile(text, name)) check(f);
+      return;
+    }
+    for (const NetworkGroup& g : parse_vidur_network(text, name, "fuzz")) {
+      for (const NetworkPoint& p : g.points)
+        if (!(p.seconds > 0) || !std::isfinite(p.seconds) || !(p.bytes > 0))
+          throw Finding("a network row of " + std::to_string(p.bytes) + " bytes in " + std::to_string(p.seconds) + " s");
+      check(fit_network(g));
+    }
+  });
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"scenario", scenario,
@@ -143,6 +170,7 @@ const std::vector<Target>& targets() {
       {"profile", profile, {"scenarios/validation", "tests/data/bad_inputs/profiles"}},
       {"trace", trace, {"tests/data/torch_trace/seeds", "tests/data/bad_inputs/traces"}},
       {"gpu_import", gpu_import, {"tests/data/gpu_import", "tests/data/bad_inputs/gpu_import"}, true},
+      {"gpu_network", gpu_network, {"tests/data/gpu_network", "tests/data/bad_inputs/gpu_network"}, true},
   };
   return all;
 }

@@ -39,6 +39,13 @@ Outcome trace(std::string_view bytes);
 // anything else a Vidur mlp.csv. Every sample accepted has a positive, finite time.
 Outcome gpu_import(std::string_view bytes);
 
+// Vidur network profiles and vlasim network profiles as `vlasim import vidur-network` and a
+// scenario link's `profile:` read them (sim/gpu_network.h), the format chosen by the text: one
+// starting with '#' or "links" (after blanks) is a network profile, anything else a Vidur
+// send_recv.csv / all_reduce.csv whose groups are then fitted. Every fit accepted has a finite
+// latency >= 0 and a finite bandwidth > 0, and its collective_seconds grow with the bytes.
+Outcome gpu_network(std::string_view bytes);
+
 inline constexpr double kMaxRequests = 2000;  // bigger scenarios are refused, not simulated
 
 struct Target {
@@ -47,7 +54,7 @@ struct Target {
   std::vector<std::string> seed_dirs;  // relative to the source tree: inputs to start from
   bool nested = false;  // seed folders hold inputs in sub-folders too (a Vidur case is DIR/mlp.csv)
 };
-// The six targets above, with the folders of tests/data and the shipped files they start from.
+// The seven targets above, with the folders of tests/data and the shipped files they start from.
 const std::vector<Target>& targets();
 
 }  // namespace vlasim::fuzz
