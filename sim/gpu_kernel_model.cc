@@ -335,9 +335,10 @@ GpuKernelParams fit_kernel_model(const std::vector<const GpuSamples*>& fit, cons
   }
   GpuKernelParams p;
   for (auto& [c, pts] : by) {
-    // Elementwise ops with the per-SM row term; norms keep L + bytes / (b x bw) (see the notes:
-    // the per-SM term fitted on H100 and A40 predicts the A100's norms better and the H100's
-    // worse, the vLLM RMSNorm and PyTorch LayerNorm kernels reaching different per-SM rates).
+    // Elementwise ops with the per-SM row term; norms keep L + bytes / (b x bw)
+    // (reports/gpu_cost_model_notes.md: held out, the per-SM term improves the A100's and A40's
+    // norms and worsens the H100's, 16.7 -> 24.2%: vLLM's RMSNorm and PyTorch's LayerNorm miss
+    // in opposite directions and one class fit cannot follow both).
     auto [f, event_s] = fit_class(pts, c == "gemm", c == "elementwise");
     p.by_class[c] = f;
     if (c == "gemm") p.event_timing_s = event_s;
