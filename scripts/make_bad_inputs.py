@@ -1135,6 +1135,19 @@ def gpu_import_cases():
     add("gpu_kernel_measured_empty_item", SIM, 2, "kernel_measured_empty.yaml && measured && empty profile path",
         "an empty entry in the measured profile list", "gpu_import/kernel_measured_empty.yaml",
         scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {measured: ','}}\n"))
+    # The fit file's per-SM rate column (sm_gbs, elementwise ops): negative, and on a GEMM row.
+    add("gpu_kernel_fit_sm_rate_negative", SIM, 2,
+        "kernel_fit_sm_negative.yaml && fit && bad_fit_sm.csv:2: && sm_gbs '-3'",
+        "a kernel fit file with a negative per-SM rate", "gpu_import/kernel_fit_sm_negative.yaml",
+        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {fit: bad_fit_sm.csv}}\n"))
+    with open(os.path.join(OUT, "gpu_import/bad_fit_sm.csv"), "w", encoding="utf-8") as f:
+        f.write("class,latency_s,bw_frac,compute_frac,p,sm_gbs\nelementwise,2e-6,1,1,1,-3\n")
+    add("gpu_kernel_fit_sm_rate_gemm", SIM, 2,
+        "kernel_fit_sm_gemm.yaml && fit && bad_fit_sm_gemm.csv:2: && sm_gbs must be 0 for gemm",
+        "a kernel fit file with a per-SM rate on its GEMM row", "gpu_import/kernel_fit_sm_gemm.yaml",
+        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {fit: bad_fit_sm_gemm.csv}}\n"))
+    with open(os.path.join(OUT, "gpu_import/bad_fit_sm_gemm.csv"), "w", encoding="utf-8") as f:
+        f.write("class,latency_s,bw_frac,compute_frac,p,sm_gbs\ngemm,5e-6,0.7,0.8,4,10\n")
     add("gpu_eval_cost_model_unknown", "{vlasim} validate-papers --cost-model frob -q", 2,
         "--cost-model && frob", "validate-papers with an unknown fitted cost model")
 

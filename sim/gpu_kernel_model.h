@@ -13,9 +13,15 @@
 //   compute = waves x block,  waves = ceil(tiles x s / SMs)
 //   reduce  = 8 M N s / (b x bw)                    (split-K fp32 partial sums, s > 1)
 //   t = L + (memory^p + compute^p)^(1/p) + reduce
-// Norms and elementwise ops: t = L + bytes / (b x bw). All parameters are shared by every GPU:
-// a GPU enters only through its datasheet figures (SMs, matrix peak, DRAM bandwidth), so a
-// GPU with only a catalog entry gets a prediction.
+// Norms: t = L + bytes / (b x bw). Elementwise ops (fitted with a per-SM rate r > 0): rows go
+// one per SM in waves, each SM moving its row's bytes at r, and all bytes once through DRAM at
+// the catalog's measured streaming-copy rate (kernels.memory x bw; b = 1, not fitted):
+//   t = L + ceil(rows / SMs) x row_bytes / r + bytes / (b x kernels.memory x bw)
+// (reports/gpu_cost_model_notes.md: fitted on two GPUs, one DRAM fraction cannot follow the
+// third; a per-SM rate plus the copy rate can.) A class with r = 0 keeps t = L + bytes / (b x bw).
+// All parameters are shared by every GPU: a GPU enters only through its datasheet figures (SMs,
+// matrix peak, DRAM bandwidth, cited copy fraction), so a GPU with only a catalog entry gets a
+// prediction.
 #pragma once
 
 #include <map>
@@ -33,6 +39,9 @@ struct KernelClassFit {
   double bw_frac = 0.8;
   double compute_frac = 0.75;
   double p = 4;  // combination exponent
+  // Bytes/s one SM moves through a non-GEMM kernel's rows (see the top of this file); 0: none,
+  // the class is t = L + bytes / (b x bw).
+  double sm_rate = 0;
 };
 
 struct GpuKernelParams {
@@ -68,7 +77,9 @@ std::string kernel_class(const Op& op);
 double kernel_model_seconds(const Op& op, const DeviceSpec& d, const GpuKernelParams& p);
 
 // The parameters as a small CSV (a header comment `note`, then class,latency_s,bw_frac,
-// compute_frac,p rows; a cuda_events row holds event_timing_s in latency_s), and back; `where` names the text in errors (std::runtime_error).
+// compute_frac,p,sm_gbs rows, sm_gbs the per-SM rate in GB/s, 0 for none; a cuda_events row
+// holds event_timing_s in latency_s), and back; the parser also reads the older header without
+// sm_gbs (every class 0); `where` names the text in errors (std::runtime_error).
 std::string kernel_params_csv(const GpuKernelParams& p, const std::string& note);
 GpuKernelParams parse_kernel_params(const std::string& text, const std::string& where);
 // The parameters shipped with vlasim (sim/kernel_fit/kernel_model.csv: fitted on every

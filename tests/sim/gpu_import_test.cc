@@ -187,6 +187,70 @@ TEST(KernelCostModel, ShippedFitNearVidurH100AndMonotoneInM) {
   EXPECT_GT(checked, 20);
 }
 
+// The elementwise form (sim/gpu_kernel_model.h): rows go one per SM in waves, so up to the SM
+// count a row more adds only its DRAM bytes, and the first row past it starts a new wave (a
+// whole row at the per-SM rate). The old form (sm_rate 0, bytes / (b x bw)) grows evenly and
+// fails the step check.
+TEST(KernelCostModel, ElementwiseRowsPastTheSmCountStartANewWave) {
+  DeviceSpec d;
+  d.sms = 132;
+  d.mem_bw = 3.35e12;
+  d.kernels.memory = 0.87;
+  KernelClassFit f;
+  f.latency_s = 2e-6;
+  f.bw_frac = f.compute_frac = f.p = 1;
+  f.sm_rate = 10e9;
+  const int64_t width = 4096;
+  auto t = [&](int64_t rows, const KernelClassFit& k) {
+    return kernel_class_seconds(eltwise_op(OpFn::Add, rows, width, 2, DType::F16), d, k);
+  };
+  const double row_bytes = 3.0 * width * 2;  // two inputs and the output, fp16
+  const double dram_step = row_bytes / (0.87 * 3.35e12);
+  const double below = t(d.sms, f) - t(d.sms - 1, f);
+  const double past = t(d.sms + 1, f) - t(d.sms, f);
+  EXPECT_NEAR(below, dram_step, 1e-3 * dram_step);
+  EXPECT_NEAR(past, dram_step + row_bytes / 10e9, 1e-3 * past);
+  EXPECT_GT(past, 10 * below);
+  // One row and a full wave differ by DRAM bytes only.
+  EXPECT_NEAR(t(d.sms, f) - t(1, f), (d.sms - 1) * dram_step, 1e-3 * d.sms * dram_step);
+  // Non-decreasing in rows.
+  double prev = 0;
+  for (int64_t r = 1; r <= 600; ++r) {
+    EXPECT_GE(t(r, f), prev) << r;
+    prev = t(r, f);
+  }
+  // The old form has no step.
+  KernelClassFit old = f;
+  old.sm_rate = 0;
+  old.bw_frac = 0.6;
+  const double old_below = t(d.sms, old) - t(d.sms - 1, old), old_past = t(d.sms + 1, old) - t(d.sms, old);
+  EXPECT_NEAR(old_past, old_below, 1e-3 * old_below);
+}
+
+TEST(KernelCostModel, FitFileCarriesThePerSmRate) {
+  GpuKernelParams p;
+  p.by_class["gemm"] = {5e-6, 0.7, 0.85, 4};
+  p.by_class["elementwise"] = {2e-6, 1, 1, 1, 12.5e9};
+  const GpuKernelParams q = parse_kernel_params(kernel_params_csv(p, "n"), "x");
+  EXPECT_DOUBLE_EQ(q.by_class.at("elementwise").sm_rate, 12.5e9);
+  EXPECT_DOUBLE_EQ(q.by_class.at("gemm").sm_rate, 0);
+  const std::string h = "class,latency_s,bw_frac,compute_frac,p,sm_gbs\n";
+  auto err = [](const std::string& t) {
+    try {
+      parse_kernel_params(t, "f.csv");
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(err(h + "elementwise,2e-6,1,1,1\n").find("f.csv:2: expected 6 fields"), std::string::npos);
+  EXPECT_NE(err(h + "elementwise,2e-6,1,1,1,-3\n").find("f.csv:2: sm_gbs '-3'"), std::string::npos);
+  EXPECT_NE(err(h + "gemm,5e-6,0.7,0.8,4,10\n").find("sm_gbs must be 0 for gemm"), std::string::npos);
+  // The older header (no sm_gbs) still reads, every class without the per-SM term.
+  const GpuKernelParams o = parse_kernel_params("class,latency_s,bw_frac,compute_frac,p\nnorm,3e-6,0.6,1,1\n", "o");
+  EXPECT_DOUBLE_EQ(o.by_class.at("norm").sm_rate, 0);
+}
+
 TEST(KernelCostModel, FitFileRoundTripsAndRejectsBadRows) {
   GpuKernelParams p;
   p.by_class["gemm"] = {5e-6, 0.7, 0.85, 4};
