@@ -365,10 +365,12 @@ std::vector<NetworkFit> parse_network_profile(const std::string& text, const std
       f.min_bytes = b[0];
       f.max_bytes = b[1];
     }
-    auto pct = [&](const std::string& k) {
-      if (!n.has(k)) return 0.0;
-      const double v = n.required(k).as_double();
-      if (!(v >= 0 && v <= 1e6)) n.required(k).fail("must be a percentage from 0, got " + fmt(v));
+    // (A structured binding cannot be captured before C++20 in clang 14: a named reference can.)
+    const auto& node = n;
+    auto pct = [&node](const std::string& k) {
+      if (!node.has(k)) return 0.0;
+      const double v = node.required(k).as_double();
+      if (!(v >= 0 && v <= 1e6)) node.required(k).fail("must be a percentage from 0, got " + fmt(v));
       return v / 100;
     };
     f.median_error = pct("error_median_pct");
