@@ -87,7 +87,7 @@ for t in "${targets[@]}"; do
   # (CSV seeds: their header's column names.)
   { grep -ahoE '"?[A-Za-z_][A-Za-z0-9_]*"?:' "$seeds"/* || true
     for f in "$seeds"/*.csv; do [[ -f $f ]] || continue; head -1 "$f" | tr "," "\n"; done; } |
-    sort -u | sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/"&"/' > "$build/$t.dict"
+    tr -d '\r' | sed '/^$/d' | sort -u | sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/"&"/' > "$build/$t.dict"
   echo "== fuzz $t for $secs s ($(ls "$seeds" | wc -l) seeds, $(ls "$corpus" | wc -l) in corpus, $(ls "$kept" | wc -l) kept)"
   log=$build/fuzz_$t.log
   rc=0
