@@ -53,8 +53,12 @@ policies:
   cost_model: $model
 YAML
       "$vlasim" roofline "$tmp/s.yaml" -o "$tmp/r" -q
-      row+=$(awk -F, -v pub="$pub" 'NR > 1 { s += $19 } END { printf " %.2f (%+.1f%%) |", s * 1e3, 100 * (s * 1e3 / pub - 1) }' "$tmp/r/roofline.csv")
-      measured=$(awk -F, 'NR > 1 && $6 == "gemm" { m += $21; n += $8 } END { printf "%d of %d", m, n }' "$tmp/r/roofline.csv")
+      # roofline.csv's columns by their header names.
+      cols='NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }'
+      row+=$(awk -F, -v pub="$pub" "$cols"' { s += $c["seconds"] }
+        END { printf " %.2f (%+.1f%%) |", s * 1e3, 100 * (s * 1e3 / pub - 1) }' "$tmp/r/roofline.csv")
+      measured=$(awk -F, "$cols"' $c["class"] == "gemm" { m += $c["measured_ops"]; n += $c["ops"] }
+        END { printf "%d of %d", m, n }' "$tmp/r/roofline.csv")
     done
     echo "$row $measured |"
   done

@@ -1110,44 +1110,42 @@ def gpu_import_cases():
     # The kernel cost model (issue 29): its parameters and its fit file, named at their keys.
     scn = read("scenarios/pi0_rtx4090.yaml")
     assert "  cost_model: roofline\n" in scn
-    add("gpu_kernel_host_op_negative", SIM, 2, "kernel_host_op.yaml && host_op_us && from 0 to 10000",
-        "the kernel cost model with a negative eager host time", "gpu_import/kernel_host_op.yaml",
-        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {host_op_us: -1}}\n"))
-    add("gpu_kernel_unknown_param", SIM, 2, "kernel_unknown_param.yaml && bw_frac",
-        "an unknown kernel cost model parameter", "gpu_import/kernel_unknown_param.yaml",
-        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {bw_frac: 0.8}}\n"))
-    add("gpu_kernel_fit_missing", SIM, 2, "kernel_fit_missing.yaml && fit && cannot read",
-        "a kernel fit file that does not exist", "gpu_import/kernel_fit_missing.yaml",
-        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {fit: no_such_fit.csv}}\n"))
-    add("gpu_kernel_fit_bad_row", SIM, 2, "kernel_fit_bad_row.yaml && fit && bad_fit.csv:2: && unknown class 'conv'",
-        "a kernel fit file with an unknown class", "gpu_import/kernel_fit_bad_row.yaml",
-        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {fit: bad_fit.csv}}\n"))
-    with open(os.path.join(OUT, "gpu_import/bad_fit.csv"), "w", encoding="utf-8") as f:
-        f.write("class,latency_s,bw_frac,compute_frac,p\nconv,5e-6,0.7,0.8,4\n")
-    add("gpu_kernel_measured_missing", SIM, 2, "kernel_measured_missing.yaml && measured && cannot read 'no_such.json'",
-        "a measured GPU profile that does not exist", "gpu_import/kernel_measured_missing.yaml",
-        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {measured: no_such.json}}\n"))
-    add("gpu_kernel_measured_not_profile", SIM, 2, "kernel_measured_junk.yaml && measured && junk_profile.json",
-        "a measured GPU profile that is not a profile", "gpu_import/kernel_measured_junk.yaml",
-        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {measured: junk_profile.json}}\n"))
-    with open(os.path.join(OUT, "gpu_import/junk_profile.json"), "w", encoding="utf-8") as f:
-        f.write('{"version": 1, "made_with": 3}\n')
-    add("gpu_kernel_measured_empty_item", SIM, 2, "kernel_measured_empty.yaml && measured && empty profile path",
-        "an empty entry in the measured profile list", "gpu_import/kernel_measured_empty.yaml",
-        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {measured: ','}}\n"))
+    def kernel_case(cid, params, expect, desc, yaml_name, side=None):
+        """The scenario with the kernel cost model given `params`; `side`: (file, text) beside it."""
+        add(cid, SIM, 2, expect, desc, "gpu_import/" + yaml_name,
+            scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {%s}}\n" % params))
+        if side:
+            with open(os.path.join(OUT, "gpu_import", side[0]), "w", encoding="utf-8") as f:
+                f.write(side[1])
+    kernel_case("gpu_kernel_host_op_negative", "host_op_us: -1", "kernel_host_op.yaml && host_op_us && from 0 to 10000",
+                "the kernel cost model with a negative eager host time", "kernel_host_op.yaml")
+    kernel_case("gpu_kernel_unknown_param", "bw_frac: 0.8", "kernel_unknown_param.yaml && bw_frac",
+                "an unknown kernel cost model parameter", "kernel_unknown_param.yaml")
+    kernel_case("gpu_kernel_fit_missing", "fit: no_such_fit.csv", "kernel_fit_missing.yaml && fit && cannot read",
+                "a kernel fit file that does not exist", "kernel_fit_missing.yaml")
+    kernel_case("gpu_kernel_fit_bad_row", "fit: bad_fit.csv",
+                "kernel_fit_bad_row.yaml && fit && bad_fit.csv:2: && unknown class 'conv'",
+                "a kernel fit file with an unknown class", "kernel_fit_bad_row.yaml",
+                ("bad_fit.csv", "class,latency_s,bw_frac,compute_frac,p\nconv,5e-6,0.7,0.8,4\n"))
+    kernel_case("gpu_kernel_measured_missing", "measured: no_such.json",
+                "kernel_measured_missing.yaml && measured && cannot read 'no_such.json'",
+                "a measured GPU profile that does not exist", "kernel_measured_missing.yaml")
+    kernel_case("gpu_kernel_measured_not_profile", "measured: junk_profile.json",
+                "kernel_measured_junk.yaml && measured && junk_profile.json",
+                "a measured GPU profile that is not a profile", "kernel_measured_junk.yaml",
+                ("junk_profile.json", '{"version": 1, "made_with": 3}\n'))
+    kernel_case("gpu_kernel_measured_empty_item", "measured: ','",
+                "kernel_measured_empty.yaml && measured && empty profile path",
+                "an empty entry in the measured profile list", "kernel_measured_empty.yaml")
     # The fit file's per-SM rate column (sm_gbs, elementwise ops): negative, and on a GEMM row.
-    add("gpu_kernel_fit_sm_rate_negative", SIM, 2,
-        "kernel_fit_sm_negative.yaml && fit && bad_fit_sm.csv:2: && sm_gbs '-3'",
-        "a kernel fit file with a negative per-SM rate", "gpu_import/kernel_fit_sm_negative.yaml",
-        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {fit: bad_fit_sm.csv}}\n"))
-    with open(os.path.join(OUT, "gpu_import/bad_fit_sm.csv"), "w", encoding="utf-8") as f:
-        f.write("class,latency_s,bw_frac,compute_frac,p,sm_gbs\nelementwise,2e-6,1,1,1,-3\n")
-    add("gpu_kernel_fit_sm_rate_gemm", SIM, 2,
-        "kernel_fit_sm_gemm.yaml && fit && bad_fit_sm_gemm.csv:2: && sm_gbs must be 0 for gemm",
-        "a kernel fit file with a per-SM rate on its GEMM row", "gpu_import/kernel_fit_sm_gemm.yaml",
-        scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {fit: bad_fit_sm_gemm.csv}}\n"))
-    with open(os.path.join(OUT, "gpu_import/bad_fit_sm_gemm.csv"), "w", encoding="utf-8") as f:
-        f.write("class,latency_s,bw_frac,compute_frac,p,sm_gbs\ngemm,5e-6,0.7,0.8,4,10\n")
+    kernel_case("gpu_kernel_fit_sm_rate_negative", "fit: bad_fit_sm.csv",
+                "kernel_fit_sm_negative.yaml && fit && bad_fit_sm.csv:2: && sm_gbs '-3'",
+                "a kernel fit file with a negative per-SM rate", "kernel_fit_sm_negative.yaml",
+                ("bad_fit_sm.csv", "class,latency_s,bw_frac,compute_frac,p,sm_gbs\nelementwise,2e-6,1,1,1,-3\n"))
+    kernel_case("gpu_kernel_fit_sm_rate_gemm", "fit: bad_fit_sm_gemm.csv",
+                "kernel_fit_sm_gemm.yaml && fit && bad_fit_sm_gemm.csv:2: && sm_gbs must be 0 for gemm",
+                "a kernel fit file with a per-SM rate on its GEMM row", "kernel_fit_sm_gemm.yaml",
+                ("bad_fit_sm_gemm.csv", "class,latency_s,bw_frac,compute_frac,p,sm_gbs\ngemm,5e-6,0.7,0.8,4,10\n"))
     add("gpu_eval_cost_model_unknown", "{vlasim} validate-papers --cost-model frob -q", 2,
         "--cost-model && frob", "validate-papers with an unknown fitted cost model")
 

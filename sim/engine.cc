@@ -762,6 +762,12 @@ std::string hex16(uint64_t h) {
   return b;
 }
 
+// A CPU segment's slowdown from bandwidth alone with every other core of its node streaming:
+// its memory time stretched by core_bw / core_bw_loaded (1 without a loaded bandwidth).
+double bandwidth_slowdown(const DeviceSpec& spec, double memory_frac) {
+  return spec.core_bw_loaded > 0 ? 1 + memory_frac * (spec.core_bw / spec.core_bw_loaded - 1) : 1;
+}
+
 // Whether `seg` runs on a CPU core group (not a transfer).
 bool cpu_segment(const Plan& p, const Segment& seg) {
   if (seg.transfer || seg.unit < 0 || static_cast<size_t>(seg.unit) >= p.units.size()) return false;
@@ -813,8 +819,7 @@ double corun_slowdown(const Scenario& s, const Plan& p, int plan_model, int segm
       return std::max(1.0, it->second);
     }
   }
-  if (spec.core_bw_loaded > 0) return 1 + seg.memory_frac * (spec.core_bw / spec.core_bw_loaded - 1);
-  return 1;
+  return bandwidth_slowdown(spec, seg.memory_frac);
 }
 
 SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& options) {
@@ -865,8 +870,8 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
           if (it == corun_cache.end())
             it = corun_cache.emplace(std::make_pair(w.plan, w.segment), corun_slowdown(s, plan, w.plan, w.segment)).first;
           j.corun_full = it->second;
-        } else if (dev.spec.core_bw_loaded > 0) {
-          j.corun_full = 1 + seg.memory_frac * (dev.spec.core_bw / dev.spec.core_bw_loaded - 1);
+        } else {
+          j.corun_full = bandwidth_slowdown(dev.spec, seg.memory_frac);
         }
         j.cores = dev.units[ui.unit].cores;
         j.node_cores = dev.spec.cores() / std::max(1, dev.spec.numa_nodes);

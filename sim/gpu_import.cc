@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "scenarios/config.h"
+#include "sim/csv_fields.h"
 
 namespace vlasim {
 
@@ -71,47 +72,6 @@ namespace {
 // Longest line and most rows read from a CSV (the largest Vidur file has ~1800 rows).
 constexpr size_t kMaxRows = 200000;
 
-struct Field {
-  std::string text;
-  int column = 1;  // 1-based character column of its first character
-};
-
-std::vector<Field> split_csv(const std::string& line) {
-  std::vector<Field> out;
-  size_t start = 0;
-  for (;;) {
-    size_t comma = line.find(',', start);
-    out.push_back({line.substr(start, comma == std::string::npos ? std::string::npos : comma - start),
-                   int(start) + 1});
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-double parse_number(const std::string& file, int line, const Field& f, const std::string& col) {
-  const std::string& s = f.text;
-  if (s.empty()) throw ConfigError(file, line, f.column, col, "empty value; expected a number");
-  if (s.find_first_not_of("0123456789+-.eE") != std::string::npos)
-    throw ConfigError(file, line, f.column, col, "'" + s + "' is not a number");
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v))
-    throw ConfigError(file, line, f.column, col, "'" + s + "' is not a finite number");
-  return v;
-}
-
-int64_t parse_whole(const std::string& file, int line, const Field& f, const std::string& col,
-                    int64_t lo, int64_t hi) {
-  const double v = parse_number(file, line, f, col);
-  if (v != std::floor(v) || v < double(lo) || v > double(hi))
-    throw ConfigError(file, line, f.column, col,
-                      "'" + f.text + "' must be a whole number from " + std::to_string(lo) + " to " +
-                          std::to_string(hi));
-  return int64_t(v);
-}
-
 const std::vector<std::string> kVidurOps = {"emb", "input_layernorm", "attn_pre_proj", "attn_rope",
                                             "attn_post_proj", "post_attention_layernorm",
                                             "mlp_up_proj", "mlp_act", "mlp_down_proj", "add"};
@@ -156,7 +116,7 @@ void parse_vidur_file(const std::string& text, const std::string& path, std::vec
   while (std::getline(in, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::vector<Field> f = split_csv(line);
+    std::vector<CsvField> f = split_csv(line);
     if (lineno == 1) {
       for (size_t i = 0; i < f.size(); ++i) {
         const std::string& name = f[i].text;
@@ -206,16 +166,16 @@ void parse_vidur_file(const std::string& text, const std::string& path, std::vec
                         f.size() > header.size() ? f[header.size()].column : int(line.size()) + 1, "",
                         "row has " + std::to_string(f.size()) + " fields, the header " +
                             std::to_string(header.size()) + " (truncated or malformed row)");
-    auto field = [&](const std::string& name) -> const Field& { return f[size_t(col.at(name))]; };
+    auto field = [&](const std::string& name) -> const CsvField& { return f[size_t(col.at(name))]; };
     auto whole = [&](const std::string& name, int64_t lo, int64_t hi) {
-      return parse_whole(path, lineno, field(name), name, lo, hi);
+      return csv_whole(path, lineno, field(name), name, lo, hi);
     };
     const int64_t heads = whole("n_head", 1, 4096), kv_heads = whole("n_kv_head", 1, 4096);
     const int64_t h = whole("n_embd", 1, 1 << 20), ff = whole("n_expanded_embd", 1, 1 << 22);
     whole("vocab_size", 1, 1 << 24);
     const int64_t T = whole("num_tokens", 1, 1 << 24);
     const int64_t tp = whole("num_tensor_parallel_workers", 1, 1024);
-    const Field& g = field("use_gated_mlp");
+    const CsvField& g = field("use_gated_mlp");
     bool gated;
     if (g.text == "True" || g.text == "true" || g.text == "1") gated = true;
     else if (g.text == "False" || g.text == "false" || g.text == "0") gated = false;
@@ -234,12 +194,12 @@ void parse_vidur_file(const std::string& text, const std::string& path, std::vec
       const std::string p = "time_stats." + op + ".";
       double st[5];
       for (int i = 0; i < 5; ++i) {
-        st[i] = parse_number(path, lineno, field(p + kVidurStats[size_t(i)]), p + kVidurStats[size_t(i)]);
+        st[i] = csv_number(path, lineno, field(p + kVidurStats[size_t(i)]), p + kVidurStats[size_t(i)]);
         if (st[i] < 0)
           throw ConfigError(path, lineno, field(p + kVidurStats[size_t(i)]).column, p + kVidurStats[size_t(i)],
                             "negative time");
       }
-      const Field& med = field(p + "median");
+      const CsvField& med = field(p + "median");
       const double lo = st[0], hi = st[1], median = st[3];
       if (median < lo * (1 - 1e-9) || median > hi * (1 + 1e-9))
         throw ConfigError(path, lineno, med.column, p + "median",

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "scenarios/config.h"
+#include "sim/csv_fields.h"
 
 namespace vlasim {
 
@@ -22,44 +23,6 @@ const std::vector<std::string> kCollectives = {"send_recv", "all_reduce"};
 const std::vector<std::string> kStats = {"min", "max", "mean", "median", "std"};
 const std::vector<std::string> kShape = {"rank", "num_workers", "size", "collective", "devices_per_node",
                                          "max_devices_per_node"};
-
-struct Field {
-  std::string text;
-  int column = 1;  // 1-based character column of its first character
-};
-
-std::vector<Field> split_csv(const std::string& line) {
-  std::vector<Field> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t comma = line.find(',', start);
-    out.push_back({line.substr(start, comma == std::string::npos ? std::string::npos : comma - start), int(start) + 1});
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-double number(const std::string& file, int line, const Field& f, const std::string& col) {
-  const std::string& s = f.text;
-  if (s.empty()) throw ConfigError(file, line, f.column, col, "empty value; expected a number");
-  if (s.find_first_not_of("0123456789+-.eE") != std::string::npos)
-    throw ConfigError(file, line, f.column, col, "'" + s + "' is not a number");
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v))
-    throw ConfigError(file, line, f.column, col, "'" + s + "' is not a finite number");
-  return v;
-}
-
-int64_t whole(const std::string& file, int line, const Field& f, const std::string& col, int64_t lo, int64_t hi) {
-  const double v = number(file, line, f, col);
-  if (v != std::floor(v) || v < double(lo) || v > double(hi))
-    throw ConfigError(file, line, f.column, col,
-                      "'" + f.text + "' must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
-  return int64_t(v);
-}
 
 std::string fmt(double v, int digits = 4) {
   char b[64];
@@ -97,7 +60,7 @@ std::vector<NetworkGroup> parse_vidur_network(const std::string& text, const std
   while (std::getline(in, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    const std::vector<Field> f = split_csv(line);
+    const std::vector<CsvField> f = split_csv(line);
     if (lineno == 1) {
       for (size_t i = 0; i < f.size(); ++i) {
         const std::string& name = f[i].text;
@@ -144,11 +107,11 @@ std::vector<NetworkGroup> parse_vidur_network(const std::string& text, const std
       throw ConfigError(path, lineno, f.size() > width ? f[width].column : int(line.size()) + 1, "",
                         "row has " + std::to_string(f.size()) + " fields, the header " + std::to_string(width) +
                             " (truncated or malformed row)");
-    auto field = [&](const std::string& name) -> const Field& { return f[size_t(col.at(name))]; };
+    auto field = [&](const std::string& name) -> const CsvField& { return f[size_t(col.at(name))]; };
     auto count = [&](const std::string& name, int64_t lo, int64_t hi) {
-      return whole(path, lineno, field(name), name, lo, hi);
+      return csv_whole(path, lineno, field(name), name, lo, hi);
     };
-    const Field& c = field("collective");
+    const CsvField& c = field("collective");
     if (c.text != coll)
       throw ConfigError(path, lineno, c.column, "collective",
                         "collective '" + c.text + "' in a file of time_stats." + coll + " columns");
@@ -174,11 +137,11 @@ std::vector<NetworkGroup> parse_vidur_network(const std::string& text, const std
     double st[5];
     for (size_t i = 0; i < 5; ++i) {
       const std::string k = "time_stats." + coll + "." + kStats[i];
-      st[i] = number(path, lineno, field(k), k);
+      st[i] = csv_number(path, lineno, field(k), k);
       if (st[i] < 0) throw ConfigError(path, lineno, field(k).column, k, "negative time");
     }
     const std::string mk = "time_stats." + coll + ".median";
-    const Field& med = field(mk);
+    const CsvField& med = field(mk);
     const double lo = st[0], hi = st[1], median = st[3];
     if (median < lo * (1 - 1e-9) || median > hi * (1 + 1e-9))
       throw ConfigError(path, lineno, med.column, mk,

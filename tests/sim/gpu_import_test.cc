@@ -227,6 +227,16 @@ TEST(KernelCostModel, ElementwiseRowsPastTheSmCountStartANewWave) {
   EXPECT_NEAR(old_past, old_below, 1e-3 * old_below);
 }
 
+// What parse_kernel_params says of fit file text `t` named f.csv ("accepted" if it reads).
+std::string fit_error(const std::string& t) {
+  try {
+    parse_kernel_params(t, "f.csv");
+  } catch (const std::runtime_error& e) {
+    return std::string(e.what());
+  }
+  return std::string("accepted");
+}
+
 TEST(KernelCostModel, FitFileCarriesThePerSmRate) {
   GpuKernelParams p;
   p.by_class["gemm"] = {5e-6, 0.7, 0.85, 4};
@@ -235,17 +245,9 @@ TEST(KernelCostModel, FitFileCarriesThePerSmRate) {
   EXPECT_DOUBLE_EQ(q.by_class.at("elementwise").sm_rate, 12.5e9);
   EXPECT_DOUBLE_EQ(q.by_class.at("gemm").sm_rate, 0);
   const std::string h = "class,latency_s,bw_frac,compute_frac,p,sm_gbs\n";
-  auto err = [](const std::string& t) {
-    try {
-      parse_kernel_params(t, "f.csv");
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
-  EXPECT_NE(err(h + "elementwise,2e-6,1,1,1\n").find("f.csv:2: expected 6 fields"), std::string::npos);
-  EXPECT_NE(err(h + "elementwise,2e-6,1,1,1,-3\n").find("f.csv:2: sm_gbs '-3'"), std::string::npos);
-  EXPECT_NE(err(h + "gemm,5e-6,0.7,0.8,4,10\n").find("sm_gbs must be 0 for gemm"), std::string::npos);
+  EXPECT_NE(fit_error(h + "elementwise,2e-6,1,1,1\n").find("f.csv:2: expected 6 fields"), std::string::npos);
+  EXPECT_NE(fit_error(h + "elementwise,2e-6,1,1,1,-3\n").find("f.csv:2: sm_gbs '-3'"), std::string::npos);
+  EXPECT_NE(fit_error(h + "gemm,5e-6,0.7,0.8,4,10\n").find("sm_gbs must be 0 for gemm"), std::string::npos);
   // The older header (no sm_gbs) still reads, every class without the per-SM term.
   const GpuKernelParams o = parse_kernel_params("class,latency_s,bw_frac,compute_frac,p\nnorm,3e-6,0.6,1,1\n", "o");
   EXPECT_DOUBLE_EQ(o.by_class.at("norm").sm_rate, 0);
@@ -260,19 +262,11 @@ TEST(KernelCostModel, FitFileRoundTripsAndRejectsBadRows) {
   EXPECT_DOUBLE_EQ(q.by_class.at("gemm").compute_frac, 0.85);
   EXPECT_DOUBLE_EQ(q.by_class.at("norm").latency_s, 3e-6);
   const std::string h = "class,latency_s,bw_frac,compute_frac,p\n";
-  auto err = [](const std::string& t) {
-    try {
-      parse_kernel_params(t, "f.csv");
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
-  EXPECT_EQ(err(""), "f.csv: no header line");
-  EXPECT_NE(err(h + "gemm,5e-6,0.7,0.8\n").find("f.csv:2: expected 5 fields"), std::string::npos);
-  EXPECT_NE(err(h + "conv,5e-6,0.7,0.8,4\n").find("unknown class 'conv'"), std::string::npos);
-  EXPECT_NE(err(h + "gemm,5e-6,x,0.8,4\n").find("'x' is not a positive number"), std::string::npos);
-  EXPECT_NE(err(h + "gemm,5,0.7,0.8,4\n").find("out of range"), std::string::npos);
+  EXPECT_EQ(fit_error(""), "f.csv: no header line");
+  EXPECT_NE(fit_error(h + "gemm,5e-6,0.7,0.8\n").find("f.csv:2: expected 5 fields"), std::string::npos);
+  EXPECT_NE(fit_error(h + "conv,5e-6,0.7,0.8,4\n").find("unknown class 'conv'"), std::string::npos);
+  EXPECT_NE(fit_error(h + "gemm,5e-6,x,0.8,4\n").find("'x' is not a positive number"), std::string::npos);
+  EXPECT_NE(fit_error(h + "gemm,5,0.7,0.8,4\n").find("out of range"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,25 @@
+// Fields of one CSV line with their columns, and numbers read from them with errors that name
+// the file, line, column and column name (the readers of sim/gpu_import.h and sim/gpu_network.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vlasim {
+
+struct CsvField {
+  std::string text;
+  int column = 1;  // 1-based character column of its first character
+};
+
+// The comma-separated fields of `line` (no quoting: the measured-data files have none).
+std::vector<CsvField> split_csv(const std::string& line);
+// `f` as a finite number. Throws ConfigError(file, line, f.column, col) when it is empty, has
+// characters no number has, or is not finite.
+double csv_number(const std::string& file, int line, const CsvField& f, const std::string& col);
+// `f` as a whole number in [lo, hi]; throws as csv_number otherwise.
+int64_t csv_whole(const std::string& file, int line, const CsvField& f, const std::string& col, int64_t lo,
+                  int64_t hi);
+
+}  // namespace vlasim
