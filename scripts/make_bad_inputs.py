@@ -524,6 +524,21 @@ def catalog_mutations():
                 add(cid, CAT, 2, "%s:%d && core_bw_loaded_gbs" % (fname, line_of(mut, end)),
                     "sim/catalog/%s %s: core_bw_loaded_gbs %s" % (fname, entry, val),
                     "catalog/%s/%s" % (cid, fname), mut)
+        # A GPU's fp16-accumulate rate and clocks (issue 29): the rate at least the fp32-
+        # accumulate peak; boost_mhz and load_mhz together, load within 0.5-1.5 x boost.
+        if entry == "h100-sxm":
+            for tag, lines, key in (
+                    ("acc16_below_peak", "  tflops_fp16_acc16: 100\n", "tflops_fp16_acc16"),
+                    ("acc16_text", "  tflops_fp16_acc16: fast\n", "tflops_fp16_acc16"),
+                    ("boost_without_load", "  boost_mhz: 1980\n", "boost_mhz"),
+                    ("load_without_boost", "  load_mhz: 1800\n", "load_mhz"),
+                    ("load_far_above_boost", "  boost_mhz: 1980\n  load_mhz: 5000\n", "load_mhz"),
+                    ("boost_negative", "  boost_mhz: -1980\n  load_mhz: 1800\n", "boost_mhz")):
+                cid = "cat_%s__%s" % (stem, tag)
+                mut = text[:end] + lines + text[end:]
+                add(cid, CAT, 2, "%s:%d && %s" % (fname, line_of(mut, mut.index("  " + key + ":", end)), key),
+                    "sim/catalog/%s %s: %s" % (fname, entry, lines.strip().replace("\n", ", ")),
+                    "catalog/%s/%s" % (cid, fname), mut)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -165,13 +165,18 @@ std::string regime(const Op& op, const DeviceSpec& d) {
 
 }  // namespace
 
+double gemm_compute_rate(DType t, const DeviceSpec& d, const KernelClassFit& f) {
+  const double peak = d.peak.matrix(t);
+  const bool tensor16 = t == DType::F16 || t == DType::BF16;
+  const double feed = tensor16 ? std::max(peak, d.peak.matrix_fp16_acc16) : peak;
+  return std::min(f.compute_frac * feed, peak) * d.load_clock_ratio();
+}
+
 GemmTiling gemm_tiling(const Op& op, const DeviceSpec& d, const KernelClassFit& f) {
   const int64_t M = std::max<int64_t>(1, op.m), N = std::max<int64_t>(1, op.n), K = std::max<int64_t>(1, op.k);
   const int64_t sms = std::max(1, d.sms);
   const double dram = dram_rate(d, f);
-  const double block_rate =
-      f.compute_frac * d.peak.matrix(op.dtype) /
-      double(sms);
+  const double block_rate = gemm_compute_rate(op.dtype, d, f) / double(sms);
   const double memory = op_bytes(op) / dram;
   static constexpr int kTiles[][2] = {{64, 64}, {64, 128}, {128, 64}, {128, 128}, {128, 256}};
   static constexpr int kSplits[] = {1, 2, 3, 4, 6, 8, 12, 16};

@@ -9,7 +9,11 @@
 // over K in s parts when that fills more SMs, as thread blocks over the SMs in waves; the
 // library takes the fastest choice:
 //   memory  = bytes / (b x bw)                      (operands and result once through DRAM)
-//   block   = 2 tm tn ceil(K / s) / (f x peak / SMs)   (one SM's share of one block)
+//   block   = 2 tm tn ceil(K / s) / (rate / SMs)       (one SM's share of one block)
+//   rate    = min(f x feed, peak) x clock   feed: the fp16-accumulate rate where the datasheet
+//             gives one above the fp32-accumulate peak (GeForce), else the peak; clock: the
+//             cited clock under load over the clock the peak is stated at, else 1
+//             (gemm_compute_rate)
 //   compute = waves x block,  waves = ceil(tiles x s / SMs)
 //   reduce  = 8 M N s / (b x bw)                    (split-K fp32 partial sums, s > 1)
 //   t = L + (memory^p + compute^p)^(1/p) + reduce
@@ -68,6 +72,13 @@ struct GemmTiling {
   double seconds = 0;     // the kernel's predicted time alone on the GPU
 };
 GemmTiling gemm_tiling(const Op& op, const DeviceSpec& d, const KernelClassFit& f);
+// The tensor rate (FLOP/s, whole GPU) a GEMM of dtype `t` reaches under fit `f`: the fraction
+// compute_frac of the rate the SMs' operand feed is built for, at most the datasheet peak for
+// `t`. The feed's rate is the fp16-accumulate rate (PeakRates::matrix_fp16_acc16) for fp16 and
+// bf16 where the datasheet gives one above the peak: a GeForce board, whose fp32 accumulation
+// runs at half that rate, reaches its whole fp32-accumulate peak; elsewhere f x peak. Both
+// scale by DeviceSpec::load_clock_ratio (the clock under load against the peak's).
+double gemm_compute_rate(DType t, const DeviceSpec& d, const KernelClassFit& f);
 // Predicted seconds of `op` alone on the whole GPU `d` with the class fit `f`.
 double kernel_class_seconds(const Op& op, const DeviceSpec& d, const KernelClassFit& f);
 

@@ -121,14 +121,21 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
   };
   switch (d.type) {
     case DeviceType::Gpu: {
-      n.check_keys(with({"sms", "tflops_bf16", "tflops_fp16", "tflops_fp32", "tops_int8",
+      n.check_keys(with({"sms", "tflops_bf16", "tflops_fp16", "tflops_fp16_acc16", "tflops_fp32", "tops_int8",
                          "mem_gb", "bw_gbs", "l2_mb", "max_streams", "launch_us",
-                         "graph_launch_us", "context_gb", "sm_granularity", "kernels",
+                         "graph_launch_us", "context_gb", "sm_granularity", "kernels", "boost_mhz", "load_mhz",
                          "time_slice_us", "context_switch_us"}));
       d.sms = static_cast<int>(n.get_count("sms", 0, 1, 100000));
       if (!n.has("sms")) n.required("sms");
       d.peak.matrix_bf16 = figure(n, "tflops_bf16", 1e-3, 1e5) * kT;
       d.peak.matrix_fp16 = figure(n, "tflops_fp16", 1e-3, 1e5, d.peak.matrix_bf16 / kT) * kT;
+      if (n.has("tflops_fp16_acc16")) {
+        d.peak.matrix_fp16_acc16 = figure(n, "tflops_fp16_acc16", 1e-3, 1e5) * kT;
+        if (d.peak.matrix_fp16_acc16 < std::max(d.peak.matrix_fp16, d.peak.matrix_bf16))
+          n.required("tflops_fp16_acc16")
+              .fail("the fp16-accumulate rate cannot be below the fp32-accumulate rate "
+                    "(tflops_fp16 / tflops_bf16); leave it out where the datasheet gives one rate");
+      }
       d.peak.vector_fp32 = figure(n, "tflops_fp32", 1e-3, 1e5) * kT;
       d.peak.matrix_fp32 = d.peak.vector_fp32;
       d.peak.matrix_int8 = figure(n, "tops_int8", 1e-3, 1e5, 2 * d.peak.matrix_bf16 / kT) * kT;
@@ -144,6 +151,14 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
       d.context_switch_s = figure(n, "context_switch_us", 0, 1e6, d.context_switch_s * 1e6) * 1e-6;
       d.eff = parse_efficiency(n.optional("efficiency"), Efficiency{});
       d.kernels = parse_kernels(n.optional("kernels"), d.sms);
+      if (n.has("boost_mhz") != n.has("load_mhz"))
+        n.required(n.has("boost_mhz") ? "boost_mhz" : "load_mhz")
+            .fail("boost_mhz and load_mhz come together (the clock the peaks are stated at, and "
+                  "the clock under sustained load)");
+      if (n.has("boost_mhz")) {
+        d.boost_mhz = figure(n, "boost_mhz", 100, 10000);
+        d.load_mhz = figure(n, "load_mhz", 0.5 * d.boost_mhz, 1.5 * d.boost_mhz);
+      }
       break;
     }
     case DeviceType::Cpu: {

@@ -19,6 +19,10 @@ const char* to_string(DeviceType t);
 struct PeakRates {
   double matrix_bf16 = 0;  // tensor cores / AMX / AVX512-BF16 dot products
   double matrix_fp16 = 0;
+  // GPUs: the fp16 tensor rate with fp16 accumulation where the datasheet gives it above the
+  // fp32-accumulate rate (GeForce boards run fp32 accumulation, which bf16 and PyTorch's fp16
+  // GEMMs use, at half the rate their tensor cores' operand feed is built for); 0: not above.
+  double matrix_fp16_acc16 = 0;
   double matrix_fp32 = 0;  // TF32 off: fp32 GEMMs on vector units
   double matrix_int8 = 0;
   double vector_fp32 = 0;  // elementwise, norms, softmax
@@ -75,6 +79,12 @@ struct DeviceSpec {
   double time_slice_s = 2e-3;
   double context_switch_s = 50e-6;
   KernelModel kernels;         // GPU: the shape-aware cost model's figures
+  // GPU clock (MHz) the datasheet peaks are stated at (boost_mhz) and the clock boards hold
+  // under sustained tensor load (load_mhz), both cited; 0: not given (the peaks hold as stated).
+  double boost_mhz = 0, load_mhz = 0;
+  // load_mhz / boost_mhz where both are given, else 1: the factor the datasheet peaks are off by
+  // under load.
+  double load_clock_ratio() const { return boost_mhz > 0 && load_mhz > 0 ? load_mhz / boost_mhz : 1.0; }
 
   // CPU
   int sockets = 0, cores_per_socket = 0, numa_nodes = 0;

@@ -154,6 +154,45 @@ TEST(GpuKernelModel, GemmTilingSplitsKOnlyWhenTilesCannotFillTheSms) {
   EXPECT_EQ(gemm_tiling(gemm_op(4096, 4096, 4096, false, DType::F16), h100, f).split_k, 1);
 }
 
+// gemm_compute_rate: f x peak on a GPU with one tensor rate; on a GeForce-style entry (an
+// fp16-accumulate rate above the fp32-accumulate peak) f x that rate, at most the peak, for
+// fp16 and bf16 only; every rate scaled by the cited clock under load. The shipped RTX 4090
+// entry runs its compute-bound GEMMs at its whole bf16 peak times its load clock.
+TEST(GpuKernelModel, TensorRateCappedAtThePeakWhereTheFeedIsFaster) {
+  DeviceSpec d;
+  d.sms = 100;
+  d.peak.matrix_bf16 = d.peak.matrix_fp16 = 100e12;
+  d.peak.matrix_fp32 = d.peak.vector_fp32 = 50e12;
+  KernelClassFit f;
+  f.compute_frac = 0.75;
+  EXPECT_DOUBLE_EQ(gemm_compute_rate(DType::BF16, d, f), 75e12);
+  d.peak.matrix_fp16_acc16 = 200e12;
+  EXPECT_DOUBLE_EQ(gemm_compute_rate(DType::BF16, d, f), 100e12);  // 0.75 x 200, capped
+  EXPECT_DOUBLE_EQ(gemm_compute_rate(DType::F16, d, f), 100e12);
+  EXPECT_DOUBLE_EQ(gemm_compute_rate(DType::F32, d, f), 37.5e12);  // no tensor feed for fp32
+  f.compute_frac = 0.4;
+  EXPECT_DOUBLE_EQ(gemm_compute_rate(DType::BF16, d, f), 80e12);  // below the cap
+  d.boost_mhz = 2000;
+  d.load_mhz = 2200;
+  EXPECT_DOUBLE_EQ(gemm_compute_rate(DType::BF16, d, f), 88e12);
+  f.compute_frac = 0.75;
+  EXPECT_DOUBLE_EQ(gemm_compute_rate(DType::BF16, d, f), 110e12);
+
+  Catalog cat = Catalog::load_dir(default_catalog_dir());
+  const DeviceSpec& rtx = *cat.find("rtx4090");
+  const DeviceSpec& h100 = *cat.find("h100-sxm");
+  ASSERT_GT(rtx.peak.matrix_fp16_acc16, rtx.peak.matrix_bf16);
+  EXPECT_EQ(h100.peak.matrix_fp16_acc16, 0);
+  EXPECT_DOUBLE_EQ(gemm_compute_rate(DType::BF16, rtx, f), rtx.peak.matrix_bf16 * rtx.load_mhz / rtx.boost_mhz);
+  EXPECT_DOUBLE_EQ(gemm_compute_rate(DType::BF16, h100, f), 0.75 * h100.peak.matrix_bf16);
+  // A compute-bound GEMM's time follows the rate.
+  const Op big = gemm_op(4096, 8192, 8192, false, DType::BF16);
+  KernelClassFit g{3e-6, 0.75, 0.75, 3};
+  const GemmTiling t = gemm_tiling(big, rtx, g);
+  EXPECT_NEAR(t.compute_s, double(t.waves) * 2.0 * t.tile_m * t.tile_n * 8192 /
+                               (gemm_compute_rate(DType::BF16, rtx, g) / rtx.sms), 1e-12);
+}
+
 // The registered `kernel` cost model with the shipped fit (sim/kernel_fit/kernel_model.csv,
 // fitted on every vendored GPU) prices the Llama-2-7b gate/up projection (4096 -> 22016, the
 // shape of a 7B backbone's MLP in the shipped scenarios) near Vidur's measured H100 kernel
