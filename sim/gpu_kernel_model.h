@@ -2,7 +2,7 @@
 // (sim/gpu_import.h) to predict GPUs nobody measured, and its leave-one-GPU-out evaluation
 // against the roofline and shaped models (`vlasim gpu-eval`, reports/gpu_cost_model.md).
 //
-// Per op class c (gemm, norm, elementwise) a per-kernel latency L_c that ADDS (seconds), and
+// Per op class c (gemm, norm, layernorm, elementwise) a per-kernel latency L_c that ADDS (seconds), and
 // the fraction b_c of the datasheet DRAM bandwidth the class reaches. GEMMs also a fraction f
 // of the datasheet matrix peak reached per SM and a combination exponent p, and are run as a
 // GEMM library runs them (gemm_tiling): output tiles of tm x tn (64/128 x 64/128/256), split
@@ -17,7 +17,8 @@
 //   compute = waves x block,  waves = ceil(tiles x s / SMs)
 //   reduce  = 8 M N s / (b x bw)                    (split-K fp32 partial sums, s > 1)
 //   t = L + (memory^p + compute^p)^(1/p) + reduce
-// Norms: t = L + bytes / (b x bw). Elementwise ops (fitted with a per-SM rate r > 0): rows go
+// LayerNorm and GroupNorm (class "layernorm"): t = L + bytes / (b x bw). RMSNorm ("norm") and
+// elementwise ops (fitted with a per-SM rate r > 0): rows go
 // one per SM in waves, each SM moving its row's bytes at r, and all bytes once through DRAM at
 // the catalog's measured streaming-copy rate (kernels.memory x bw; b = 1, not fitted):
 //   t = L + ceil(rows / SMs) x row_bytes / r + bytes / (b x kernels.memory x bw)
@@ -49,7 +50,7 @@ struct KernelClassFit {
 };
 
 struct GpuKernelParams {
-  std::map<std::string, KernelClassFit> by_class;  // "gemm", "norm", "elementwise"
+  std::map<std::string, KernelClassFit> by_class;  // "gemm", "norm", "layernorm", "elementwise"
   // Not a kernel's time: what timing with CUDA events around each launch (ApxInf) adds to a
   // kernel time (CUPTI, Vidur). Fitted when the fit data mixes both; the cost model ignores it.
   double event_timing_s = 0;
@@ -84,6 +85,13 @@ double kernel_class_seconds(const Op& op, const DeviceSpec& d, const KernelClass
 
 // "gemm", "norm", "elementwise", "attention" or "other".
 std::string kernel_class(const Op& op);
+// The fit class that prices `op`: its kernel_class, except a norm other than RMSNorm (LayerNorm,
+// GroupNorm: "layernorm"): PyTorch's LayerNorm and vLLM's RMSNorm kernels reach different
+// fractions of DRAM bandwidth, in opposite directions from any one fit
+// (reports/gpu_cost_model_notes.md). A fit without the class falls back to the op's kernel_class.
+std::string kernel_fit_class(const Op& op);
+// The class fit `p` prices `op` with (kernel_fit_class, else kernel_class); null: none.
+const KernelClassFit* find_fit(const GpuKernelParams& p, const Op& op);
 // Predicted seconds of `op` alone on the whole GPU `d`.
 double kernel_model_seconds(const Op& op, const DeviceSpec& d, const GpuKernelParams& p);
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "scenarios/config.h"
@@ -191,6 +192,38 @@ TEST(GpuKernelModel, TensorRateCappedAtThePeakWhereTheFeedIsFaster) {
   const GemmTiling t = gemm_tiling(big, rtx, g);
   EXPECT_NEAR(t.compute_s, double(t.waves) * 2.0 * t.tile_m * t.tile_n * 8192 /
                                (gemm_compute_rate(DType::BF16, rtx, g) / rtx.sms), 1e-12);
+}
+
+// A LayerNorm is priced by the `layernorm` fit where the fit has one, else by `norm`; an
+// RMSNorm always by `norm`; and the shipped fit holds both, RMSNorm in waves of rows over the
+// SMs (a per-SM rate) and LayerNorm by a DRAM fraction.
+TEST(GpuKernelModel, LayerNormHasItsOwnFitAndFallsBackToNorm) {
+  Catalog cat = Catalog::load_dir(default_catalog_dir());
+  const DeviceSpec& h100 = *cat.find("h100-sxm");
+  const Op ln = norm_op(OpFn::LayerNorm, 1024, 4096, DType::F16);
+  const Op rms = norm_op(OpFn::RMSNorm, 1024, 4096, DType::F16);
+  EXPECT_EQ(kernel_class(ln), "norm");
+  EXPECT_EQ(kernel_fit_class(ln), "layernorm");
+  EXPECT_EQ(kernel_fit_class(rms), "norm");
+  GpuKernelParams p;
+  p.by_class["norm"] = {4e-6, 0.5, 1, 1};
+  EXPECT_EQ(find_fit(p, ln), &p.by_class["norm"]);
+  EXPECT_DOUBLE_EQ(kernel_model_seconds(ln, h100, p), kernel_model_seconds(rms, h100, p) +
+                       (ln.bytes_read + ln.bytes_written - rms.bytes_read - rms.bytes_written) / (0.5 * h100.mem_bw));
+  p.by_class["layernorm"] = {6e-6, 0.25, 1, 1};
+  EXPECT_EQ(find_fit(p, ln), &p.by_class["layernorm"]);
+  EXPECT_EQ(find_fit(p, rms), &p.by_class["norm"]);
+  EXPECT_DOUBLE_EQ(kernel_model_seconds(ln, h100, p), 6e-6 + (ln.bytes_read + ln.bytes_written) / (0.25 * h100.mem_bw));
+  EXPECT_EQ(find_fit(GpuKernelParams{}, ln), nullptr);
+
+  std::ifstream in(default_kernel_fit_path());
+  std::stringstream text;
+  text << in.rdbuf();
+  const GpuKernelParams shipped = parse_kernel_params(text.str(), default_kernel_fit_path());
+  ASSERT_TRUE(shipped.by_class.count("layernorm"));
+  ASSERT_TRUE(shipped.by_class.count("norm"));
+  EXPECT_GT(shipped.by_class.at("norm").sm_rate, 0);
+  EXPECT_EQ(shipped.by_class.at("layernorm").sm_rate, 0);
 }
 
 // The registered `kernel` cost model with the shipped fit (sim/kernel_fit/kernel_model.csv,
