@@ -511,11 +511,15 @@ class Background {
              Calendar* calendar)
       : domains_(domains), calendar_(calendar) {
     for (const auto& l : s.background) {
-      // The (domain, resource) pairs the load takes compute or memory from.
+      // The (domain, resource) pairs the load takes compute or memory from: each unit's
+      // compute, and each memory resource once (a CPU's core groups share their node's DRAM:
+      // a load on the whole CPU takes `memory` of it, not that once per group).
+      std::set<std::pair<int, int>> memory_taken;
       for (const auto& u : p.units) {
         if (u.device < 0 || s.devices[u.device].name != l.device) continue;
         if (!l.unit.empty() && s.devices[u.device].units[u.unit].name != l.unit) continue;
-        Load x{u.domain, u.compute_resource, u.memory_resource, l.compute, l.memory, l.start_s, l.end_s};
+        const double m = memory_taken.insert({u.domain, u.memory_resource}).second ? l.memory : 0.0;
+        Load x{u.domain, u.compute_resource, u.memory_resource, l.compute, m, l.start_s, l.end_s};
         loads_.push_back(x);
         if (s.devices[u.device].spec.type == DeviceType::Gpu) break;  // streams share one SM pool
       }

@@ -433,6 +433,17 @@ TEST(HostEntry, AMeasuredCorunFigureIsTheWholeSlowdownNotAddedToBandwidthSharing
   auto [oa, ob] = ones.run(0);
   EXPECT_NEAR(oa, 0.010, 1e-9);
   EXPECT_NEAR(ob, 0.010, 1e-9);
+  // A declared background load, which the co-run pass never saw, still takes its share of the
+  // DRAM from a measured segment: 0.7 of it taken leaves 0.3 for a's 0.6, half speed.
+  TwoGroups bg = streaming(0.030);
+  bg.s.devices[0].spec.corun_slowdown = {{ka, c}, {kb, 1.0}};
+  BackgroundLoad load;
+  load.device = "cpu0";
+  load.memory = 0.7;
+  bg.s.background = {load};
+  auto [ba, bb] = bg.run(0.1);  // apart: each beside the background only
+  EXPECT_NEAR(ba, 0.020, 1e-7);
+  EXPECT_NEAR(bb, 0.060, 1e-7);
 }
 
 TEST(HostEntry, CorunKeysFollowTheWorkAndItsCoRunnersNotNames) {
