@@ -109,15 +109,27 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
     io.executor = executor;
     if (!quiet) std::cerr << "in context: running " << loaded.size() << " scenario(s) one request at a time...\n";
     const HostEntry before = profile.host;
+    std::vector<CorunDetail> details;
+    io.corun_details = &details;
     for (const InContextSummary& r : calibrate_in_context(profile, loaded, io))
       std::printf("in context %-28s %3d requests: ops %.3f ms, segments %.3f ms, latency %.3f ms\n",
                     r.scenario.c_str(), r.requests, r.op_seconds * 1e3, r.wall_seconds * 1e3,
                     r.latency_seconds * 1e3);
     // The co-run slowdowns this run measured (a base's others are kept).
     for (const CorunSlowdown& cs : profile.host.corun)
-      if (const CorunSlowdown* old = before.corun_for(cs.key); !old || !(*old == cs))
-        std::printf("co-run x%.3f %s: %d runs, %.0f%% overlapped\n", cs.slowdown, cs.segment.c_str(), cs.runs,
+      if (const CorunSlowdown* old = before.corun_for(cs.key); !old || !(*old == cs)) {
+        std::printf("co-run x%.3f %s: %d runs, %.0f%% overlapped", cs.slowdown, cs.segment.c_str(), cs.runs,
                     100 * cs.overlap);
+        // How it was timed, and the time off the CPU the figure leaves out.
+        for (const CorunDetail& d : details)
+          if (d.key == cs.key) {
+            std::printf(" (%s; wall time x%.3f", d.cpu_time ? "CPU time" : "wall time", d.wall_ratio);
+            if (d.off_cpu_alone >= 0 && d.off_cpu_loaded >= 0)
+              std::printf(", off CPU %.1f%% alone, %.1f%% loaded", 100 * d.off_cpu_alone, 100 * d.off_cpu_loaded);
+            std::printf(")");
+          }
+        std::printf("\n");
+      }
   }
   if (sentinel) {
     profile.sentinel = sentinel->stop();

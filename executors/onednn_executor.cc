@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <fstream>
 #include <new>
 #include <set>
@@ -196,6 +197,7 @@ struct OneDnnExecutor::Impl {
 
   void run(Segment& s) {
     using clock = std::chrono::steady_clock;
+    const double cpu0 = thread_cpu_seconds();
     const auto t0 = clock::now();
     auto prev = t0;
     for (size_t i = 0; i < s.kernels.size(); ++i) {
@@ -205,6 +207,14 @@ struct OneDnnExecutor::Impl {
       prev = now;
     }
     s.timing.total = std::chrono::duration<double>(prev - t0).count();
+    const double cpu1 = thread_cpu_seconds();
+    s.timing.cpu = cpu0 >= 0 && cpu1 >= cpu0 ? cpu1 - cpu0 : -1;
+  }
+  // The calling thread's CPU time in seconds; -1 when the clock cannot be read.
+  static double thread_cpu_seconds() {
+    timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
   }
 };
 

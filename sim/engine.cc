@@ -108,6 +108,10 @@ struct Job {
   // when every other core of its node runs (corun_slowdown), its cores and its node's cores.
   double corun_full = 1;
   int cores = 0, node_cores = 0;
+  // corun_full is a measured co-run slowdown (the host entry's, for this segment beside these
+  // co-runners): it already includes the node's memory-bandwidth contention, so max-min
+  // sharing of the node's DRAM does not slow the job again (Domain::share).
+  bool corun_measured = false;
 };
 
 // Segment `w`'s ops as the kernels it launches (sim/gpu_sharing.h): each op's time and memory
@@ -327,7 +331,12 @@ class Domain {
     last_ = t;
   }
   // Progressive filling: raise all unfrozen rates together until a resource saturates or a
-  // job reaches full speed; freeze those; repeat.
+  // job reaches full speed; freeze those; repeat. A job with a measured co-run slowdown
+  // (Job::corun_measured) takes no part in the filling of its memory resource: its measured
+  // figure covers the co-runners' DRAM contention (corun() applies it), so the filling
+  // neither slows it for that resource nor counts its traffic against the others'; only a
+  // background load, which the measurement did not see, limits it there (to the capacity the
+  // background leaves over its own memory use).
   void share() {
     cap_.assign(resources_, 1.0);
     if (any_background_)
@@ -345,7 +354,7 @@ class Domain {
       for (size_t i = 0; i < jobs_.size(); ++i)
         if (!frozen_[i]) {
           load_[jobs_[i].compute_resource] += jobs_[i].usage_compute;
-          load_[jobs_[i].memory_resource] += jobs_[i].usage_memory;
+          if (!jobs_[i].corun_measured) load_[jobs_[i].memory_resource] += jobs_[i].usage_memory;
         }
       double step = 1.0;
       for (size_t i = 0; i < jobs_.size(); ++i)
@@ -359,13 +368,17 @@ class Domain {
         if (frozen_[i]) continue;
         const Job& j = jobs_[i];
         bool sat = (j.usage_compute > 0 && cap_[j.compute_resource] <= 1e-12) ||
-                   (j.usage_memory > 0 && cap_[j.memory_resource] <= 1e-12);
+                   (!j.corun_measured && j.usage_memory > 0 && cap_[j.memory_resource] <= 1e-12);
         if (j.rate >= 1.0 - 1e-12 || sat) {
           frozen_[i] = 1;
           --left;
         }
       }
     }
+    if (any_background_)
+      for (Job& j : jobs_)
+        if (j.corun_measured && j.delay == 0 && j.usage_memory > 1e-15)
+          j.rate = std::min(j.rate, std::max(0.05, 1.0 - background_[j.memory_resource]) / j.usage_memory);
   }
   // CPU core groups with a measured host: a job slows towards its slowdown with every other
   // core of its node busy (Job::corun_full: the segment's measured co-run slowdown, else its
@@ -498,11 +511,15 @@ class Background {
              Calendar* calendar)
       : domains_(domains), calendar_(calendar) {
     for (const auto& l : s.background) {
-      // The (domain, resource) pairs the load takes compute or memory from.
+      // The (domain, resource) pairs the load takes compute or memory from: each unit's
+      // compute, and each memory resource once (a CPU's core groups share their node's DRAM:
+      // a load on the whole CPU takes `memory` of it, not that once per group).
+      std::set<std::pair<int, int>> memory_taken;
       for (const auto& u : p.units) {
         if (u.device < 0 || s.devices[u.device].name != l.device) continue;
         if (!l.unit.empty() && s.devices[u.device].units[u.unit].name != l.unit) continue;
-        Load x{u.domain, u.compute_resource, u.memory_resource, l.compute, l.memory, l.start_s, l.end_s};
+        const double m = memory_taken.insert({u.domain, u.memory_resource}).second ? l.memory : 0.0;
+        Load x{u.domain, u.compute_resource, u.memory_resource, l.compute, m, l.start_s, l.end_s};
         loads_.push_back(x);
         if (s.devices[u.device].spec.type == DeviceType::Gpu) break;  // streams share one SM pool
       }
@@ -841,7 +858,7 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
   // Draws of run-to-run variation, in the (deterministic) order segments start.
   std::mt19937_64 rng(s.seed * 0x9E3779B97F4A7C15ull + 0x5EC7);
   // Each CPU segment's slowdown with the rest of its node busy, found when it first runs.
-  std::map<std::pair<int, int>, double> corun_cache;
+  std::map<std::pair<int, int>, std::pair<double, bool>> corun_cache;  // slowdown, measured
   // A free unit starts its item as a job in its device's sharing domain.
   RequestFlow flow(s, plan, r, options.trace_limit, [&](int unit, const WorkItem& w) {
     const Segment& seg = plan.models[w.plan].segment_at(w.segment, w.batch, w.sms);
@@ -867,9 +884,13 @@ SimResult simulate(const Scenario& s, const Plan& plan, const SimOptions& option
         if (w.batch <= 1 && static_cast<size_t>(w.plan) < s.models.size()) {
           // A model's own plan at batch 1: the measured figure where the host entry has one.
           auto it = corun_cache.find({w.plan, w.segment});
-          if (it == corun_cache.end())
-            it = corun_cache.emplace(std::make_pair(w.plan, w.segment), corun_slowdown(s, plan, w.plan, w.segment)).first;
-          j.corun_full = it->second;
+          if (it == corun_cache.end()) {
+            bool measured = false;
+            const double c = corun_slowdown(s, plan, w.plan, w.segment, &measured);
+            it = corun_cache.emplace(std::make_pair(w.plan, w.segment), std::make_pair(c, measured)).first;
+          }
+          j.corun_full = it->second.first;
+          j.corun_measured = it->second.second;
         } else {
           j.corun_full = bandwidth_slowdown(dev.spec, seg.memory_frac);
         }

@@ -164,7 +164,9 @@ struct CorunSlowdown {
   std::string segment;  // for people: "<scenario> <model> <label> (<unit>)"
   int runs = 0;         // overlapped runs it rests on, >= 1
   double overlap = 0;   // median share of their time the other cores were busy, in (0, 1]
-  double slowdown = 1;  // > 0 as measured (noise can put it below 1; the engine uses max(1, it))
+  // At full overlap (the measured ratio scaled to overlap 1), > 0 (noise can put it below 1;
+  // the engine uses max(1, it)). The whole slowdown: the engine adds no bandwidth sharing to it.
+  double slowdown = 1;
   bool operator==(const CorunSlowdown&) const = default;
 };
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -513,7 +514,10 @@ Scenario alone_runs(const Scenario& s, const std::vector<double>& offset, double
 // core groups of its device idle, and with every one of them running its own segments.
 struct CorunSamples {
   std::string label;                  // the first scenario's "<scenario> <model> <label> (<unit>)"
+  int cores = 0;                      // its core group's (part of the key)
   std::vector<double> alone, loaded;  // seconds per run (the executor's wall time)
+  std::vector<double> alone_cpu, loaded_cpu;  // the same runs' CPU time (SegmentTiming::cpu; < 0 unknown)
+  std::vector<double> overlap;        // per loaded run: the share of it the other groups ran
 };
 
 // A figure needs at least this many runs of each kind.
@@ -523,6 +527,64 @@ constexpr double kMaxCorunSlowdown = 10;  // figures are clamped to [1/10, 10]
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return quantile(v, 0.5);
+}
+
+// A loaded run the other groups overlapped less than this (median) gives no figure.
+constexpr double kCorunMinOverlap = 0.5;
+
+// The median over rounds of loaded run i / alone run i (the pass takes one of each per round,
+// a fraction of a second apart, so the machine's own speed changes over seconds cancel in
+// each pair); 0 when a run is not positive or the two differ in length.
+double paired_ratio(const std::vector<double>& loaded, const std::vector<double>& alone) {
+  if (loaded.size() != alone.size() || loaded.empty()) return 0;
+  std::vector<double> r;
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    if (!(loaded[i] > 0) || !(alone[i] > 0)) return 0;
+    r.push_back(loaded[i] / alone[i]);
+  }
+  return median_of(r);
+}
+
+// The co-run slowdown of `cs` at full overlap: the median over rounds of the loaded run over
+// the same round's alone run (paired_ratio), in the running thread's CPU time where every
+// run has one and the group has 1 core (else in wall time), scaled to full overlap by the
+// median share of the loaded runs the other groups ran, 1 + (ratio - 1) / overlap, clamped to
+// [1/10, 10]. None with fewer than kCorunMinRuns pairs, a run not positive, or an overlap
+// under kCorunMinOverlap. Fills *d.
+std::optional<CorunSlowdown> corun_figure(const std::string& key, const CorunSamples& cs, CorunDetail* d) {
+  if (cs.loaded.size() < static_cast<size_t>(kCorunMinRuns) || cs.alone.size() != cs.loaded.size())
+    return std::nullopt;
+  auto known = [](const std::vector<double>& cpu, const std::vector<double>& wall) {
+    return cpu.size() == wall.size() && std::all_of(cpu.begin(), cpu.end(), [](double x) { return x > 0; });
+  };
+  const bool cpu_time = cs.cores == 1 && known(cs.alone_cpu, cs.alone) && known(cs.loaded_cpu, cs.loaded);
+  const double ratio = cpu_time ? paired_ratio(cs.loaded_cpu, cs.alone_cpu) : paired_ratio(cs.loaded, cs.alone);
+  const double wall_ratio = paired_ratio(cs.loaded, cs.alone);
+  if (!(ratio > 0) || !(wall_ratio > 0)) return std::nullopt;
+  const double overlap = cs.overlap.empty() ? 1.0 : std::min(1.0, median_of(cs.overlap));
+  if (!(overlap >= kCorunMinOverlap)) return std::nullopt;
+  // Share of each run's wall time off its CPU.
+  auto off_cpu = [](const std::vector<double>& cpu, const std::vector<double>& wall) {
+    std::vector<double> v;
+    for (size_t i = 0; i < wall.size() && i < cpu.size(); ++i)
+      if (cpu[i] >= 0 && wall[i] > 0) v.push_back(std::max(0.0, 1 - cpu[i] / wall[i]));
+    return v.size() == wall.size() && !v.empty() ? median_of(v) : -1.0;
+  };
+  CorunSlowdown c;
+  c.key = key;
+  c.segment = cs.label;
+  c.runs = static_cast<int>(cs.loaded.size());
+  c.overlap = overlap;
+  c.slowdown = std::clamp(1 + (ratio - 1) / overlap, 1 / kMaxCorunSlowdown, kMaxCorunSlowdown);
+  d->key = key;
+  d->segment = cs.label;
+  d->cpu_time = cpu_time;
+  d->ratio = ratio;
+  d->wall_ratio = wall_ratio;
+  d->overlap = overlap;
+  d->off_cpu_alone = off_cpu(cs.alone_cpu, cs.alone);
+  d->off_cpu_loaded = off_cpu(cs.loaded_cpu, cs.loaded);
+  return c;
 }
 
 // The co-run pass for scenario `s` planned as `p` (its own plans, batch 1): every distinct CPU
@@ -539,12 +601,15 @@ void corun_pass(const Scenario& s, const Plan& p, double seconds, const std::str
                 std::map<std::string, CorunSamples>& out) {
   struct Run {
     size_t model = 0, segment = 0;  // in p's own plans
-    int unit = 0;
+    int unit = 0, cores = 0;
     std::string key, label;
     Executor* ex = nullptr;
     int handle = 0;
-    std::vector<double> alone, loaded;
+    std::vector<double> alone, loaded, alone_cpu, loaded_cpu, overlap;
   };
+  using clock = std::chrono::steady_clock;
+  const clock::time_point t_base = clock::now();
+  auto since = [&] { return std::chrono::duration<double>(clock::now() - t_base).count(); };
   std::vector<Run> runs;
   const size_t nm = std::min(p.models.size(), s.models.size());
   std::set<std::string> keys;
@@ -559,6 +624,8 @@ void corun_pass(const Scenario& s, const Plan& p, double seconds, const std::str
       r.unit = seg.unit;
       r.key = key;
       r.label = s.name + " " + s.models[m].name + " " + seg.label + " (" + p.units[static_cast<size_t>(seg.unit)].name + ")";
+      const UnitInfo& ui = p.units[static_cast<size_t>(seg.unit)];
+      r.cores = s.devices[static_cast<size_t>(ui.device)].units[static_cast<size_t>(ui.unit)].cores;
       runs.push_back(r);
     }
   std::map<int, std::set<int>> units_of;  // device -> its core groups that run segments
@@ -595,7 +662,9 @@ void corun_pass(const Scenario& s, const Plan& p, double seconds, const std::str
     // both start equally warm whatever ran before them.
     for (Run& r : runs) {
       r.ex->run(r.handle);
-      r.alone.push_back(r.ex->run(r.handle).total);
+      const SegmentTiming& t = r.ex->run(r.handle);
+      r.alone.push_back(t.total);
+      r.alone_cpu.push_back(t.cpu);
     }
     for (int u : units) {
       // Every other core group of u's device runs its segments until told to stop.
@@ -603,17 +672,29 @@ void corun_pass(const Scenario& s, const Plan& p, double seconds, const std::str
       std::atomic<bool> stop{false};
       std::vector<std::unique_ptr<std::atomic<int>>> done;
       std::vector<std::thread> loaders;
+      // Per loader: its group's cores and the [start, end) of each of its runs (seconds since
+      // t_base), read once it has joined.
+      std::vector<int> loader_cores;
+      std::vector<std::vector<std::pair<double, double>>> busy;
+      for (int o : units)
+        if (o != u && p.units[static_cast<size_t>(o)].device == device) {
+          const UnitInfo& oi = p.units[static_cast<size_t>(o)];
+          loader_cores.push_back(s.devices[static_cast<size_t>(oi.device)].units[static_cast<size_t>(oi.unit)].cores);
+        }
+      busy.resize(loader_cores.size());
       std::mutex error_mu;
       std::string error;
       for (int o : units) {
         if (o == u || p.units[static_cast<size_t>(o)].device != device) continue;
         done.push_back(std::make_unique<std::atomic<int>>(0));
-        loaders.emplace_back([&, o, d = done.back().get()] {
+        loaders.emplace_back([&, o, d = done.back().get(), b = &busy[loaders.size()]] {
           try {
             while (!stop.load())
               for (Run& r : runs)
                 if (r.unit == o && !stop.load()) {
+                  const double t0 = since();
                   r.ex->run(r.handle);
+                  b->emplace_back(t0, since());
                   d->fetch_add(1);
                 }
           } catch (const std::exception& e) {
@@ -625,21 +706,43 @@ void corun_pass(const Scenario& s, const Plan& p, double seconds, const std::str
       }
       for (auto& d : done)
         while (d->load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      std::vector<std::pair<Run*, std::pair<double, double>>> timed;  // each timed run's [start, end)
       for (Run& r : runs)
         if (r.unit == u) {
           r.ex->run(r.handle);
-          r.loaded.push_back(r.ex->run(r.handle).total);
+          const double t0 = since();
+          const SegmentTiming& t = r.ex->run(r.handle);
+          timed.push_back({&r, {t0, since()}});
+          r.loaded.push_back(t.total);
+          r.loaded_cpu.push_back(t.cpu);
         }
       stop.store(true);
       for (std::thread& t : loaders) t.join();
       if (!error.empty()) throw std::runtime_error("co-run pass: a co-running segment failed: " + error);
+      // The share of each timed run the other groups were running a segment (weighted by
+      // their cores, as the engine's busy fraction is).
+      for (auto& [r, span] : timed) {
+        const double len = span.second - span.first;
+        double covered = 0, weight = 0;
+        for (size_t l = 0; l < busy.size(); ++l) {
+          double on = 0;
+          for (const auto& [b0, b1] : busy[l]) on += std::max(0.0, std::min(b1, span.second) - std::max(b0, span.first));
+          covered += loader_cores[l] * (len > 0 ? std::min(1.0, on / len) : 1.0);
+          weight += loader_cores[l];
+        }
+        r->overlap.push_back(weight > 0 ? covered / weight : 0);
+      }
     }
   }
   for (Run& r : runs) {
     CorunSamples& cs = out[r.key];
     if (cs.label.empty()) cs.label = r.label;
+    cs.cores = r.cores;
     cs.alone.insert(cs.alone.end(), r.alone.begin(), r.alone.end());
     cs.loaded.insert(cs.loaded.end(), r.loaded.begin(), r.loaded.end());
+    cs.alone_cpu.insert(cs.alone_cpu.end(), r.alone_cpu.begin(), r.alone_cpu.end());
+    cs.loaded_cpu.insert(cs.loaded_cpu.end(), r.loaded_cpu.begin(), r.loaded_cpu.end());
+    cs.overlap.insert(cs.overlap.end(), r.overlap.begin(), r.overlap.end());
   }
 }
 
@@ -900,21 +1003,14 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
     }
     sec->refit();
   }
-  // Co-run slowdowns: the median loaded run over the median alone run (the other groups were
-  // busy all through a loaded run: overlap 1).
+  // Co-run slowdowns (corun_figure): at full overlap, in CPU time on 1-core groups.
   std::vector<CorunSlowdown> measured;
   for (auto& [key, cs] : corun) {
-    if (cs.loaded.size() < static_cast<size_t>(kCorunMinRuns) || cs.alone.size() < static_cast<size_t>(kCorunMinRuns))
-      continue;
-    const double a = median_of(cs.alone), t = median_of(cs.loaded);
-    if (!(a > 0) || !(t > 0)) continue;
-    CorunSlowdown c;
-    c.key = key;
-    c.segment = cs.label;
-    c.runs = static_cast<int>(cs.loaded.size());
-    c.overlap = 1;
-    c.slowdown = std::clamp(t / a, 1 / kMaxCorunSlowdown, kMaxCorunSlowdown);
-    measured.push_back(c);
+    CorunDetail d;
+    if (auto c = corun_figure(key, cs, &d)) {
+      measured.push_back(*c);
+      if (o.corun_details) o.corun_details->push_back(d);
+    }
   }
   if (!prof.host.empty()) prof.host.merge_corun(measured);
   return out;

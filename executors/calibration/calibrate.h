@@ -134,11 +134,21 @@ DeviceProfile calibrate(const CalibrateOptions& o);
 //     rounds, for about corun_seconds: each segment once with nothing else running, then per
 //     core group its segments once each while every other core group of the device runs its
 //     own segments over and over on threads of its own; each timed run follows an untimed
-//     run of the same segment. Median loaded run / median alone run (at least 5 rounds;
+//     run of the same segment. The median over rounds of each round's loaded run / its alone
+//     run (at least 5 rounds; paired, so the machine's speed changes over seconds cancel;
 //     clamped to [0.1, 10]), both equally warm and back to back, so the figure is the
-//     interference, not a cold start after idle time or the runtime's hand-offs. Entries of
+//     interference, not a cold start after idle time or the runtime's hand-offs. On a 1-core
+//     group the runs are timed in the running thread's CPU time (SegmentTiming::cpu), so time
+//     the OS gave other processes (or the hypervisor other guests) on that CPU, which a
+//     shared machine's co-tenants take more of while both groups are busy than while one
+//     idles, is not counted as interference; on larger groups in wall time. The figure is
+//     the slowdown at full overlap: the share of each timed run the other groups were
+//     actually running a segment is measured (CorunSlowdown::overlap, the median; the
+//     mean over groups weighted by their cores) and the slowdown scaled to it,
+//     1 + (ratio - 1) / overlap (a figure whose overlap is under 1/2 is not stored). Entries of
 //     the same key pool every scenario's runs; other keys of the entry are kept. A scenario
 //     whose segments run on fewer than two core groups of one device gets none.
+struct CorunDetail;  // below
 struct InContextOptions {
   std::string executor = "onednn";
   int warmup = 3;               // untimed requests per scenario
@@ -147,6 +157,21 @@ struct InContextOptions {
   double max_seconds = 4;       // timed requests are cut to about this much time per scenario
   double corun_seconds = 3;     // the co-run pass's time per scenario (about); 0 skips it
   std::function<void(int, int, const std::string&)> progress;  // (done, total, scenario name)
+  // When given, receives what lies behind each co-run figure stored (CorunDetail), in key order.
+  std::vector<CorunDetail>* corun_details = nullptr;
+};
+
+// What the co-run pass saw behind one figure it stored (for calibrate's log: how much of the
+// loaded runs' wall time was spent off their CPU, which the figure leaves out).
+struct CorunDetail {
+  std::string key, segment;
+  bool cpu_time = false;        // the figure is a ratio of CPU times (a 1-core group), else of wall times
+  double ratio = 0;             // median paired loaded / alone run as timed (cpu_time), before the overlap scaling
+  double wall_ratio = 0;        // the same in wall time
+  double overlap = 1;           // median share of a timed loaded run the other groups ran
+  // Median share of a run's wall time spent off its CPU (wall - cpu), alone and loaded; < 0
+  // when the executor does not measure CPU time.
+  double off_cpu_alone = -1, off_cpu_loaded = -1;
 };
 
 struct InContextSummary {

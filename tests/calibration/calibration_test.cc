@@ -670,7 +670,10 @@ TEST(InContextCalibration, CorunPassMeasuresSegmentsUnderTheSimulatorsKeys) {
   io.repetitions = 5;
   io.max_seconds = 1;
   io.corun_seconds = 1.5;
+  std::vector<CorunDetail> details;
+  io.corun_details = &details;
   calibrate_in_context(p, {s}, io);
+  io.corun_details = nullptr;
   const Plan plan = plan_scenario(s);
   std::set<std::string> keys;
   for (size_t m = 0; m < plan.models.size(); ++m)
@@ -686,7 +689,22 @@ TEST(InContextCalibration, CorunPassMeasuresSegmentsUnderTheSimulatorsKeys) {
     EXPECT_NE(c.segment.find("corun m "), std::string::npos) << c.segment;
     std::printf("co-run x%.3f %s (%d runs, %.0f%% overlapped)\n", c.slowdown, c.segment.c_str(), c.runs,
                 100 * c.overlap);
+    // What lies behind it: 1-core groups on oneDNN are timed in CPU time, and the figure is
+    // the measured ratio scaled to full overlap by the overlap the pass measured.
+    const auto d = std::find_if(details.begin(), details.end(), [&](const CorunDetail& x) { return x.key == c.key; });
+    ASSERT_NE(d, details.end()) << c.segment;
+    EXPECT_TRUE(d->cpu_time);
+    EXPECT_EQ(d->overlap, c.overlap);
+    EXPECT_NEAR(c.slowdown, std::clamp(1 + (d->ratio - 1) / d->overlap, 0.1, 10.0), 1e-12);
+    EXPECT_GT(d->wall_ratio, 0);
+    EXPECT_GE(d->off_cpu_alone, 0);
+    EXPECT_LT(d->off_cpu_alone, 1);
+    EXPECT_GE(d->off_cpu_loaded, 0);
+    EXPECT_LT(d->off_cpu_loaded, 1);
+    std::printf("  wall time x%.3f; off CPU %.1f%% alone, %.1f%% loaded\n", d->wall_ratio, 100 * d->off_cpu_alone,
+                100 * d->off_cpu_loaded);
   }
+  EXPECT_EQ(details.size(), p.host.corun.size());
   // The entry round-trips; without a measured host entry, or with no co-run time, none is kept.
   p.logical_cpus = 2;
   EXPECT_EQ(parse_profile(profile_to_json(p), "p.json").host, p.host);

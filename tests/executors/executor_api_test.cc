@@ -136,6 +136,10 @@ TEST(ExecutorTiming, PerOpSecondsAndKinds) {
     sum += v;
   }
   EXPECT_NEAR(sum, t.total, 1e-6 + 1e-3 * t.total);
+  // The running thread's CPU time over the run: measured, and no more than the wall time
+  // (its clock reads enclose the wall clock's, a few microseconds apart).
+  EXPECT_GT(t.cpu, 0.0);
+  EXPECT_LE(t.cpu, t.total + 1e-4);
   std::map<std::string, double> k = time_by_kind(g, t);
   EXPECT_GT(k["gemm"], 0.0);
   EXPECT_GT(k["attention"], 0.0);

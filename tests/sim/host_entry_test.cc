@@ -380,6 +380,72 @@ TEST(HostEntry, AMeasuredCorunSlowdownStandsForItsSegmentOnly) {
   EXPECT_NEAR(cb, 0.012, 1e-7);
 }
 
+// Streaming segments whose memory demands together exceed the node's DRAM (each takes 0.6 of
+// it for all of its time: max-min sharing alone would give each 1/1.2 of its speed while both
+// run). A measured co-run figure already includes that contention, so it is the whole
+// slowdown: c at full overlap, 1 + (c - 1) x the overlapped share of its alone work otherwise,
+// and none at all for a figure of 1.
+TEST(HostEntry, AMeasuredCorunFigureIsTheWholeSlowdownNotAddedToBandwidthSharing) {
+  auto streaming = [](double seconds_b) {
+    TwoGroups g(catalog_cpu());
+    for (int u = 0; u < 2; ++u) {
+      g.p.units[static_cast<size_t>(u)].memory_share = 0.6;
+      Segment& seg = g.p.models[static_cast<size_t>(u)].segments[0];
+      seg.compute_frac = 0.2;
+      seg.memory_frac = 1.0;
+    }
+    Segment& b = g.p.models[1].segments[0];
+    b.seconds = seconds_b;
+    b.stage_seconds[static_cast<int>(Stage::Prefix)] = seconds_b;
+    g.p.models[1].alone_seconds = seconds_b;
+    return g;
+  };
+  // Without measured figures (the catalog CPU, no loaded bandwidth): max-min sharing of the
+  // DRAM is all there is, 1.2x while both run.
+  TwoGroups shared = streaming(0.030);
+  auto [sa, sb] = shared.run(0);
+  EXPECT_NEAR(sa, 0.012, 1e-7);
+  // a measured x1.10 beside b, b measured x1.00 beside a; b (30 ms) overlaps all of a.
+  const double c = 1.10;
+  TwoGroups g = streaming(0.030);
+  const std::string ka = corun_key(g.s, g.p, 0, 0), kb = corun_key(g.s, g.p, 1, 0);
+  g.s.devices[0].spec.corun_slowdown = {{ka, c}, {kb, 1.0}};
+  auto [fa, fb] = g.run(0);
+  EXPECT_NEAR(fa / 0.010, c, 0.01 * c);       // fully overlapped: its figure (was 1.2)
+  EXPECT_NEAR(fa / 0.010, c, 1e-5);
+  EXPECT_NEAR(fb, 0.030, 1e-7);               // a figure of 1: not slowed by the sharing
+  // Half overlapped: b starts when a has run 5 ms alone; the other 5 ms run beside b.
+  auto [ha, hb] = g.run(0.005);
+  EXPECT_NEAR(ha / 0.010, 1 + (c - 1) / 2, 0.01);
+  EXPECT_NEAR(ha, 0.005 + 0.005 * c, 1e-7);
+  EXPECT_NEAR(hb, 0.030, 1e-7);
+  // A segment with a measured figure beside one without: the measured one takes its figure
+  // only; the other keeps max-min sharing of what is left by all but measured traffic (here
+  // nothing limits it: its own 0.6 fits).
+  TwoGroups mixed = streaming(0.030);
+  mixed.s.devices[0].spec.corun_slowdown = {{ka, c}};
+  auto [ma, mb] = mixed.run(0);
+  EXPECT_NEAR(ma, 0.010 * c, 1e-7);
+  EXPECT_NEAR(mb, 0.030, 1e-7);
+  // Both figures 1: no slowdown at all, where sharing alone gave 1.2x.
+  TwoGroups ones = streaming(0.010);
+  ones.s.devices[0].spec.corun_slowdown = {{ka, 1.0}, {kb, 1.0}};
+  auto [oa, ob] = ones.run(0);
+  EXPECT_NEAR(oa, 0.010, 1e-9);
+  EXPECT_NEAR(ob, 0.010, 1e-9);
+  // A declared background load, which the co-run pass never saw, still takes its share of the
+  // DRAM from a measured segment: 0.7 of it taken leaves 0.3 for a's 0.6, half speed.
+  TwoGroups bg = streaming(0.030);
+  bg.s.devices[0].spec.corun_slowdown = {{ka, c}, {kb, 1.0}};
+  BackgroundLoad load;
+  load.device = "cpu0";
+  load.memory = 0.7;
+  bg.s.background = {load};
+  auto [ba, bb] = bg.run(0.1);  // apart: each beside the background only
+  EXPECT_NEAR(ba, 0.020, 1e-7);
+  EXPECT_NEAR(bb, 0.060, 1e-7);
+}
+
 TEST(HostEntry, CorunKeysFollowTheWorkAndItsCoRunnersNotNames) {
   TwoGroups g(catalog_cpu());
   const std::string ka = corun_key(g.s, g.p, 0, 0);
