@@ -183,6 +183,10 @@ double gemm_compute_rate(DType t, const DeviceSpec& d, const KernelClassFit& f) 
   return std::min(f.compute_frac * feed, peak) * d.load_clock_ratio();
 }
 
+double sm_clock_scale(const DeviceSpec& d) {
+  return d.sm_clock_mhz() > 0 ? d.sm_clock_mhz() / kReferenceSmClockMhz : 1.0;
+}
+
 GemmTiling gemm_tiling(const Op& op, const DeviceSpec& d, const KernelClassFit& f) {
   const int64_t M = std::max<int64_t>(1, op.m), N = std::max<int64_t>(1, op.n), K = std::max<int64_t>(1, op.k);
   const int64_t sms = std::max(1, d.sms);
@@ -224,7 +228,7 @@ double kernel_class_seconds(const Op& op, const DeviceSpec& d, const KernelClass
   const int64_t rows = std::max<int64_t>(1, op.rows);
   const int64_t sms = std::max(1, d.sms);
   const double waves = double((rows + sms - 1) / sms);
-  return f.latency_s + waves * (op_bytes(op) / double(rows)) / f.sm_rate +
+  return f.latency_s + waves * (op_bytes(op) / double(rows)) / (f.sm_rate * sm_clock_scale(d)) +
          op_bytes(op) / (f.bw_frac * d.kernels.memory * d.mem_bw);
 }
 
@@ -497,7 +501,7 @@ std::string gpu_evaluation_markdown(const GpuEvaluation& e, const std::vector<Gp
     for (auto& [c, f] : p.by_class)
       s << c << ": L " << num(f.latency_s * 1e6, 2) << " us, bw " << num(f.bw_frac, 3)
         << (c == "gemm" ? ", compute " + num(f.compute_frac, 3) + ", p " + num(f.p, 2) : std::string())
-        << (f.sm_rate > 0 ? ", per SM " + num(f.sm_rate * 1e-9, 2) + " GB/s (DRAM at the catalog copy rate)"
+        << (f.sm_rate > 0 ? ", per SM " + num(f.sm_rate * 1e-9, 2) + " GB/s at 1.5 GHz (DRAM at the catalog copy rate)"
                           : std::string())
         << "; ";
     if (p.event_timing_s > 0) s << "CUDA-event timing overhead " << num(p.event_timing_s * 1e6, 2) << " us; ";

@@ -21,7 +21,8 @@
 // elementwise ops (fitted with a per-SM rate r > 0): rows go
 // one per SM in waves, each SM moving its row's bytes at r, and all bytes once through DRAM at
 // the catalog's measured streaming-copy rate (kernels.memory x bw; b = 1, not fitted):
-//   t = L + ceil(rows / SMs) x row_bytes / r + bytes / (b x kernels.memory x bw)
+//   t = L + ceil(rows / SMs) x row_bytes / (r x clock) + bytes / (b x kernels.memory x bw)
+// (clock: the GPU's cited SM clock under load over 1.5 GHz, 1 where the catalog gives none)
 // (reports/gpu_cost_model_notes.md: fitted on two GPUs, one DRAM fraction cannot follow the
 // third; a per-SM rate plus the copy rate can.) A class with r = 0 keeps t = L + bytes / (b x bw).
 // All parameters are shared by every GPU: a GPU enters only through its datasheet figures (SMs,
@@ -80,6 +81,11 @@ GemmTiling gemm_tiling(const Op& op, const DeviceSpec& d, const KernelClassFit& 
 // runs at half that rate, reaches its whole fp32-accumulate peak; elsewhere f x peak. Both
 // scale by DeviceSpec::load_clock_ratio (the clock under load against the peak's).
 double gemm_compute_rate(DType t, const DeviceSpec& d, const KernelClassFit& f);
+// The per-SM rate of a non-GEMM class (KernelClassFit::sm_rate, sm_gbs) is stated at this SM
+// clock; a GPU runs it scaled by its clock under load over this (sm_clock_scale).
+inline constexpr double kReferenceSmClockMhz = 1500;
+// DeviceSpec::sm_clock_mhz / kReferenceSmClockMhz; 1 for a GPU whose catalog entry gives no clock.
+double sm_clock_scale(const DeviceSpec& d);
 // Predicted seconds of `op` alone on the whole GPU `d` with the class fit `f`.
 double kernel_class_seconds(const Op& op, const DeviceSpec& d, const KernelClassFit& f);
 
@@ -96,7 +102,8 @@ const KernelClassFit* find_fit(const GpuKernelParams& p, const Op& op);
 double kernel_model_seconds(const Op& op, const DeviceSpec& d, const GpuKernelParams& p);
 
 // The parameters as a small CSV (a header comment `note`, then class,latency_s,bw_frac,
-// compute_frac,p,sm_gbs rows, sm_gbs the per-SM rate in GB/s, 0 for none; a cuda_events row
+// compute_frac,p,sm_gbs rows, sm_gbs the per-SM rate in GB/s at the reference SM clock
+// (kReferenceSmClockMhz), 0 for none; a cuda_events row
 // holds event_timing_s in latency_s), and back; the parser also reads the older header without
 // sm_gbs (every class 0); `where` names the text in errors (std::runtime_error).
 std::string kernel_params_csv(const GpuKernelParams& p, const std::string& note);

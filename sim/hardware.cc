@@ -151,14 +151,10 @@ DeviceSpec parse_device_spec(const std::string& name, const ConfigNode& n) {
       d.context_switch_s = figure(n, "context_switch_us", 0, 1e6, d.context_switch_s * 1e6) * 1e-6;
       d.eff = parse_efficiency(n.optional("efficiency"), Efficiency{});
       d.kernels = parse_kernels(n.optional("kernels"), d.sms);
-      if (n.has("boost_mhz") != n.has("load_mhz"))
-        n.required(n.has("boost_mhz") ? "boost_mhz" : "load_mhz")
-            .fail("boost_mhz and load_mhz come together (the clock the peaks are stated at, and "
-                  "the clock under sustained load)");
-      if (n.has("boost_mhz")) {
-        d.boost_mhz = figure(n, "boost_mhz", 100, 10000);
-        d.load_mhz = figure(n, "load_mhz", 0.5 * d.boost_mhz, 1.5 * d.boost_mhz);
-      }
+      if (n.has("load_mhz") && !n.has("boost_mhz"))
+        n.required("load_mhz").fail("load_mhz needs boost_mhz (the clock the peaks are stated at)");
+      if (n.has("boost_mhz")) d.boost_mhz = figure(n, "boost_mhz", 100, 10000);
+      if (n.has("load_mhz")) d.load_mhz = figure(n, "load_mhz", 0.5 * d.boost_mhz, 1.5 * d.boost_mhz);
       break;
     }
     case DeviceType::Cpu: {

@@ -80,8 +80,11 @@ struct DeviceSpec {
   double context_switch_s = 50e-6;
   KernelModel kernels;         // GPU: the shape-aware cost model's figures
   // GPU clock (MHz) the datasheet peaks are stated at (boost_mhz) and the clock boards hold
-  // under sustained tensor load (load_mhz), both cited; 0: not given (the peaks hold as stated).
+  // under sustained tensor load (load_mhz, only with boost_mhz), both cited; 0: not given (the
+  // peaks hold as stated).
   double boost_mhz = 0, load_mhz = 0;
+  // The SMs' clock under load (MHz): load_mhz, else boost_mhz, else 0 (unknown).
+  double sm_clock_mhz() const { return load_mhz > 0 ? load_mhz : boost_mhz; }
   // load_mhz / boost_mhz where both are given, else 1: the factor the datasheet peaks are off by
   // under load.
   double load_clock_ratio() const { return boost_mhz > 0 && load_mhz > 0 ? load_mhz / boost_mhz : 1.0; }

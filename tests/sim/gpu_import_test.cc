@@ -299,6 +299,33 @@ TEST(KernelCostModel, ElementwiseRowsPastTheSmCountStartANewWave) {
   EXPECT_NEAR(old_past, old_below, 1e-3 * old_below);
 }
 
+// A non-GEMM class's per-SM rate is stated at 1.5 GHz: a GPU runs it at its cited clock under
+// load (load_mhz, else boost_mhz) over that, and as stated where its entry gives no clock.
+TEST(KernelCostModel, PerSmRateScalesWithTheSmClock) {
+  DeviceSpec d;
+  d.sms = 100;
+  d.mem_bw = 1e12;
+  d.kernels.memory = 1;
+  EXPECT_DOUBLE_EQ(sm_clock_scale(d), 1.0);
+  KernelClassFit f;
+  f.latency_s = 1e-6;
+  f.bw_frac = f.compute_frac = f.p = 1;
+  f.sm_rate = 10e9;
+  const Op op = eltwise_op(OpFn::Add, 1000, 4096, 2, DType::F16);  // 10 waves of rows
+  const double row_term = 10 * (op.bytes_read + op.bytes_written) / 1000 / 10e9;
+  const double no_clock = kernel_class_seconds(op, d, f);
+  d.boost_mhz = 3000;
+  EXPECT_DOUBLE_EQ(sm_clock_scale(d), 2.0);
+  EXPECT_NEAR(no_clock - kernel_class_seconds(op, d, f), row_term / 2, 1e-3 * row_term);
+  d.load_mhz = 1500;  // the clock under load, where given, not the boost clock
+  EXPECT_DOUBLE_EQ(sm_clock_scale(d), 1.0);
+  EXPECT_DOUBLE_EQ(kernel_class_seconds(op, d, f), no_clock);
+  // The shipped catalog gives every Vidur GPU its boost clock.
+  Catalog cat = Catalog::load_dir(default_catalog_dir());
+  EXPECT_DOUBLE_EQ(sm_clock_scale(*cat.find("a100-sxm-80gb")), 1410.0 / 1500);
+  EXPECT_DOUBLE_EQ(sm_clock_scale(*cat.find("h100-sxm")), 1980.0 / 1500);
+}
+
 // What parse_kernel_params says of fit file text `t` named f.csv ("accepted" if it reads).
 std::string fit_error(const std::string& t) {
   try {
