@@ -123,7 +123,8 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
         // How it was timed, and the time off the CPU the figure leaves out.
         for (const CorunDetail& d : details)
           if (d.key == cs.key) {
-            std::printf(" (%s; wall time x%.3f", d.cpu_time ? "CPU time" : "wall time", d.wall_ratio);
+            std::printf(" (%s; wall time x%.3f, alone %.3f ms, loaded %.3f ms", d.cpu_time ? "CPU time" : "wall time",
+                        d.wall_ratio, 1e3 * d.alone_s, 1e3 * d.loaded_s);
             if (d.off_cpu_alone >= 0 && d.off_cpu_loaded >= 0)
               std::printf(", off CPU %.1f%% alone, %.1f%% loaded", 100 * d.off_cpu_alone, 100 * d.off_cpu_loaded);
             std::printf(")");

@@ -584,6 +584,8 @@ std::optional<CorunSlowdown> corun_figure(const std::string& key, const CorunSam
   d->overlap = overlap;
   d->off_cpu_alone = off_cpu(cs.alone_cpu, cs.alone);
   d->off_cpu_loaded = off_cpu(cs.loaded_cpu, cs.loaded);
+  d->alone_s = median_of(cs.alone);
+  d->loaded_s = median_of(cs.loaded);
   return c;
 }
 

@@ -172,6 +172,7 @@ struct CorunDetail {
   // Median share of a run's wall time spent off its CPU (wall - cpu), alone and loaded; < 0
   // when the executor does not measure CPU time.
   double off_cpu_alone = -1, off_cpu_loaded = -1;
+  double alone_s = 0, loaded_s = 0;  // median alone and loaded run, wall time (seconds)
 };
 
 struct InContextSummary {

@@ -701,6 +701,8 @@ TEST(InContextCalibration, CorunPassMeasuresSegmentsUnderTheSimulatorsKeys) {
     EXPECT_LT(d->off_cpu_alone, 1);
     EXPECT_GE(d->off_cpu_loaded, 0);
     EXPECT_LT(d->off_cpu_loaded, 1);
+    EXPECT_GT(d->alone_s, 0);  // the medians behind the ratio, for the log
+    EXPECT_NEAR(d->wall_ratio * d->alone_s, d->loaded_s, 0.5 * d->loaded_s);
     std::printf("  wall time x%.3f; off CPU %.1f%% alone, %.1f%% loaded\n", d->wall_ratio, 100 * d->off_cpu_alone,
                 100 * d->off_cpu_loaded);
   }
