@@ -612,6 +612,10 @@ void corun_pass(const Scenario& s, const Plan& p, double seconds, const std::str
   using clock = std::chrono::steady_clock;
   const clock::time_point t_base = clock::now();
   auto since = [&] { return std::chrono::duration<double>(clock::now() - t_base).count(); };
+  auto unit_cores = [&](int unit) {
+    const UnitInfo& ui = p.units[static_cast<size_t>(unit)];
+    return s.devices[static_cast<size_t>(ui.device)].units[static_cast<size_t>(ui.unit)].cores;
+  };
   std::vector<Run> runs;
   const size_t nm = std::min(p.models.size(), s.models.size());
   std::set<std::string> keys;
@@ -626,8 +630,7 @@ void corun_pass(const Scenario& s, const Plan& p, double seconds, const std::str
       r.unit = seg.unit;
       r.key = key;
       r.label = s.name + " " + s.models[m].name + " " + seg.label + " (" + p.units[static_cast<size_t>(seg.unit)].name + ")";
-      const UnitInfo& ui = p.units[static_cast<size_t>(seg.unit)];
-      r.cores = s.devices[static_cast<size_t>(ui.device)].units[static_cast<size_t>(ui.unit)].cores;
+      r.cores = unit_cores(seg.unit);
       runs.push_back(r);
     }
   std::map<int, std::set<int>> units_of;  // device -> its core groups that run segments
@@ -679,10 +682,7 @@ void corun_pass(const Scenario& s, const Plan& p, double seconds, const std::str
       std::vector<int> loader_cores;
       std::vector<std::vector<std::pair<double, double>>> busy;
       for (int o : units)
-        if (o != u && p.units[static_cast<size_t>(o)].device == device) {
-          const UnitInfo& oi = p.units[static_cast<size_t>(o)];
-          loader_cores.push_back(s.devices[static_cast<size_t>(oi.device)].units[static_cast<size_t>(oi.unit)].cores);
-        }
+        if (o != u && p.units[static_cast<size_t>(o)].device == device) loader_cores.push_back(unit_cores(o));
       busy.resize(loader_cores.size());
       std::mutex error_mu;
       std::string error;
