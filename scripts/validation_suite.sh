@@ -241,6 +241,10 @@ if drows:
 # run-to-run variation (6-9% under the alone time over a few hundred runs), which counted the
 # variation's spread as interference.
 MIN_ALONE_RUNS = 10
+# A median of fewer simulated overlapped runs is a few draws of the run-to-run variation, not
+# the engine's slowdown: no predicted figure then.
+MIN_PRED_RUNS = 5
+WITHIN = 0.05
 def overlap_table(name):
     res = {}
     for mode in ("simulate", "execute"):
@@ -250,11 +254,17 @@ def overlap_table(name):
         for tid, lst in by.items():
             other = [e for t2, l2 in by.items() if t2 != tid for e in l2]
             runs = []  # (overlapped share of its time, duration)
+            # By the other group's state at the run's start, which the run's own length does not
+            # decide: busy (a run of it already going covers at least half of this one), idle.
+            started_busy, started_idle = [], []
             for e in lst:
                 s0, d = e["ts"], e["dur"]
                 if d <= 0: continue
                 runs.append((sum(max(0, min(s0 + d, o["ts"] + o["dur"]) - max(s0, o["ts"])) for o in other) / d, d))
-            res[(mode, tid)] = (lst[0]["name"], runs)
+                going = [o for o in other if o["ts"] <= s0 < o["ts"] + o["dur"]]
+                if not going: started_idle.append(d)
+                elif sum(min(s0 + d, o["ts"] + o["dur"]) - s0 for o in going) >= 0.5 * d: started_busy.append(d)
+            res[(mode, tid)] = (lst[0]["name"], runs, started_busy, started_idle)
     rows = []
     # The engine's slowdown with the other group busy, per (unit, segment) (compare's drift.json),
     # and the plan's alone time of the segment.
@@ -266,8 +276,8 @@ def overlap_table(name):
         if len(lone) >= MIN_ALONE_RUNS: return statistics.median(lone), f"{len(lone)} alone runs"
         return (plan_us, "plan") if plan_us > 0 else (None, "none")
     for tid in sorted({t for (_, t) in res}):
-        label, sim_runs = res[("simulate", tid)]
-        _, exe_runs = res[("execute", tid)]
+        label, sim_runs, _, _ = res[("simulate", tid)]
+        _, exe_runs, exe_busy, exe_idle = res[("execute", tid)]
         exe_hi = [(o, d) for o, d in exe_runs if o > 0.7]
         if not exe_hi: continue
         sim_hi = [(o, d) for o, d in sim_runs if o > 0.7]
@@ -277,15 +287,26 @@ def overlap_table(name):
         a_sim, src_sim = alone(sim_runs, plan_us)
         med_exe = statistics.median(d for _, d in exe_hi)
         meas = f"x{med_exe / a_exe:.3f}" if a_exe else "n/a"
-        # No predicted run overlapped: the simulator's runs did not meet there (not a x1.000).
-        pred = (f"x{statistics.median(d for _, d in sim_hi) / a_sim:.3f}" if sim_hi and a_sim
-                else "n/a (no predicted run overlapped)")
-        ov = (f"{100 * statistics.mean(o for o, _ in exe_hi):.0f}% / "
+        # Too few predicted runs overlapped: the simulator's runs did not meet there often enough
+        # for a median (not a x1.000).
+        pred = (f"x{statistics.median(d for _, d in sim_hi) / a_sim:.3f}" if len(sim_hi) >= MIN_PRED_RUNS and a_sim
+                else f"n/a ({len(sim_hi)} predicted runs overlapped)")
+        ov_exe = statistics.mean(o for o, _ in exe_hi)
+        ov = (f"{100 * ov_exe:.0f}% / "
               + (f"{100 * statistics.mean(o for o, _ in sim_hi):.0f}%" if sim_hi else "-"))
         model = f"x{c[0]:.3f} ({'measured' if c[1] else 'bandwidth'})" if c else "n/a"
+        # The engine's slowdown of these very runs: it slows a segment only while the other
+        # group runs, so at the measured runs' own overlap, 1 + (model - 1) x overlap.
+        at_ov = 1 + (max(1.0, c[0]) - 1) * ov_exe if c else None
+        within = ("n/a" if at_ov is None or not a_exe else
+                  ("yes" if abs(med_exe / a_exe - at_ov) <= WITHIN else "no")
+                  + f" ({100 * (med_exe / a_exe - at_ov):+.1f} points)")
         base = lambda a, src: f"{a / 1e3:.2f} ({src})" if a else "n/a"
         rows.append(f"| {name} | {label} (unit {tid}) | {len(exe_hi)} / {len(sim_hi)} | {ov} | {base(a_exe, src_exe)} | "
-                    f"{base(a_sim, src_sim)} | {med_exe / 1e3:.2f} | {meas} | {pred} | {model} |")
+                    f"{base(a_sim, src_sim)} | {med_exe / 1e3:.2f} | {meas} | {pred} | {model} | "
+                    + (f"x{at_ov:.3f}" if at_ov else "n/a") + f" | {within} | "
+                    + (f"{statistics.median(exe_busy) / 1e3:.2f} ({len(exe_busy)})" if exe_busy else "- (0)") + " / "
+                    + (f"{statistics.median(exe_idle) / 1e3:.2f} ({len(exe_idle)})" if exe_idle else "- (0)") + " |")
     return rows
 irows = []
 for path in scenarios:
@@ -318,9 +339,18 @@ if irows:
                  "the run); bandwidth, memory share of its time x alone/loaded bandwidth of the host entry where none "
                  "was measured. An overlapped run is predicted about 1 + (model - 1) x its overlap (the engine slows it "
                  "only while the other group runs), so the predicted slowdown sits below the model's by the overlap "
-                 "column's share. The predicted runs carry the calibrated run-to-run variation.\n")
-    lines.append("| scenario | segment | overlapped runs, measured / predicted | mean overlap, measured / predicted | alone, measured (ms) | alone, predicted (ms) | overlapped, measured median (ms) | measured slowdown | predicted slowdown | model slowdown, other group busy |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+                 "column's share. The predicted runs carry the calibrated run-to-run variation; with fewer than "
+                 f"{MIN_PRED_RUNS} of them overlapped their median is a few of its draws, and no predicted slowdown is given. "
+                 "At the measured overlap: the engine's slowdown of the measured overlapped runs themselves, 1 + (model - 1) "
+                 "x their mean overlap, free of the simulated schedule and of the variation's draws; within 5%: the measured "
+                 "slowdown against it. Started beside busy / idle: the measured runs' median (ms, runs) by the other "
+                 "group's state when the run began (a run of it already going that covers at least half of this one, or "
+                 "none going). Unlike the overlap share, the state at the start is not decided by the run's own length: "
+                 "a run that is slow for another reason (the host's speed changes for both groups at once) lasts into "
+                 "more of the other group's next run and so lands among the overlapped runs, which biases the measured "
+                 "slowdown of a segment whose overlap comes after its start (the second stage of an async split).\n")
+    lines.append("| scenario | segment | overlapped runs, measured / predicted | mean overlap, measured / predicted | alone, measured (ms) | alone, predicted (ms) | overlapped, measured median (ms) | measured slowdown | predicted slowdown | model slowdown, other group busy | model at the measured overlap | within 5% | started beside busy / idle, measured median (ms, runs) |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     lines += irows
     lines.append("")
 lines.append(f"<!-- /class:{cls} -->\n")
