@@ -302,11 +302,11 @@ def overlap_table(name):
                   ("yes" if abs(med_exe / a_exe - at_ov) <= WITHIN else "no")
                   + f" ({100 * (med_exe / a_exe - at_ov):+.1f} points)")
         base = lambda a, src: f"{a / 1e3:.2f} ({src})" if a else "n/a"
+        median_n = lambda v: f"{statistics.median(v) / 1e3:.2f} ({len(v)})" if v else "- (0)"
         rows.append(f"| {name} | {label} (unit {tid}) | {len(exe_hi)} / {len(sim_hi)} | {ov} | {base(a_exe, src_exe)} | "
                     f"{base(a_sim, src_sim)} | {med_exe / 1e3:.2f} | {meas} | {pred} | {model} | "
                     + (f"x{at_ov:.3f}" if at_ov else "n/a") + f" | {within} | "
-                    + (f"{statistics.median(exe_busy) / 1e3:.2f} ({len(exe_busy)})" if exe_busy else "- (0)") + " / "
-                    + (f"{statistics.median(exe_idle) / 1e3:.2f} ({len(exe_idle)})" if exe_idle else "- (0)") + " |")
+                    + f"{median_n(exe_busy)} / {median_n(exe_idle)} |")
     return rows
 irows = []
 for path in scenarios:
