@@ -30,6 +30,7 @@ std::string module_dir() {
 
 std::string find_data_dir(const char* env_var, const std::string& name, const std::string& built_in) {
   if (const char* env = std::getenv(env_var); env && *env) return env;
+  if (const char* root = std::getenv("VLASIM_DATA_DIR"); root && *root) return (fs::path(root) / name).string();
   if (std::string dir = module_dir(); !dir.empty()) {
     fs::path installed = (fs::path(dir) / ".." / "share" / "vlasim" / name).lexically_normal();
     std::error_code ec;

@@ -23,7 +23,7 @@ OpGraph pi0_graph(DType dtype) {
   s.prompt = 0;
   s.chunk = 63;
   s.steps = 10;
-  return build_graph(load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0.yaml"), s);
+  return build_graph(load_card(default_cards_dir() + "/pi0.yaml"), s);
 }
 
 void run(benchmark::State& state, DType dtype, bool gemm_only, bool graph = false) {

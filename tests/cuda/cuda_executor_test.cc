@@ -28,7 +28,7 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& ref) {
 
 // pi0_tiny's whole graph at `shape`.
 OpGraph tiny_pi0(const RunShape& shape = {}) {
-  return build_graph(load_card(std::string(VLASIM_SOURCE_DIR) + "/models/cards/pi0_tiny.yaml"), shape);
+  return build_graph(load_card(default_cards_dir() + "/pi0_tiny.yaml"), shape);
 }
 
 std::unique_ptr<Executor> make_cuda(const std::string& params) {

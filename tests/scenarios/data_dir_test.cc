@@ -9,6 +9,7 @@
 
 #include "models/builder.h"
 #include "scenarios/data_dir.h"
+#include "sim/gpu_kernel_model.h"
 #include "sim/hardware.h"
 
 namespace vlasim {
@@ -59,11 +60,30 @@ TEST(DataDir, EmptyEnvironmentValueIsIgnored) {
 
 TEST(DataDir, BuildTreeFallsBackToTheSourceTree) {
   if (installed_layout_beside_binary()) GTEST_SKIP() << "an installed vlasim sits beside this binary";
+  ScopedEnv root("VLASIM_DATA_DIR", nullptr);
   ScopedEnv cards("VLASIM_CARDS", nullptr);
   ScopedEnv catalog("VLASIM_CATALOG", nullptr);
   EXPECT_EQ(default_cards_dir(), std::string(VLASIM_SOURCE_DIR) + "/models/cards");
   EXPECT_EQ(default_catalog_dir(), std::string(VLASIM_SOURCE_DIR) + "/sim/catalog");
   EXPECT_EQ(find_data_dir("VLASIM_DATA_DIR_TEST_UNSET", "cards", "/built/in"), "/built/in");
+}
+
+TEST(DataDir, OneDataDirServesCardsCatalogAndKernelFit) {
+  ScopedEnv root("VLASIM_DATA_DIR", "/kit/share/vlasim");
+  ScopedEnv cards("VLASIM_CARDS", nullptr);
+  ScopedEnv catalog("VLASIM_CATALOG", nullptr);
+  ScopedEnv fit("VLASIM_KERNEL_FIT", nullptr);
+  EXPECT_EQ(default_cards_dir(), "/kit/share/vlasim/cards");
+  EXPECT_EQ(default_catalog_dir(), "/kit/share/vlasim/catalog");
+  EXPECT_EQ(default_kernel_fit_path(), "/kit/share/vlasim/kernel_fit/kernel_model.csv");
+}
+
+TEST(DataDir, FolderVariableBeatsTheDataDir) {
+  ScopedEnv root("VLASIM_DATA_DIR", "/kit/share/vlasim");
+  ScopedEnv cards("VLASIM_CARDS", "/my/cards");
+  ScopedEnv catalog("VLASIM_CATALOG", nullptr);
+  EXPECT_EQ(default_cards_dir(), "/my/cards");
+  EXPECT_EQ(default_catalog_dir(), "/kit/share/vlasim/catalog");
 }
 
 }  // namespace
