@@ -7,11 +7,8 @@
 # VLASIM_UNITY=OFF (a full rebuild once, then per-file).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-pkgs=(cmake g++ make pkg-config libsystemc-dev libboost-graph-dev libyaml-cpp-dev libdnnl-dev
-      googletest libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev
-      nlohmann-json3-dev zlib1g-dev gnuplot-nox ocl-icd-opencl-dev time libboost-mpi-dev openmpi-bin
-      coinor-libcbc-dev)
-"$here/scripts/install_packages.sh" "${pkgs[@]}"
+# scripts/packages.txt: every Debian package the build, the tests and the GPU kit need.
+"$here/scripts/install_packages.sh" $(grep -v '^#' "$here/scripts/packages.txt")
 build=${BUILD_DIR:-$here/build}
 mkdir -p "$build"
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=${VLASIM_UNITY:-ON} \

@@ -5,8 +5,10 @@
 # more with oneDNN capped at AVX2 (ONEDNN_MAX_CPU_ISA=AVX2), so that an AVX2-only CPU, where
 # bf16 cannot run and dtype auto is fp32, is tested on every host (the predicted-vs-measured
 # gate, Validation.ShortSuiteWithinBounds, included).
-# Then the reliability legs, each whole (issue 27; CI's limit is 90 minutes, and a fresh clone
-# passes in well under 45 on 2 cores: README, "Tests", has each leg's time):
+# Then the GPU kit's test (tests/kit/kit_test.sh: the kit a lent GPU runs, built and run from
+# another folder with its own libraries only), and the reliability legs, each whole (issue 27;
+# CI's limit is 90 minutes, and a fresh clone passes in well under 45 on 2 cores: README,
+# "Tests", has each leg's time):
 #  - scripts/sanitize.sh: the loader, model, engine and runtime tests once more in an
 #    ASan+UBSan build of their own (with the fuzzing leg on: a clang build in build-fuzz/, which
 #    the fuzzers share; without it, gcc in build-asan/): a leak, an out-of-bounds access or
@@ -45,6 +47,12 @@ if [[ $avx2_host == 0 ]]; then
   leg "the same executor, calibration, runtime and validation tests on an AVX2-capped oneDNN"
   ONEDNN_MAX_CPU_ISA=AVX2 ctest --output-on-failure --timeout 600 \
     -R 'Executor|OpsTest|Calibration|Profile|Runtime|Validation|cli_test'
+fi
+# The GPU kit (issue 42): built in build-kit/ (Release, CUDA, no Open MPI), moved, and run with
+# only its own libraries; KIT=0 skips this leg.
+if [[ ${KIT:-1} != 0 ]]; then
+  leg "the GPU kit: built, moved and run with its own libraries only (tests/kit/kit_test.sh)"
+  bash "$here/tests/kit/kit_test.sh"
 fi
 # With both legs on, one clang build (build-fuzz/) serves the sanitizer tests and the fuzzers.
 fuzz_built=0

@@ -17,17 +17,26 @@ What vlasim reads from the trace:
 PyTorch without Kineto (Debian's python3-torch 1.13) falls back to the legacy profiler
 (torch.autograd.profiler, use_kineto=False): op names and durations only, stage level.
 
+With --timing-out FILE.json it also times the same inference without the profiler (the
+latency a user of eager PyTorch sees: --timing-runs runs, each synchronised) and, on a GPU,
+replayed from a CUDA Graph captured once (torch.cuda.CUDAGraph), and writes both as JSON:
+{"eager_ms": {"p50", "mean", "min", "runs"}, "graph_ms": {...} or {"error": why}, "torch", ...}.
+
 Usage: torch_trace_pi0.py [--card models/cards/pi0_tiny.yaml] [--device cpu|cuda]
                           [--dtype fp32|bf16|fp16] [--inferences 5] [--warmup 2] [--views 2]
-                          [--chunk N] [--steps N] [--threads N] -o TRACE.json[.gz]
+                          [--chunk N] [--steps N] [--threads N] [--timing-out T.json]
+                          [--timing-runs 20] -o TRACE.json[.gz]
 """
 import argparse
+import contextlib
 import gzip
 import json
 import math
 import os
 import shutil
+import statistics
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -192,6 +201,47 @@ def write_kineto_form(prof, path):
         json.dump({"schemaVersion": 1, "record_shapes": 1, "traceEvents": ev}, f)
 
 
+def stats_ms(times_s):
+    ms = [1000.0 * t for t in times_s]
+    return {"p50": statistics.median(ms), "mean": statistics.fmean(ms), "min": min(ms), "runs": len(ms)}
+
+
+def time_runs(fn, runs, sync):
+    """Wall time of each of `runs` calls of fn, each ended by sync()."""
+    out = []
+    for _ in range(runs):
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def timing(m, images, state, noise, steps, dev, runs):
+    """Eager latency and, on CUDA, CUDA-Graph replay latency of one inference (no profiler)."""
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    res = {"eager_ms": stats_ms(time_runs(lambda: m(images, state, noise, steps), runs, sync))}
+    if dev.type != "cuda":
+        res["graph_ms"] = {"error": "CUDA Graphs need a CUDA device"}
+        return res
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                m(images, state, noise, steps)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            m(images, state, noise, steps)
+        g.replay()
+        res["graph_ms"] = stats_ms(time_runs(g.replay, runs, sync))
+    except Exception as e:  # a capture the model's ops refuse is a result, not a crash
+        res["graph_ms"] = {"error": "%s: %s" % (type(e).__name__, e)}
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--card", default=os.path.join(os.path.dirname(__file__), "..", "models", "cards", "pi0_tiny.yaml"))
@@ -207,6 +257,8 @@ def main():
     ap.add_argument("--kineto-form", action="store_true",
                     help="without Kineto: write the legacy profiler's events (with their input shapes) as Kineto "
                          "cpu_op / user_annotation events instead of its own legacy export, which drops the shapes")
+    ap.add_argument("--timing-out", help="also time eager and CUDA-Graph inferences without the profiler: JSON here")
+    ap.add_argument("--timing-runs", type=int, default=20)
     ap.add_argument("-o", "--out", required=True)
     a = ap.parse_args()
     card = yaml.safe_load(open(a.card))
@@ -216,7 +268,11 @@ def main():
     torch.set_num_threads(a.threads)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
     dev = torch.device(a.device)
-    m = Pi0(card).to(dev, dtype).eval()
+    # Built on the device where torch allows it (torch >= 2.0): a 3B-parameter model initialised
+    # on the host first would take minutes of CPU time.
+    with (dev if hasattr(dev, "__enter__") else contextlib.nullcontext()):
+        m = Pi0(card)
+    m = m.to(dev, dtype).eval()
     ex = component(card, "expert")
     img = component(card, "vit")["image_size"]
     images = torch.randn(views, 3, img, img, device=dev, dtype=dtype)
@@ -243,6 +299,15 @@ def main():
         with prof:
             for _ in range(a.inferences):
                 run()
+        if a.timing_out:
+            t = timing(m, images, state, noise, steps, dev, a.timing_runs)
+            t.update({"torch": torch.__version__, "device": torch.cuda.get_device_name(dev) if dev.type == "cuda"
+                      else "cpu", "dtype": a.dtype, "card": card["name"], "views": views, "chunk": chunk,
+                      "steps": steps})
+            with open(a.timing_out, "w") as f:
+                json.dump(t, f, indent=1)
+            print("timing: eager p50 %.3f ms, graph %s" % (t["eager_ms"]["p50"], "p50 %.3f ms" % t["graph_ms"]["p50"]
+                  if "p50" in t["graph_ms"] else t["graph_ms"]["error"]))
     out = a.out[:-3] if a.out.endswith(".gz") else a.out
     if a.kineto_form and not kineto:
         write_kineto_form(prof, out)

@@ -101,7 +101,7 @@ TEST(Scenario, MemoryThatDoesNotFitSaysByHowMuch) {
 
 TEST(Scenario, EveryShippedScenarioLoadsAndSimulates) {
   std::vector<std::string> files;
-  for (const char* dir : {"/scenarios", "/scenarios/systems"})
+  for (const char* dir : {"/scenarios", "/scenarios/systems", "/scenarios/gpu_check"})
     for (auto& e : fs::directory_iterator(kRoot + dir))
       if (e.path().extension() == ".yaml") files.push_back(e.path().string());
   ASSERT_GE(files.size(), 4u);
