@@ -4,7 +4,7 @@
 # dependencies) from any folder:
 #   scripts/gpu_kit.sh DIR       # e.g. out/gpu_kit: writes DIR/ and DIR.tar.gz
 # DIR/ holds:
-#   bin/      vlasim (built without Open MPI), cuda_probe_test (the CUDA tests), bench_cuda
+#   bin/      vlasim (without Open MPI), cuda_probe_test (the CUDA tests), bench_cuda
 #   lib/      libvlasim_cuda_executor.so (sm_90 SASS plus PTX, so another GPU JIT-compiles it) and
 #             the Debian libraries they load: their ldd closure less glibc, libstdc++, libgcc and
 #             CUDA's own libraries, which the GPU machine has
@@ -16,7 +16,8 @@
 #   MANIFEST  the commit, the build options, each file's size
 # DIR.tar.gz is what travels (the device tool carries at most 64 MiB with the working tree):
 # `scripts/gpu_check.sh --kit DIR.tar.gz` unpacks it there.
-# BUILD_DIR (default build-kit/) is the kit's own build tree: Release, CUDA on, Open MPI off.
+# BUILD_DIR (default build-kit/): the tree built; configured here (Release, CUDA, no Open MPI)
+# unless it is configured already (then it must be Release with CUDA, tests and benchmarks).
 # Exits 1 with the reason when a step fails or the kit exceeds KIT_MAX_MB (default 40) packed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,17 +32,33 @@ command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] \
 export PATH=$PATH:/usr/local/cuda/bin
 "$here/scripts/install_packages.sh" $(grep -v '^#' "$here/scripts/packages.txt")
 
+# A tree configured already (the test command's build/, say) is used as it is, when it is a
+# Release build with CUDA; the kit then takes its vlasim_nompi (the command without Open MPI)
+# where the tree has MPI. Otherwise the tree is configured here: Release, CUDA, no Open MPI.
 mkdir -p "$build"
-echo "gpu_kit: building into $build (Release, CUDA sm_90 + PTX, without Open MPI)"
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=${VLASIM_UNITY:-ON} \
-      -DVLASIM_WITH_CUDA=ON -DVLASIM_WITH_MPI=OFF -DVLASIM_BUILD_TESTS=ON -DVLASIM_BUILD_BENCHMARKS=ON \
-      > "$build/kit_configure.log" 2>&1 || { tail -30 "$build/kit_configure.log"; fail "configure failed"; }
-cmake --build "$build" -j "$(nproc)" --target vlasim vlasim_cuda_module cuda_probe_test bench_cuda \
+cache=$build/CMakeCache.txt
+if [[ -f $cache ]]; then
+  grep -q '^VLASIM_WITH_CUDA:BOOL=ON$' "$cache" || fail "$build was configured without CUDA (VLASIM_WITH_CUDA=OFF)"
+  grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$cache" || fail "$build is not a Release build"
+  echo "gpu_kit: building in $build (configured already; its options kept)"
+  cmake -S "$here" -B "$build" > "$build/kit_configure.log" 2>&1 \
+    || { tail -30 "$build/kit_configure.log"; fail "configure failed"; }
+else
+  echo "gpu_kit: configuring $build (Release, CUDA sm_90 + PTX, without Open MPI)"
+  cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=${VLASIM_UNITY:-ON} \
+        -DVLASIM_WITH_CUDA=ON -DVLASIM_WITH_MPI=OFF -DVLASIM_BUILD_TESTS=ON -DVLASIM_BUILD_BENCHMARKS=ON \
+        > "$build/kit_configure.log" 2>&1 || { tail -30 "$build/kit_configure.log"; fail "configure failed"; }
+fi
+grep -q '^VLASIM_WITH_MPI:BOOL=ON$' "$cache" && cli=vlasim_nompi || cli=vlasim
+grep -q '^VLASIM_BUILD_TESTS:BOOL=ON$' "$cache" && grep -q '^VLASIM_BUILD_BENCHMARKS:BOOL=ON$' "$cache" \
+  || fail "$build was configured without the tests or the benchmarks (the kit carries the CUDA tests and bench_cuda)"
+cmake --build "$build" -j "$(nproc)" --target $cli vlasim_cuda_module cuda_probe_test bench_cuda \
   > "$build/kit_build.log" 2>&1 || { tail -40 "$build/kit_build.log"; fail "build failed ($build/kit_build.log)"; }
 
 rm -rf "$kit" "$kit.tar.gz"
 mkdir -p "$kit/bin" "$kit/lib" "$kit/share/vlasim" "$kit/scripts" "$kit/scenarios"
-install -m 755 "$build/vlasim" "$build/tests/cuda/cuda_probe_test" "$build/benchmarks/executors/bench_cuda" "$kit/bin/"
+install -m 755 "$build/$cli" "$kit/bin/vlasim"
+install -m 755 "$build/tests/cuda/cuda_probe_test" "$build/benchmarks/executors/bench_cuda" "$kit/bin/"
 install -m 755 "$build/libvlasim_cuda_executor.so" "$kit/lib/"
 strip --strip-unneeded "$kit"/bin/* "$kit"/lib/*.so
 cp -r "$here/models/cards" "$here/sim/catalog" "$here/sim/kernel_fit" "$kit/share/vlasim/"

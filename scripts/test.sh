@@ -48,11 +48,11 @@ if [[ $avx2_host == 0 ]]; then
   ONEDNN_MAX_CPU_ISA=AVX2 ctest --output-on-failure --timeout 600 \
     -R 'Executor|OpsTest|Calibration|Profile|Runtime|Validation|cli_test'
 fi
-# The GPU kit (issue 42): built in build-kit/ (Release, CUDA, no Open MPI), moved, and run with
-# only its own libraries; KIT=0 skips this leg.
+# The GPU kit (issue 42): packed from this build (its vlasim without Open MPI), moved, and run
+# with only its own libraries; KIT=0 skips this leg.
 if [[ ${KIT:-1} != 0 ]]; then
   leg "the GPU kit: built, moved and run with its own libraries only (tests/kit/kit_test.sh)"
-  bash "$here/tests/kit/kit_test.sh"
+  KIT_BUILD_DIR=$build bash "$here/tests/kit/kit_test.sh"
 fi
 # With both legs on, one clang build (build-fuzz/) serves the sanitizer tests and the fuzzers.
 fuzz_built=0
