@@ -4,7 +4,7 @@
 # ASan and UBSan in a build folder of its own, and runs each for FUZZ_SECONDS seconds (default
 # 60), starting from the inputs FuzzRegressions replays (the shipped and broken files of
 # scenarios/, models/cards, sim/catalog and tests/data) and the findings kept so far.
-#   scripts/fuzz.sh [target ...]     default: scenario card catalog profile trace gpu_import gpu_network
+#   scripts/fuzz.sh [target ...]     default: scenario card catalog profile trace gpu_import gpu_network kernel_fit host_entry
 # Env: FUZZ_SECONDS (per target, after the seeds have run once; 0: build only), FUZZ_SEEDS
 # (all, the default, or shipped: see below), FUZZ_SANITIZE (default address,undefined;
 # `undefined` alone, or `none`, runs more inputs a second, for long runs that look for hangs,
@@ -26,7 +26,7 @@ if [[ $sanitize == address,undefined ]]; then build=${FUZZ_BUILD_DIR:-$here/buil
 else build=${FUZZ_BUILD_DIR:-$here/build-fuzz-${sanitize//,/-}}; fi
 secs=${FUZZ_SECONDS:-60}
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(scenario card catalog profile trace gpu_import gpu_network)
+[[ ${#targets[@]} -gt 0 ]] || targets=(scenario card catalog profile trace gpu_import gpu_network kernel_fit host_entry)
 
 "$here/scripts/install_packages.sh" clang-14 libclang-rt-14-dev llvm-14
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
@@ -64,11 +64,14 @@ declare -A seed_dirs=(
   # folder holding mlp.csv: seed folders are searched one level down, names made unique).
   [gpu_import]="tests/data/gpu_import ${bad:+$bad/gpu_import}"
   [gpu_network]="tests/data/gpu_network ${bad:+$bad/gpu_network}"
+  # The kernel cost model's fit CSV, and a device profile's host entry (a JSON object).
+  [kernel_fit]="sim/kernel_fit tests/data/kernel_fit ${bad:+$bad/kernel_fit}"
+  [host_entry]="tests/data/host_entry ${bad:+$bad/host_entry}"
 )
 total=0
 failed=()
 for t in "${targets[@]}"; do
-  [[ -n ${seed_dirs[$t]:-} ]] || { echo "fuzz.sh: unknown target '$t' (scenario, card, catalog, profile, trace, gpu_import, gpu_network)" >&2; exit 2; }
+  [[ -n ${seed_dirs[$t]:-} ]] || { echo "fuzz.sh: unknown target '$t' (scenario, card, catalog, profile, trace, gpu_import, gpu_network, kernel_fit, host_entry)" >&2; exit 2; }
   seeds=$build/seeds/$t corpus=$build/corpus/$t kept=$here/tests/fuzz/regressions/$t
   findings=$build/findings/$t
   rm -rf "$seeds" "$findings"; mkdir -p "$seeds" "$corpus" "$findings" "$kept"
@@ -79,6 +82,8 @@ for t in "${targets[@]}"; do
     elif [[ $t == gpu_network ]]; then
       find "$here/$d" -maxdepth 2 -type f \( -name '*.csv' -o -name '*.yaml' \) -print0 |
         while IFS= read -r -d '' f; do cp "$f" "$seeds/$(echo "${f#$here/$d/}" | tr / _)"; done
+    elif [[ $t == kernel_fit ]]; then
+      find "$here/$d" -maxdepth 1 -type f -name '*.csv' -exec cp {} "$seeds/" \;
     else
       find "$here/$d" -maxdepth 1 -type f \( -name '*.yaml' -o -name '*.json' \) -exec cp {} "$seeds/" \;
     fi
