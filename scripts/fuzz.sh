@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzing leg (issue 15). Builds the libFuzzer programs of tests/fuzz (the scenario, card,
-# catalog, profile and PyTorch trace readers, and the GPU kernel-time importers; tests/fuzz/fuzz_targets.h says what each checks) with clang 14,
+# catalog, profile and PyTorch trace readers, the GPU kernel-time importers, the kernel model's fit CSV and a
+# profile's host entry; tests/fuzz/fuzz_targets.h says what each checks) with clang 14,
 # ASan and UBSan in a build folder of its own, and runs each for FUZZ_SECONDS seconds (default
 # 60), starting from the inputs FuzzRegressions replays (the shipped and broken files of
 # scenarios/, models/cards, sim/catalog and tests/data) and the findings kept so far.
@@ -89,10 +90,11 @@ for t in "${targets[@]}"; do
     fi
   done
   # A dictionary of the keys the seeds use, so mutations write keys the readers know.
-  # (CSV seeds: their header's column names.)
+  # (CSV seeds: their header's column names; bytes past ASCII, such as a byte order mark, dropped:
+  # libFuzzer reads only ASCII in a dictionary.)
   { grep -ahoE '"?[A-Za-z_][A-Za-z0-9_]*"?:' "$seeds"/* || true
     for f in "$seeds"/*.csv; do [[ -f $f ]] || continue; head -1 "$f" | tr "," "\n"; done; } |
-    tr -d '\r' | sed '/^$/d' | sort -u | sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/"&"/' > "$build/$t.dict"
+    tr -d '\r' | LC_ALL=C tr -d '\200-\377' | sed '/^$/d' | sort -u | sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/"&"/' > "$build/$t.dict"
   echo "== fuzz $t for $secs s ($(ls "$seeds" | wc -l) seeds, $(ls "$corpus" | wc -l) in corpus, $(ls "$kept" | wc -l) kept)"
   log=$build/fuzz_$t.log
   rc=0
