@@ -141,7 +141,7 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
   if (!out.dir.empty()) {
     fs::create_directories(out.dir);
     write_compare_json(cmp, out.dir + "/compare.json");
-    std::ofstream(out.dir + "/compare.md") << md;
+    write_file(out.dir + "/compare.md", md);
     write_drift_json(cmp, drift, sens, corun, out.dir + "/drift.json");
     for (const auto& [mode, r] : {std::pair<std::string, const SimResult*>{"simulate", &predicted},
                                   {"execute", &measured.result}}) {

@@ -39,7 +39,31 @@ struct ImportArgs {
   // size above which the held-out check predicts from a fit of the smaller sizes
   std::vector<std::string> compare;
   double holdout_mib = 16;
+  std::set<std::string> given;  // the options given on the command line ("--card", ...)
 };
+
+// Refuses an option given for a format it does not apply to (each is named, never ignored;
+// vidur-network refuses --device itself, saying why).
+void check_options_apply(const ImportArgs& a) {
+  const std::vector<std::string> trace = {"--card", "--views", "--prompt", "--chunk", "--steps", "--batch",
+                                          "--dtype", "--passes", "--inference"};
+  std::vector<std::string> refused;
+  if (a.format != "vidur-network") refused.insert(refused.end(), {"--compare", "--holdout-mib"});
+  if (a.format != "trace") refused.insert(refused.end(), trace.begin(), trace.end());
+  for (const std::string& o : refused)
+    if (a.given.count(o))
+      throw ConfigError("<command line>", 0, 0, o, o + " does not apply to import " + a.format);
+}
+
+// Refuses an output file that is the input (or inside an input folder): it would be overwritten.
+void check_not_input(const ImportArgs& a) {
+  std::error_code ec;
+  const fs::path out = fs::weakly_canonical(a.out, ec), in = fs::weakly_canonical(a.path, ec);
+  if (out.empty() || in.empty()) return;
+  if (out == in || (fs::is_directory(in, ec) && out.string().rfind(in.string() + "/", 0) == 0 &&
+                    out.filename() == "mlp.csv"))
+    throw ConfigError("<command line>", 0, 0, "--out", "'" + a.out + "' is the input " + a.path + "; give another file");
+}
 
 int run_import_trace(const Common& c, const ImportArgs& a);
 int run_import_network(const Common& c, const ImportArgs& a);
@@ -47,6 +71,8 @@ int run_import_network(const Common& c, const ImportArgs& a);
 int run_import(const Common& c, const ImportArgs& a) {
   if (a.format != "vidur-network" && !a.compare.empty())
     throw ConfigError("<command line>", 0, 0, "--compare", "--compare is for vidur-network");
+  check_options_apply(a);
+  if (!a.out.empty()) check_not_input(a);
   if (a.format == "trace") return run_import_trace(c, a);
   if (a.format == "vidur-network") return run_import_network(c, a);
   if (a.device.empty()) throw ConfigError("<command line>", 0, 0, "--device", "--device is required: the catalog GPU the data was measured on");
@@ -54,7 +80,11 @@ int run_import(const Common& c, const ImportArgs& a) {
   const Catalog cat = Catalog::load_dir(c.catalog);
   const DeviceSpec& d = gpu_entry(cat, a.device);
   check_output_file("--out", a.out);
-  std::vector<KernelSample> s = a.format == "vidur" ? import_vidur(a.path) : import_apxinf(a.path);
+  std::string measured_on;
+  std::vector<KernelSample> s = a.format == "vidur" ? import_vidur(a.path) : import_apxinf(a.path, &measured_on);
+  if (!measured_on.empty())
+    if (const std::string why = device_name_mismatch(measured_on, d); !why.empty())
+      throw ConfigError(a.path, 0, 0, "device_name", why + "; give the --device it ran on");
   const DeviceProfile p = samples_to_profile(s, d, a.format, a.format + " " + a.path);
   save_profile(p, a.out);
   if (!a.quiet)
@@ -96,6 +126,21 @@ int run_import_network(const Common& c, const ImportArgs& a) {
     if (sorted[i].name == sorted[i - 1].name)
       throw ConfigError(groups[order[i]].file, groups[order[i]].points.front().line, 0, "",
                         sorted[i].name + " is measured twice (also " + sorted[i - 1].source + ")");
+  // Every --compare entry found and a send_recv before anything is written (no output on refusal).
+  std::vector<const NetworkGroup*> compared;
+  for (const auto& [link, entry] : checks) {
+    const NetworkGroup* g = nullptr;
+    for (size_t i = 0; i < groups.size(); ++i)
+      if (fits[i].name == entry) g = &groups[i];
+    if (!g) {
+      std::vector<std::string> names;
+      for (const NetworkFit& f : sorted) names.push_back(f.name);
+      throw ConfigError("<command line>", 0, 0, "--compare", "no measured entry '" + entry + "'; valid names are: " + join_names(names));
+    }
+    if (g->collective != "send_recv")
+      throw ConfigError("<command line>", 0, 0, "--compare", "'" + entry + "' is a collective; a link compares with a send_recv entry");
+    compared.push_back(g);
+  }
   write_file(a.out, network_profile_yaml(sorted,
       "vlasim network profile, written by `vlasim import vidur-network` from Vidur's measured NCCL kernel times\n"
       "(fp16 buffers; median of 11 back-to-back calls' kernel durations on rank 0; sim/gpu_network.h).\n"
@@ -132,17 +177,10 @@ int run_import_network(const Common& c, const ImportArgs& a) {
                 med(band[0]).c_str(), med(band[1]).c_str(), med(band[2]).c_str(), 100 * f.p90_error, held.size(),
                 med(held).c_str());
   }
-  for (const auto& [link, entry] : checks) {
-    const NetworkGroup* g = nullptr;
-    for (size_t i = 0; i < groups.size(); ++i)
-      if (fits[i].name == entry) g = &groups[i];
-    if (!g) {
-      std::vector<std::string> names;
-      for (const NetworkFit& f : sorted) names.push_back(f.name);
-      throw ConfigError("<command line>", 0, 0, "--compare", "no measured entry '" + entry + "'; valid names are: " + join_names(names));
-    }
-    if (g->collective != "send_recv")
-      throw ConfigError("<command line>", 0, 0, "--compare", "'" + entry + "' is a collective; a link compares with a send_recv entry");
+  for (size_t k = 0; k < checks.size(); ++k) {
+    const DeviceSpec* link = checks[k].first;
+    const std::string& entry = checks[k].second;
+    const NetworkGroup* g = compared[k];
     std::printf("\ncatalog %s (%.2f us + bytes / %.1f GB/s) against %s (%zu rows): catalog / measured - 1\n",
                 link->name.c_str(), link->latency_s * 1e6, link->h2d_bw / 1e9, entry.c_str(), g->points.size());
     std::printf("| bytes | rows | median | min | max |\n|---|---|---|---|---|\n");
@@ -310,6 +348,7 @@ struct EvalArgs {
 int run_gpu_eval(const Common& c, const EvalArgs& a) {
   const Catalog cat = Catalog::load_dir(c.catalog);
   check_output_dir("--out", a.out);
+  if (!a.fit_out.empty()) check_output_file("--fit-out", a.fit_out);
   std::vector<GpuSamples> data;
   for (const DataSet& ds : kDataSets) {
     gpu_entry(cat, ds.gpu);
@@ -357,7 +396,7 @@ Command add_import(CLI::App& app) {
                   "(LINK=ENTRY, repeatable)");
   cmd->add_option("--holdout-mib", a->holdout_mib,
                   "vidur-network: the held-out check fits sizes up to this many MiB and predicts the larger ones")
-      ->check(CLI::Range(0.001, 1e6));
+      ->check(number_in(0.001, 1e6, false));
   cmd->add_option("--card", a->card, "trace: model card the traced model follows");
   cmd->add_option("--views", a->views, "trace: camera views")->check(whole_number(1, kMaxViews));
   cmd->add_option("--prompt", a->prompt, "trace: prompt tokens")->check(whole_number(0, kMaxPrompt));
@@ -372,7 +411,11 @@ Command add_import(CLI::App& app) {
   cmd->add_option("--inference", a->inference,
                   "trace: name of the record_function range around each inference (default: the most frequent range "
                   "holding a stage range)");
-  return {cmd, [a](const Common& c) { return run_import(c, *a); }};
+  return {cmd, [a, cmd](const Common& c) {
+            for (const CLI::Option* o : cmd->get_options())
+              if (o->count() > 0 && !o->get_lnames().empty()) a->given.insert("--" + o->get_lnames().front());
+            return run_import(c, *a);
+          }};
 }
 
 Command add_gpu_eval(CLI::App& app) {

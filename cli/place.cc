@@ -42,9 +42,7 @@ int run_profile_lut(const Common& c, const std::string& path, const std::string&
     if (p.locksteps.size() > 1)
       f = f.parent_path() / (f.stem().string() + "." + s.devices[static_cast<size_t>(lp.device)].name + f.extension().string());
     if (!f.parent_path().empty()) fs::create_directories(f.parent_path());
-    std::ofstream o(f);
-    o << text;
-    if (!o) throw std::runtime_error(f.string() + ": failed to write");
+    write_file(f.string(), text);
     if (!quiet) std::cerr << "wrote " << f.string() << " (" << lp.lut.size() << " pairs of batches)\n";
   }
   return 0;

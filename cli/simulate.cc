@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "executors/stop_signal.h"
+#include "reports/plot.h"
 #include "reports/report.h"
 #include "scheduler/traffic_controller.h"
 
@@ -67,8 +68,8 @@ int run_simulate(const Common& c, const std::string& path, long long seed, const
                 << " s): " << controller->decisions().size() << " placements for the demand it saw\n" << md;
     if (!out.dir.empty()) {
       fs::create_directories(out.dir);
-      std::ofstream(out.dir + "/controller.md") << "# Traffic controller decisions\n\n" << md;
-      std::ofstream(out.dir + "/controller.csv") << controller_decisions_csv(*controller);
+      write_file(out.dir + "/controller.md", "# Traffic controller decisions\n\n" + md);
+      write_file(out.dir + "/controller.csv", controller_decisions_csv(*controller));
     }
   }
   if (builder) {

@@ -339,10 +339,7 @@ void write_compare_json(const Comparison& c, const std::string& path) {
   oj["skipped"] = ordered_json::array();
   for (const auto& op : c.ops_skipped) oj["skipped"].push_back(to_json(op, kNaN));
   j["operators"] = oj;
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error(path + ": cannot open for writing");
-  out << j.dump(2) << '\n';
-  if (!out) throw std::runtime_error(path + ": write failed");
+  write_output_file(path, j.dump(2) + "\n");
 }
 
 // ---------------------------------------------------------------------------------------

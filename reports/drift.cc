@@ -220,10 +220,7 @@ void write_drift_json(const Comparison& c, const DriftInputs& d, const ServiceSe
                       {"p99_elasticity", sens.p99_elasticity},
                       {"method", "re-simulation, every service time x (1 +- step), same seed"}};
   j["errors"] = {{"mean", num(c.overall.mean_s.error)}, {"p50", num(c.overall.p50_s.error)}, {"p99", num(c.overall.p99_s.error)}};
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot write " + path);
-  f << j.dump(1) << "\n";
-  if (!f) throw std::runtime_error("error writing " + path);
+  write_output_file(path, j.dump(1) + "\n");
 }
 
 }  // namespace vlasim

@@ -1,5 +1,7 @@
 #include "reports/plot.h"
 
+#include "scenarios/config.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -52,12 +54,7 @@ std::string sh_quote(const std::string& s) {
   return out + "'";
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error(path + ": cannot open for writing");
-  out << text;
-  if (!out) throw std::runtime_error(path + ": write failed");
-}
+void write_file(const std::string& path, const std::string& text) { write_output_file(path, text); }
 
 void write_into(const std::string& dir, const std::string& name, const std::string& text,
                 std::vector<std::string>* written) {

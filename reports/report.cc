@@ -1,5 +1,7 @@
 #include "reports/report.h"
 
+#include <unistd.h>
+
 #include <boost/histogram.hpp>
 #include <nlohmann/json.hpp>
 
@@ -212,6 +214,12 @@ ordered_json to_json(const LatencyStats& s) {
                       {"p90_s", s.p90},   {"p99_s", s.p99},   {"max_s", s.max}};
 }
 
+// A temporary file name beside `path` (same folder: renamed onto it when complete).
+std::string temporary_beside(const std::string& path) {
+  const std::filesystem::path p(path);
+  return (p.parent_path() / ("." + p.filename().string() + ".tmp-" + std::to_string(::getpid()))).string();
+}
+
 std::ofstream open_out(const std::string& path) {
   std::ofstream out(path, std::ios::binary);
   if (!out) throw std::runtime_error(path + ": cannot open for writing");
@@ -278,8 +286,7 @@ void write_json(const Report& rep, const std::string& path) {
     j["guard_kept_split"] = rep.guard_kept;
   }
   j["trace_truncated"] = rep.trace_truncated;
-  auto out = open_out(path);
-  out << j.dump(2) << '\n';
+  write_output_file(path, j.dump(2) + "\n");
 }
 
 namespace {
@@ -294,7 +301,7 @@ int seconds_digits(double v) {
 }  // namespace
 
 RequestsCsv::RequestsCsv(const Scenario& s, const Plan& p, const std::string& path)
-    : s_(s), p_(p), path_(path), out_(open_out(path)) {
+    : s_(s), p_(p), path_(path), tmp_(temporary_beside(path)), out_(open_out(tmp_)) {
   out_ << "request,model,stream,cut,arrival_s,start_s,end_s,latency_s,deadline_s,met";
   for (int k = 0; k < kStages; ++k) out_ << ',' << to_string(static_cast<Stage>(k)) << "_s";
   out_ << '\n';
@@ -319,8 +326,24 @@ void RequestsCsv::row(const RequestRecord& q) {
 
 void RequestsCsv::close() {
   out_.flush();
-  if (!out_) throw std::runtime_error(path_ + ": failed to write");
   out_.close();
+  std::error_code ec;
+  if (!out_) {
+    std::filesystem::remove(tmp_, ec);
+    throw std::runtime_error("cannot write " + path_ + ": a write failed (is the disk full?)");
+  }
+  std::filesystem::rename(tmp_, path_, ec);
+  if (ec) {
+    std::filesystem::remove(tmp_, ec);
+    throw std::runtime_error("cannot write " + path_ + ": " + ec.message());
+  }
+  closed_ = true;
+}
+
+RequestsCsv::~RequestsCsv() {
+  if (closed_) return;
+  std::error_code ec;
+  std::filesystem::remove(tmp_, ec);  // never closed (an error on the way): no half-written file
 }
 
 void write_requests_csv(const Scenario& s, const Plan& p, const SimResult& r, const std::string& path) {
@@ -353,8 +376,7 @@ void write_trace(const Scenario& s, const Plan& p, const SimResult& r, const std
       events.back()["args"].update({{"batch", e.batch}, {"items", e.items}});
   }
   ordered_json j{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  auto out = open_out(path);
-  out << j.dump() << '\n';
+  write_output_file(path, j.dump() + "\n");
 }
 
 std::string summary_text(const Report& rep) {

@@ -111,14 +111,21 @@ class RequestsCsv {
   // Throws std::runtime_error naming the path if it cannot be opened.
   RequestsCsv(const Scenario& s, const Plan& p, const std::string& path);
   void row(const RequestRecord& q);
-  // Flushes; throws std::runtime_error naming the path if anything failed to write.
+  // Writes the rows to a temporary file beside `path`; close() renames it onto `path`.
+  // Throws std::runtime_error naming the path if any write or the close failed (no file is
+  // then left at `path` nor the temporary).
   void close();
+  // Removes the temporary when close() was never reached.
+  ~RequestsCsv();
+  RequestsCsv(const RequestsCsv&) = delete;
+  RequestsCsv& operator=(const RequestsCsv&) = delete;
 
  private:
   const Scenario& s_;
   const Plan& p_;
-  std::string path_;
+  std::string path_, tmp_;
   std::ofstream out_;
+  bool closed_ = false;
 };
 
 // Each writer throws std::runtime_error naming the path if it cannot write.

@@ -538,8 +538,7 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
   std::vector<std::string> files;
   std::string csv = dir + "/sweep.csv";
   {
-    std::ofstream out(csv);
-    if (!out) throw std::runtime_error(csv + ": cannot open for writing");
+    std::ostringstream out;
     // Every model seen in any row, in the order first seen: a column each, after the old ones.
     std::vector<std::string> models;
     for (const SweepRow& row : r.rows)
@@ -568,12 +567,12 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
       }
       out << '\n';
     }
+    write_file(csv, out.str());
   }
   files.push_back(csv);
   std::string md = dir + "/sweep.md";
   {
-    std::ofstream out(md);
-    out << "# Sweep of " << r.key << " in " << r.scenario << "\n\n" << sweep_table(r);
+    write_file(md, "# Sweep of " + r.key + " in " + r.scenario + "\n\n" + sweep_table(r));
   }
   files.push_back(md);
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
@@ -582,13 +581,14 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
   }
   std::string data = dir + "/sweep.dat", script = dir + "/sweep.gp", svg = dir + "/sweep.svg";
   {
-    std::ofstream d(data);
+    std::ostringstream d;
     for (const auto& row : r.rows)
       if (row.ok)
         d << row.value << ' ' << row.report.latency.mean * 1e3 << ' ' << row.report.latency.p99 * 1e3 << ' '
           << row.report.throughput_hz << ' ' << row.outcome.peak_memory_bytes / 1e9 << ' '
           << 100 * row.report.deadline_attainment << '\n';
-    std::ofstream g(script);
+    write_file(data, d.str());
+    std::ostringstream g;
     g << "set terminal svg size 900,900 dynamic\nset output '" << svg << "'\n"
       << "set multiplot layout " << (r.goal == "capacity" ? 4 : 3) << ",1 title 'sweep of " << r.key << " (" << r.scenario << ")'\n"
       << "set grid\nset xlabel '" << r.key << "'\n"
@@ -599,6 +599,7 @@ std::vector<std::string> write_sweep(const SweepResult& r, const std::string& di
       g << "set ylabel 'deadline attainment (%)'\nplot '" << data << "' using 1:6 with linespoints title 'attainment', "
         << 100 * r.capacity_slo << " with lines dt 2 title 'SLO " << 100 * r.capacity_slo << "%'\n";
     g << "unset multiplot\n";
+    write_file(script, g.str());
   }
   std::string cmd = "gnuplot '" + script + "' 2>'" + dir + "/gnuplot.log'";
   if (std::system(cmd.c_str()) != 0)

@@ -3,9 +3,16 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -184,6 +191,78 @@ std::string read_input_file(const std::string& path) {
   }
   if (in.bad()) throw ConfigError(path, 0, 0, "", "cannot read file");
   return text;
+}
+
+namespace {
+// The umask of this process, read without changing it (umask(2) would, for every thread).
+mode_t current_umask() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::strtol(line.c_str() + 6, nullptr, 8) & 0777);
+  return 022;
+}
+
+// Writes all of `text` to `fd`; false (errno set) on any failed or short write.
+bool write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+}  // namespace
+
+void write_output_file(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  auto fail = [&](const std::string& reason) {
+    throw std::runtime_error("cannot write " + path + ": " + reason);
+  };
+  if (path.empty()) fail("no file name");
+  std::error_code ec;
+  fs::path target(path);
+  if (fs::is_symlink(fs::symlink_status(target, ec))) {
+    const fs::path resolved = fs::weakly_canonical(target, ec);
+    if (ec) fail(ec.message());
+    target = resolved;
+  }
+  struct stat st {};
+  const bool exists = ::stat(target.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) fail("is a directory");
+  if (exists && !S_ISREG(st.st_mode)) {
+    // A device or pipe: no temporary can be renamed onto it; written in place.
+    const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) fail(std::strerror(errno));
+    const bool ok = write_all(fd, text);
+    const int err = errno;
+    if (::close(fd) != 0 && ok) fail(std::strerror(errno));
+    if (!ok) fail(std::strerror(err));
+    return;
+  }
+  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::string tmp = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) fail(std::strerror(errno));
+  const mode_t mode = exists ? (st.st_mode & 07777) : (0666 & ~current_umask());
+  bool ok = ::fchmod(fd, mode) == 0 && write_all(fd, text);
+  int err = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && ::rename(tmp.c_str(), target.c_str()) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    fail(std::strerror(err));
+  }
 }
 
 namespace {

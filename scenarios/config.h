@@ -46,6 +46,14 @@ void check_input_file(const std::string& path);
 // grows past kMaxInputFileBytes while being read.
 std::string read_input_file(const std::string& path);
 
+// The one writer of vlasim's output files. Writes `text` to a temporary file beside `path`,
+// checks every write and the close, then renames it onto `path`: `path` is either left as it was
+// or holds all of `text`, never a part. A `path` that is a device or pipe (/dev/null,
+// /dev/stdout) is written in place, each write checked; a symbolic link is followed. A new file
+// gets mode 0666 less the umask, a replaced one keeps its mode. Throws std::runtime_error
+// "cannot write PATH: REASON" (a full disk, /dev/full, a missing folder) and leaves no temporary.
+void write_output_file(const std::string& path, const std::string& text);
+
 // A YAML node together with where it came from. Accessors throw ConfigError naming the
 // file, line and full key path of the offending value.
 //

@@ -175,8 +175,10 @@ PolicyDecl parse_policy(const ConfigNode& pol, const std::string& key, const std
 // A link's `profile: FILE` and `entry: NAME` (a network profile, sim/gpu_network.h, as `vlasim
 // import vidur-network` writes it): the entry's measured latency and bandwidth replace the
 // catalog's (both directions; pageable copies at most as fast). FILE as written, or next to the
-// scenario file, or relative to the current directory.
-void apply_network_profile(const ConfigNode& l, LinkInstance& li) {
+// scenario file, or relative to the current directory. Every entry is measured between two GPUs
+// (Vidur's send_recv): a link with an end that is not a GPU is refused. A profile that cannot
+// be read or is malformed is refused at the scenario's `profile:` key, its own error quoted.
+void apply_network_profile(const ConfigNode& l, LinkInstance& li, const Scenario& s) {
   const ConfigNode pn = l.required("profile"), en = l.required("entry");
   fs::path p(pn.as_string());
   if (!p.is_absolute()) {
@@ -187,13 +189,25 @@ void apply_network_profile(const ConfigNode& l, LinkInstance& li) {
               "directory); make one with vlasim import vidur-network");
   }
   const std::string name = en.as_string();
+  std::vector<NetworkFit> fits;
+  try {
+    fits = load_network_profile(p.string());
+  } catch (const ConfigError& e) {
+    pn.fail(e.what());
+  }
   std::vector<std::string> names;
-  for (const NetworkFit& f : load_network_profile(p.string())) {
+  for (const NetworkFit& f : fits) {
     names.push_back(f.name);
     if (f.name != name) continue;
     if (f.collective != "send_recv")
       en.fail("'" + name + "' is a " + f.collective + " over " + std::to_string(f.gpus) +
               " GPUs; a link takes a send_recv entry (no scenario runs collectives)");
+    for (const std::string& end : {li.a, li.b}) {
+      const int d = s.device_index(end);
+      if (d >= 0 && s.devices[size_t(d)].spec.type != DeviceType::Gpu)
+        en.fail("'" + name + "' was measured between two GPUs, but this link's end '" + end + "' is a " +
+                to_string(s.devices[size_t(d)].spec.type) + "; a measured entry replaces a GPU-to-GPU link only");
+    }
     li.spec.latency_s = f.latency_s;
     li.spec.h2d_bw = li.spec.d2h_bw = f.bytes_per_s;
     li.spec.h2d_bw_pageable = std::min(li.spec.h2d_bw_pageable, f.bytes_per_s);
@@ -284,7 +298,7 @@ void parse_hardware(const ConfigNode& hw, const Catalog& catalog, Scenario& s) {
     if (mem != "pinned" && mem != "pageable")
       l.required("memory").fail("unknown memory kind '" + mem + "'; valid names are: pinned, pageable");
     li.pinned = mem == "pinned";
-    if (l.has("profile") || l.has("entry")) apply_network_profile(l, li);
+    if (l.has("profile") || l.has("entry")) apply_network_profile(l, li, s);
     li.line = l.line();
     s.links.push_back(li);
   }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Fuzzing leg (issue 15). Builds the libFuzzer programs of tests/fuzz (the scenario, card,
-# catalog, profile and PyTorch trace readers, and the GPU kernel-time importers; tests/fuzz/fuzz_targets.h says what each checks) with clang 14,
+# catalog, profile and PyTorch trace readers, the GPU kernel-time importers, the kernel model's fit CSV and a
+# profile's host entry; tests/fuzz/fuzz_targets.h says what each checks) with clang 14,
 # ASan and UBSan in a build folder of its own, and runs each for FUZZ_SECONDS seconds (default
 # 60), starting from the inputs FuzzRegressions replays (the shipped and broken files of
 # scenarios/, models/cards, sim/catalog and tests/data) and the findings kept so far.
-#   scripts/fuzz.sh [target ...]     default: scenario card catalog profile trace gpu_import gpu_network
+#   scripts/fuzz.sh [target ...]     default: scenario card catalog profile trace gpu_import gpu_network kernel_fit host_entry
 # Env: FUZZ_SECONDS (per target, after the seeds have run once; 0: build only), FUZZ_SEEDS
 # (all, the default, or shipped: see below), FUZZ_SANITIZE (default address,undefined;
 # `undefined` alone, or `none`, runs more inputs a second, for long runs that look for hangs,
@@ -26,7 +27,7 @@ if [[ $sanitize == address,undefined ]]; then build=${FUZZ_BUILD_DIR:-$here/buil
 else build=${FUZZ_BUILD_DIR:-$here/build-fuzz-${sanitize//,/-}}; fi
 secs=${FUZZ_SECONDS:-60}
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(scenario card catalog profile trace gpu_import gpu_network)
+[[ ${#targets[@]} -gt 0 ]] || targets=(scenario card catalog profile trace gpu_import gpu_network kernel_fit host_entry)
 
 "$here/scripts/install_packages.sh" clang-14 libclang-rt-14-dev llvm-14
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
@@ -64,11 +65,14 @@ declare -A seed_dirs=(
   # folder holding mlp.csv: seed folders are searched one level down, names made unique).
   [gpu_import]="tests/data/gpu_import ${bad:+$bad/gpu_import}"
   [gpu_network]="tests/data/gpu_network ${bad:+$bad/gpu_network}"
+  # The kernel cost model's fit CSV, and a device profile's host entry (a JSON object).
+  [kernel_fit]="sim/kernel_fit tests/data/kernel_fit ${bad:+$bad/kernel_fit}"
+  [host_entry]="tests/data/host_entry ${bad:+$bad/host_entry}"
 )
 total=0
 failed=()
 for t in "${targets[@]}"; do
-  [[ -n ${seed_dirs[$t]:-} ]] || { echo "fuzz.sh: unknown target '$t' (scenario, card, catalog, profile, trace, gpu_import, gpu_network)" >&2; exit 2; }
+  [[ -n ${seed_dirs[$t]:-} ]] || { echo "fuzz.sh: unknown target '$t' (scenario, card, catalog, profile, trace, gpu_import, gpu_network, kernel_fit, host_entry)" >&2; exit 2; }
   seeds=$build/seeds/$t corpus=$build/corpus/$t kept=$here/tests/fuzz/regressions/$t
   findings=$build/findings/$t
   rm -rf "$seeds" "$findings"; mkdir -p "$seeds" "$corpus" "$findings" "$kept"
@@ -79,15 +83,18 @@ for t in "${targets[@]}"; do
     elif [[ $t == gpu_network ]]; then
       find "$here/$d" -maxdepth 2 -type f \( -name '*.csv' -o -name '*.yaml' \) -print0 |
         while IFS= read -r -d '' f; do cp "$f" "$seeds/$(echo "${f#$here/$d/}" | tr / _)"; done
+    elif [[ $t == kernel_fit ]]; then
+      find "$here/$d" -maxdepth 1 -type f -name '*.csv' -exec cp {} "$seeds/" \;
     else
       find "$here/$d" -maxdepth 1 -type f \( -name '*.yaml' -o -name '*.json' \) -exec cp {} "$seeds/" \;
     fi
   done
   # A dictionary of the keys the seeds use, so mutations write keys the readers know.
-  # (CSV seeds: their header's column names.)
+  # (CSV seeds: their header's column names; bytes past ASCII, such as a byte order mark, dropped:
+  # libFuzzer reads only ASCII in a dictionary.)
   { grep -ahoE '"?[A-Za-z_][A-Za-z0-9_]*"?:' "$seeds"/* || true
     for f in "$seeds"/*.csv; do [[ -f $f ]] || continue; head -1 "$f" | tr "," "\n"; done; } |
-    tr -d '\r' | sed '/^$/d' | sort -u | sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/"&"/' > "$build/$t.dict"
+    tr -d '\r' | LC_ALL=C tr -d '\200-\377' | sed '/^$/d' | sort -u | sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/"&"/' > "$build/$t.dict"
   echo "== fuzz $t for $secs s ($(ls "$seeds" | wc -l) seeds, $(ls "$corpus" | wc -l) in corpus, $(ls "$kept" | wc -l) kept)"
   log=$build/fuzz_$t.log
   rc=0

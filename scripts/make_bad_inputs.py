@@ -1591,6 +1591,225 @@ def host_corun_cases():
             "--context-corun-seconds", "calibrate --context-corun-seconds %s (%s)" % (val, desc))
 
 
+# ---------------------------------------------------------------------------------------------
+# Issue 49 (reliability round 3): the measured-data surfaces. The kernel model's fit CSV (one
+# input rule: a regular file of at most 16 MiB; every row whole and within physical bounds; every
+# class given), the host entry's and sentinel's physical bounds, the importers' datasheet checks,
+# a network fit no link has, options that do not apply, and the one writer (no output on
+# refusal; a full device is an error). Exit 2 on bad input; a failed write exits 1.
+# ---------------------------------------------------------------------------------------------
+KFIT_HEAD = "class,latency_s,bw_frac,compute_frac,p,sm_gbs\n"
+KFIT_ROWS = {"elementwise": "elementwise,1.51584e-06,1,1,1,46.0819\n",
+             "gemm": "gemm,3.2519e-06,0.733786,0.740492,2.81875,0\n",
+             "layernorm": "layernorm,4.74537e-06,0.815469,1,1,0\n",
+             "norm": "norm,1.88523e-06,1,1,1,14.8782\n"}
+
+
+def kfit(**rows):
+    """A whole fit file, the rows given replacing the shipped ones (None: the class left out)."""
+    out = KFIT_HEAD
+    for c in sorted(KFIT_ROWS):
+        r = rows.get(c, KFIT_ROWS[c])
+        if r is not None:
+            out += r
+    return out
+
+
+def round3_cases():
+    scn = read("scenarios/pi0_rtx4090.yaml")
+    assert "  cost_model: roofline\n" in scn
+    line = scn[: scn.index("  cost_model: roofline\n")].count("\n") + 1  # the policies' cost_model line
+
+    def kscn(params):
+        return scn.replace("  cost_model: roofline\n", "  cost_model: {name: kernel, params: {%s}}\n" % params)
+
+    def fit_case(cid, fit_text, expect, desc):
+        """A scenario whose kernel fit is `fit_text` (kept in kernel_fit/, a fuzz seed too)."""
+        add(cid, SIM, 2, "%s.yaml:%d && fit && %s.csv && %s" % (cid, line, cid, expect), desc,
+            "kernel_fit/%s.yaml" % cid, kscn("fit: %s.csv" % cid))
+        with open(os.path.join(OUT, "kernel_fit", cid + ".csv"), "w", encoding="utf-8", newline="") as f:
+            f.write(fit_text)
+
+    # Item 1: devices, pipes, folders and files past the input limit, refused before reading.
+    add("r3_fit_dev_zero", SIM, 2, "r3_fit_dev_zero.yaml:%d && fit && /dev/zero && is not a regular file" % line,
+        "a kernel fit that is /dev/zero (it grew to 17.8 GB in a minute)", "kernel_fit/r3_fit_dev_zero.yaml",
+        kscn("fit: /dev/zero"))
+    add("r3_fit_folder", SIM, 2, "r3_fit_folder.yaml:%d && fit && is a directory" % line,
+        "a kernel fit that is a folder", "kernel_fit/r3_fit_folder.yaml", kscn("fit: ."))
+    tmpl = "sed 's|@FIT@|{tmp}/%s|' {file} > {tmp}/s.yaml && {vlasim} simulate {tmp}/s.yaml -q -o {tmp}/out"
+    add("r3_fit_fifo", "mkfifo {tmp}/fifo.csv && " + tmpl % "fifo.csv", 2,
+        "s.yaml:%d && fit && fifo.csv && is not a regular file" % line, "a kernel fit that is a FIFO (it hung for ever)",
+        "kernel_fit/r3_fit_fifo.yaml", kscn("fit: @FIT@"))
+    add("r3_fit_48mb", "truncate -s 48M {tmp}/big.csv && " + tmpl % "big.csv", 2,
+        "s.yaml:%d && fit && big.csv && the limit for an input file is 16 MiB" % line,
+        "a 48 MB kernel fit (it was read whole)", "kernel_fit/r3_fit_48mb.yaml", kscn("fit: @FIT@"))
+    # Items 4, 5 and 9: rows that priced ops at "inf ms", an empty field, missing classes.
+    for tag, row, col in (("p_tiny", "gemm,3.2519e-06,0.733786,0.740492,1e-9,0\n", "p"),
+                          ("bw_frac_tiny", "gemm,3.2519e-06,1e-300,0.740492,2.81875,0\n", "bw_frac"),
+                          ("compute_frac_tiny", "gemm,3.2519e-06,0.733786,1e-300,2.81875,0\n", "compute_frac"),
+                          ("latency_huge", "gemm,1e300,0.733786,0.740492,2.81875,0\n", "latency_s"),
+                          ("p_nan", "gemm,3.2519e-06,0.733786,0.740492,nan,0\n", "p")):
+        fit_case("r3_fit_" + tag, kfit(gemm=row), "key '%s'" % col, "a kernel fit row with %s out of bounds" % col)
+    fit_case("r3_fit_sm_gbs_tiny", kfit(elementwise="elementwise,1.51584e-06,1,1,1,1e-300\n"), "key 'sm_gbs'",
+             "a per-SM rate of 1e-300 GB/s (inf ms alone)")
+    fit_case("r3_fit_empty_field", kfit(gemm="gemm,,0.73,0.74,2.8,0\n"),
+             "key 'latency_s': empty value; expected a number",
+             "an empty field (it took the previous row's value, or an uninitialised one)")
+    fit_case("r3_fit_header_only", KFIT_HEAD, "no row for class elementwise, gemm, layernorm, norm",
+             "a header-only kernel fit (the defaults stood in silently)")
+    fit_case("r3_fit_no_gemm", kfit(gemm=None), "no row for class gemm && is it truncated?",
+             "a kernel fit without its gemm row (p50 1250 -> 1500 ms silently)")
+    fit_case("r3_fit_twice", kfit() + KFIT_ROWS["gemm"], "class 'gemm' is given twice", "a class given twice")
+    fit_case("r3_fit_truncated_row", kfit()[:-12], "expected 6 fields", "a kernel fit cut in its last row")
+    # Item 15: a byte order mark and CR line ends are read as a spreadsheet writes them (valid).
+    with open(os.path.join(OUT, "kernel_fit", "r3_fit_bom_crlf.csv"), "w", encoding="utf-8", newline="") as f:
+        f.write("\ufeff" + kfit().replace("\n", "\r\n"))
+    add("r3_fit_bom_crlf", SIM, 0, "", "a kernel fit with a UTF-8 byte order mark and CR line ends: valid",
+        "kernel_fit/r3_fit_bom_crlf.yaml", kscn("fit: r3_fit_bom_crlf.csv"))
+    # Item 15: a bad fit named by $VLASIM_KERNEL_FIT names the variable, exit 2.
+    os.makedirs(os.path.join(OUT, "kernel_fit", "env"), exist_ok=True)
+    with open(os.path.join(OUT, "kernel_fit", "env", "kernel_model.csv"), "w", encoding="utf-8") as f:
+        f.write(kfit(norm=None))
+    add("r3_fit_env", "VLASIM_KERNEL_FIT={dir}/env {vlasim} simulate {file} -q -o {tmp}/out", 2,
+        "VLASIM_KERNEL_FIT && kernel_model.csv && no row for class norm",
+        "a damaged fit named by VLASIM_KERNEL_FIT (exit 1, the variable not named)",
+        "kernel_fit/r3_fit_env.yaml", kscn("host_op_us: 25"))
+
+    # Item 3: the host entry's and sentinel's physical bounds, through --profile.
+    base = json.loads(read("scenarios/validation/profile.json"))
+    for sec in base["sections"]:
+        sec["table"] = {k: sec["table"][k] for k in sorted(sec["table"])[:4]}
+    host = {"groups": [{"cores": 1, "alone_bw": 1.2e10, "loaded_bw": 7.0e9},
+                       {"cores": 2, "alone_bw": 1.5e10, "loaded_bw": 1.5e10}],
+            "node_bw": 1.4e10, "llc_bytes": 33554432, "llc_shared_cpus": 2, "freq_hz": 0}
+    os.makedirs(os.path.join(OUT, "host_entry"), exist_ok=True)
+
+    def host_case(tag, edit, key, expect, desc):
+        m = json.loads(json.dumps(base))
+        m["host"] = json.loads(json.dumps(host))
+        m["sentinel"] = [[0, 0.003], [2.0, 0.0031]]
+        edit(m)
+        cid = "r3_host_" + tag
+        add(cid, PROF_CMD, 2, "%s.json && %s && %s" % (cid, key, expect), "a host entry: " + desc,
+            "profiles/%s.json" % cid, json.dumps(m, indent=1, sort_keys=True) + "\n")
+        with open(os.path.join(OUT, "host_entry", cid + ".json"), "w", encoding="utf-8") as f:
+            f.write(json.dumps(m["host"], indent=1, sort_keys=True) + "\n")  # the host_entry fuzz seed
+
+    bw = "from 1e8 to 1e13 bytes/s"
+    g0 = lambda m: m["host"]["groups"][0]
+    host_case("alone_bw_huge", lambda m: g0(m).__setitem__("alone_bw", 1e300), "host.groups[0].alone_bw", bw,
+              "alone_bw 1e300 (0 of 200 finished, exit 0)")
+    host_case("alone_bw_tiny", lambda m: g0(m).__setitem__("alone_bw", 1e-300), "host.groups[0].alone_bw", bw,
+              "alone_bw 1e-300 (p50 41 -> 34 ms)")
+    host_case("loaded_bw_huge", lambda m: g0(m).__setitem__("loaded_bw", 1e300), "host.groups[0].loaded_bw", bw,
+              "loaded_bw 1e300")
+    host_case("node_bw_tiny", lambda m: m["host"].__setitem__("node_bw", 1e-300), "host.node_bw", bw,
+              "node_bw 1e-300 (0 of 200 finished, exit 0)")
+    host_case("node_bw_huge", lambda m: m["host"].__setitem__("node_bw", 1e300), "host.node_bw", bw,
+              "node_bw 1e300")
+    host_case("llc_half_byte", lambda m: m["host"].__setitem__("llc_bytes", 0.5), "host.llc_bytes",
+              "from 64 KiB to 64 GiB", "llc_bytes 0.5 (doubled p50)")
+    host_case("llc_huge", lambda m: m["host"].__setitem__("llc_bytes", 1e300), "host.llc_bytes",
+              "from 64 KiB to 64 GiB", "llc_bytes 1e300 (300-digit figures in list host)")
+    host_case("freq_tiny", lambda m: m["host"].__setitem__("freq_hz", 1e-300), "host.freq_hz",
+              "10 MHz to 100 GHz", "freq_hz 1e-300")
+    host_case("curve_bw_huge", lambda m: m["host"].__setitem__("curve", [[4194304, 1e300], [8388608, 3e10]]),
+              "host.curve[0][1]", bw, "a bandwidth curve point of 1e300 bytes/s")
+    host_case("sentinel_huge", lambda m: m["sentinel"][1].__setitem__(1, 1e300), "sentinel[1][1]",
+              "must be at most 60 seconds", "a sentinel kernel of 1e300 s (printed as a figure)")
+    host_case("sentinel_late", lambda m: m["sentinel"][1].__setitem__(0, 1e300), "sentinel[1][0]",
+              "from 0 to 1e7 seconds", "a sentinel sample 1e300 s after the start")
+
+    # Item 2: NaN past the option's range check, and a SIGSEGV after the output was written.
+    good = "{src}/data/gpu_profiles/vidur/data/profiling/network"
+    none_left = "; rc=$?; [ -e {tmp}/net.yaml ] && exit 99; exit $rc"
+    for tag, val in (("nan", "nan"), ("inf", "inf"), ("neg", "-1")):
+        add("r3_holdout_" + tag, "{vlasim} import vidur-network %s -o {tmp}/net.yaml --holdout-mib %s%s" % (good, val, none_left),
+            2, "--holdout-mib", "import vidur-network --holdout-mib %s (SIGSEGV after writing)" % val)
+    # Item 7: a --compare entry that is a collective is refused before anything is written.
+    add("r3_compare_collective", "{vlasim} import vidur-network %s -o {tmp}/net.yaml --compare nvlink4=h100_dgx.all_reduce.8gpu%s"
+        % (good, none_left), 2, "--compare && is a collective",
+        "--compare LINK=ENTRY naming a collective (exit 2 after the YAML was written)")
+    # Item 8: a send_recv time flat in the size is no link (1.2e17 GB/s written, exit 0).
+    src = read("data/gpu_profiles/vidur/data/profiling/network/h100_dgx/send_recv.csv").splitlines(True)
+    head, rows = src[0], src[1:40]
+    cols = head.rstrip("\n").split(",")
+    flat = []
+    for r in rows:  # 10 us, growing by 1e-14 ms a byte: 1e8 GB/s
+        f = r.rstrip("\n").split(",")
+        t = repr(0.01 + float(f[cols.index("size")]) * 1e-14)
+        for c in cols:
+            if c.startswith("time_stats.") and not c.endswith(".std"):
+                f[cols.index(c)] = t
+        flat.append(",".join(f) + "\n")
+    add("r3_network_flat", "{vlasim} import vidur-network {file} -o {tmp}/net.yaml" + none_left, 2,
+        "send_recv.csv && outside what a link can be", "a send_recv time flat in the size",
+        "gpu_network/r3_flat/send_recv.csv", head + "".join(flat))
+    # Item 13: a measured GPU-to-GPU entry on a CPU-to-GPU PCIe link.
+    hyb = read("scenarios/systems/hybrid_orion_l20.yaml")
+    plink = "{catalog: pcie4-x16, between: [cpu0, gpu0], memory: pinned}"
+    assert plink in hyb
+    pline = hyb[: hyb.index(plink)].count("\n") + 1
+    add("r3_link_entry_cpu", SIM, 2, "r3_link_entry_cpu.yaml:%d && entry && end 'cpu0' is a cpu" % pline,
+        "an NVLink GPU-to-GPU entry on a CPU-to-GPU pcie4-x16 link", "gpu_network/link/r3_link_entry_cpu.yaml",
+        hyb.replace(plink, "{catalog: pcie4-x16, between: [cpu0, gpu0], memory: pinned, profile: net.yaml, "
+                           "entry: h100.send_recv.intra_node}"))
+    # Item 14: a link profile that is not a regular file, named at the scenario's key.
+    rscn = read("scenarios/systems/robion_intergpu_h100.yaml")
+    rlink = "{catalog: nvlink4, between: [gpu0, gpu1]}"
+    rline = rscn[: rscn.index(rlink)].count("\n") + 1
+    add("r3_link_profile_dev_zero", SIM, 2, "r3_link_profile_dev_zero.yaml:%d && profile && /dev/zero && not a regular file" % rline,
+        "a link profile that is /dev/zero", "gpu_network/link/r3_link_profile_dev_zero.yaml",
+        rscn.replace(rlink, "{catalog: nvlink4, between: [gpu0, gpu1], profile: /dev/zero, entry: x}"))
+
+    # Item 14: an SM table (`lut:`) that is a device or a folder, named at the scenario's key.
+    rs = read("scenarios/systems/robion_serving_h100.yaml")
+    lk = "lockstep: {streams: [vlm, adit], lut: auto, guard: true}"
+    assert lk in rs
+    lline = rs[: rs.index(lk)].count("\n") + 1
+    for tag, val in (("dev_zero", "/dev/zero"), ("folder", ".")):
+        cid = "r3_lut_" + tag
+        add(cid, SIM, 2, "%s.yaml:%d && lut && %s" % (cid, lline, "not a regular file" if tag == "dev_zero" else "is a directory"),
+            "an SM table that is %s" % val, "scenarios/%s.yaml" % cid,
+            rs.replace(lk, "lockstep: {streams: [vlm, adit], lut: %s, guard: true}" % val))
+
+    # Item 6: the one writer. A full device is an error (exit 1), never "imported ... into /dev/full".
+    vid = "{src}/data/gpu_profiles/vidur/data/profiling/compute/h100/microsoft/phi-2/mlp.csv"
+    add("r3_write_dev_full_import", "{vlasim} import vidur %s --device h100-sxm -o /dev/full" % vid, 1,
+        "cannot write /dev/full: No space left on device", "import -o /dev/full (printed 'imported ... into /dev/full', exit 0)")
+    add("r3_write_dev_full_network", "{vlasim} import vidur-network %s -o /dev/full" % good, 1,
+        "cannot write /dev/full", "import vidur-network -o /dev/full")
+    # Item 10: --fit-out checked before two minutes of work, naming the option.
+    add("r3_gpu_eval_fit_out_dir", "{vlasim} gpu-eval -o {tmp}/r --fit-out {tmp}/no/such/dir/f.csv", 2,
+        "--fit-out && is not a directory this user may write in", "gpu-eval --fit-out into a missing folder")
+    # Item 15: -o onto the input; options one import kind ignored and another refused.
+    add("r3_import_out_is_input", "cp %s {tmp}/mlp.csv && {vlasim} import vidur {tmp}/mlp.csv --device h100-sxm -o {tmp}/mlp.csv" % vid,
+        2, "--out && is the input", "import vidur -o onto its own input (it was overwritten)")
+    add("r3_import_holdout_on_vidur", "{vlasim} import vidur %s --device h100-sxm -o {tmp}/p.json --holdout-mib 4" % vid,
+        2, "--holdout-mib does not apply to import vidur", "an option of vidur-network given to import vidur (ignored)")
+    add("r3_import_card_on_apxinf",
+        "{vlasim} import apxinf {src}/data/gpu_profiles/apxinf/configs/pi05/orin_sm87_bf16_v2_v3_h10_tactics.json "
+        "--device jetson-agx-orin-64gb -o {tmp}/p.json --card pi0", 2, "--card does not apply to import apxinf",
+        "a trace option given to import apxinf (ignored)")
+    # Item 12: plausibility against the catalog's datasheet, and the GPU a file names.
+    apx = read("data/gpu_profiles/apxinf/configs/pi05/orin_sm87_bf16_v2_v3_h10_tactics.json")
+    orin = "{vlasim} import apxinf {file} --device jetson-agx-orin-64gb -o {tmp}/p.json"
+    add("r3_apxinf_as_h100", "{vlasim} import apxinf {file} --device h100-sxm -o {tmp}/p.json", 2,
+        "orin.json && device_name && measured on 'Orin', but the catalog GPU h100-sxm",
+        "an Orin file (device_name: Orin, sm: 87) imported as h100-sxm", "gpu_import/r3/orin.json", apx)
+    add("r3_apxinf_duplicate_key", orin, 2, "dup.json && duplicate key", "a key given twice in an ApxInf record",
+        "gpu_import/r3/dup.json", apx.replace('"m": 1,', '"m": 1, "m": 2,', 1))
+    ms = re.search(r'"milliseconds": ([0-9.e-]+)', apx)
+    add("r3_apxinf_us_as_ms", orin, 2, "us_as_ms.json && over 1000 times what jetson-agx-orin-64gb's datasheet gives",
+        "times x1000 (microseconds written as milliseconds)", "gpu_import/r3/us_as_ms.json",
+        re.sub(r'"milliseconds": ([0-9.e-]+)', lambda m: '"milliseconds": %r' % (float(m.group(1)) * 1000), apx))
+    assert ms
+    wide = apx.replace('"n": 1024,', '"n": 16777216,', 1)
+    assert wide != apx
+    add("r3_apxinf_too_fast", orin, 2, "too_fast.json && faster than jetson-agx-orin-64gb's datasheet allows",
+        "a GEMM width implying 3e20 FLOP/s", "gpu_import/r3/too_fast.json", wide)
+
+
 def main():
     # Everything here is generated except README.md, which is kept.
     os.makedirs(OUT, exist_ok=True)
@@ -1617,6 +1836,7 @@ def main():
     cosched_cases()
     gpu_network_cases()
     host_corun_cases()
+    round3_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w", encoding="utf-8") as f:
         f.write("# id\tfile\tcommand\texit\texpect\tdescription  (written by scripts/make_bad_inputs.py)\n")
         for c in cases:

@@ -8,6 +8,10 @@
 
 namespace vlasim {
 
+void drop_utf8_bom(std::string* text) {
+  if (text->rfind("\xEF\xBB\xBF", 0) == 0) text->erase(0, 3);
+}
+
 std::vector<CsvField> split_csv(const std::string& line) {
   std::vector<CsvField> out;
   size_t start = 0;

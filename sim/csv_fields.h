@@ -13,6 +13,9 @@ struct CsvField {
   int column = 1;  // 1-based character column of its first character
 };
 
+// Removes a UTF-8 byte order mark (EF BB BF) at the start of `text`, which spreadsheet programs
+// write and which would otherwise be read as part of the first column's name.
+void drop_utf8_bom(std::string* text);
 // The comma-separated fields of `line` (no quoting: the measured-data files have none).
 std::vector<CsvField> split_csv(const std::string& line);
 // `f` as a finite number. Throws ConfigError(file, line, f.column, col) when it is empty, has

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -106,7 +107,9 @@ std::vector<KernelSample> merge(std::vector<KernelSample> in) {
 }
 
 void parse_vidur_file(const std::string& text, const std::string& path, std::vector<KernelSample>* out) {
-  std::istringstream in(text);
+  std::string body = text;
+  drop_utf8_bom(&body);  // a spreadsheet's byte order mark is not part of the first column's name
+  std::istringstream in(body);
   std::string line;
   int lineno = 0;
   std::vector<std::string> header;
@@ -258,6 +261,17 @@ std::vector<KernelSample> import_vidur(const std::string& path) {
     if (ec) throw ConfigError(path, 0, 0, "", "cannot list the folder: " + ec.message());
     if (files.empty()) throw ConfigError(path, 0, 0, "", "no mlp.csv under this folder");
     std::sort(files.begin(), files.end());
+    // Each file under the one input rule, and all of them together at most kMaxVidurFolderBytes:
+    // every row becomes several ops, ~18 bytes of memory per byte of text (issue 49).
+    std::uintmax_t total = 0;
+    for (const std::string& f : files) {
+      check_input_file(f);
+      total += fs::file_size(f, ec);
+      if (total > kMaxVidurFolderBytes)
+        throw ConfigError(path, 0, 0, "", "the mlp.csv files under this folder hold more than " +
+                                              std::to_string(kMaxVidurFolderBytes >> 20) +
+                                              " MiB together (the limit of one import; at " + f + ")");
+    }
     for (const std::string& f : files) parse_vidur_file(read_input_file(f), f, &out);
   } else {
     parse_vidur_file(read_input_file(path), path, &out);
@@ -271,9 +285,43 @@ std::vector<KernelSample> parse_vidur(const std::string& text, const std::string
   return merge(std::move(out));
 }
 
-std::vector<KernelSample> import_apxinf(const std::string& path) { return parse_apxinf(read_input_file(path), path); }
+std::vector<KernelSample> import_apxinf(const std::string& path, std::string* device_name) {
+  return parse_apxinf(read_input_file(path), path, device_name);
+}
 
-std::vector<KernelSample> parse_apxinf(const std::string& text, const std::string& path) {
+namespace {
+// Lower-case alphanumeric words of `s` ("NVIDIA GeForce RTX 4090" -> nvidia, geforce, rtx, 4090).
+std::set<std::string> words(const std::string& s) {
+  std::set<std::string> out;
+  std::string w;
+  for (char c : s + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!w.empty()) {
+      out.insert(w);
+      w.clear();
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::string device_name_mismatch(const std::string& measured_on, const DeviceSpec& gpu) {
+  static const std::set<std::string> vendor = {"nvidia", "geforce", "tesla", "jetson", "agx", "corporation"};
+  std::set<std::string> entry = words(gpu.name + " " + gpu.description);
+  for (const std::string& w : words(gpu.name)) {  // "rtx4090" also as "rtx" and "4090"
+    size_t i = 0;
+    while (i < w.size() && std::isalpha(static_cast<unsigned char>(w[i]))) ++i;
+    if (i > 0 && i < w.size()) entry.insert(w.substr(0, i)), entry.insert(w.substr(i));
+  }
+  for (const std::string& w : words(measured_on))
+    if (!vendor.count(w) && !entry.count(w))
+      return "measured on '" + measured_on + "', but the catalog GPU " + gpu.name + " is '" + gpu.description +
+             "' ('" + w + "' is not in its name)";
+  return "";
+}
+
+std::vector<KernelSample> parse_apxinf(const std::string& text, const std::string& path, std::string* device_name) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -318,6 +366,7 @@ std::vector<KernelSample> parse_apxinf(const std::string& text, const std::strin
     auto [l, c] = where(field, nth);
     throw ConfigError(path, l, c, key, msg);
   };
+  check_json_unique_keys(text, path);  // a key given twice: refused, not the last one taken
   if (!j.is_object()) throw ConfigError(path, 1, 1, "", "expected a JSON object (ApxInf tuning file)");
   static const std::set<std::string> top = {"cublas_version", "cuda_version", "device_name", "kernel_build_id",
                                             "records", "schema", "sm", "tuning_policy"};
@@ -331,6 +380,8 @@ std::vector<KernelSample> parse_apxinf(const std::string& text, const std::strin
     throw ConfigError(path, 1, 1, "schema", "schema must be apxinf.cuda.tuning.v1");
   if (!j.contains("records") || !j["records"].is_array() || j["records"].empty())
     throw ConfigError(path, 1, 1, "records", "missing or empty 'records' list");
+  if (device_name && j.contains("device_name") && j["device_name"].is_string())
+    *device_name = j["device_name"].get<std::string>();
   const std::string policy_cache = j.value("/tuning_policy/cache_state"_json_pointer, std::string("?"));
   const int iters = j.value("/tuning_policy/benchmark_iterations"_json_pointer, 0);
   std::vector<KernelSample> out;
@@ -380,8 +431,35 @@ std::vector<KernelSample> parse_apxinf(const std::string& text, const std::strin
   return merge(std::move(out));
 }
 
+void check_against_datasheet(const KernelSample& s, const DeviceSpec& gpu) {
+  const OpWork w = op_work(s.op);
+  const double peak = s.op.kind == OpKind::Gemm
+                          ? std::max(gpu.peak.matrix(s.op.dtype), gpu.peak.matrix_fp16_acc16)
+                          : std::max(gpu.peak.vector_fp32, gpu.peak.matrix(s.op.dtype));
+  if (!(peak > 0) || !(gpu.mem_bw > 0)) return;  // no datasheet to hold it against
+  const double datasheet_s = std::max(w.flops / peak, w.bytes / gpu.mem_bw);
+  const double fastest_s = std::max(w.flops / (kDatasheetComputeSlack * peak), w.bytes / (kDatasheetMemorySlack * gpu.mem_bw));
+  char buf[512];
+  if (s.seconds < fastest_s) {
+    std::snprintf(buf, sizeof buf,
+                  "%s: measured %.3g s for %.3g FLOP and %.3g bytes, faster than %s's datasheet allows (%.3g FLOP/s, "
+                  "%.3g bytes/s: at least %.3g s); is the file from another GPU, or in other units?",
+                  s.label.c_str(), s.seconds, w.flops, w.bytes, gpu.name.c_str(), peak, gpu.mem_bw, fastest_s);
+    throw ConfigError(s.source, 0, 0, "", buf);
+  }
+  const double slowest_s = std::max(kSlowestPlausibleS, kDatasheetSlowFactor * datasheet_s);
+  if (s.seconds > slowest_s) {
+    std::snprintf(buf, sizeof buf,
+                  "%s: measured %.3g s, over %.0f times what %s's datasheet gives (%.3g s) and over %.3g s: "
+                  "microseconds written as milliseconds, or the file is from another GPU?",
+                  s.label.c_str(), s.seconds, kDatasheetSlowFactor, gpu.name.c_str(), datasheet_s, kSlowestPlausibleS);
+    throw ConfigError(s.source, 0, 0, "", buf);
+  }
+}
+
 DeviceProfile samples_to_profile(const std::vector<KernelSample>& samples, const DeviceSpec& gpu,
                                  const std::string& tool, const std::string& machine) {
+  for (const KernelSample& s : samples) check_against_datasheet(s, gpu);
   DeviceProfile p;
   p.catalog_device = gpu.name;
   p.machine = machine;

@@ -24,6 +24,7 @@
 // milliseconds, an unknown field in a JSON record.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -44,17 +45,34 @@ struct KernelSample {
   int merged = 1;       // rows measuring the same op_signature, merged
 };
 
-// Reads one Vidur mlp.csv, or every mlp.csv under a directory (sorted by path). Ops with the
+// Most bytes of mlp.csv text one import reads from a folder (the vendored data: 2.5 MB).
+inline constexpr std::uintmax_t kMaxVidurFolderBytes = std::uintmax_t{32} << 20;
+// Reads one Vidur mlp.csv, or every mlp.csv under a directory (sorted by path; each file a
+// regular file of at most kMaxInputFileBytes, together at most kMaxVidurFolderBytes). Ops with the
 // same op_signature (repeated rows; norms and adds equal at every TP) are merged into one
 // sample at the median time.
 std::vector<KernelSample> import_vidur(const std::string& path);
 // Reads one ApxInf tuning/tactics JSON (schema apxinf.cuda.tuning.v1, bf16 records).
-std::vector<KernelSample> import_apxinf(const std::string& path);
+// `device_name`: where given, set to the file's device_name ("" when it has none).
+std::vector<KernelSample> import_apxinf(const std::string& path, std::string* device_name = nullptr);
 // The same for a file's text; `name` stands in for the file in errors (the fuzz target's way in).
 std::vector<KernelSample> parse_vidur(const std::string& text, const std::string& name);
-std::vector<KernelSample> parse_apxinf(const std::string& text, const std::string& name);
+std::vector<KernelSample> parse_apxinf(const std::string& text, const std::string& name,
+                                       std::string* device_name = nullptr);
+// Why a file measured on `measured_on` (a device name as CUDA gives it, "NVIDIA GeForce RTX 4090",
+// "Orin") is not catalog GPU `gpu`: a word of it, other than the vendor's, that neither the
+// entry's name nor its description holds; "" when every word is there.
+std::string device_name_mismatch(const std::string& measured_on, const DeviceSpec& gpu);
 
-// A profile of `samples` for catalog GPU `gpu`: one section at the GPU's full SM count per
+// A measured time must be one the catalog GPU can give: at least its work at kDatasheetComputeSlack
+// x the datasheet peak and kDatasheetMemorySlack x its DRAM bandwidth (warm-L2 data runs above
+// DRAM speed), and at most kDatasheetSlowFactor x the datasheet time or kSlowestPlausibleS,
+// whichever is longer. check_against_datasheet throws ConfigError naming the sample's source
+// (file and line), the GPU and both figures otherwise.
+inline constexpr double kDatasheetComputeSlack = 1.5, kDatasheetMemorySlack = 4;
+inline constexpr double kDatasheetSlowFactor = 1000, kSlowestPlausibleS = 1e-3;
+void check_against_datasheet(const KernelSample& s, const DeviceSpec& gpu);
+// A profile of `samples` for catalog GPU `gpu` (each checked with check_against_datasheet): one section at the GPU's full SM count per
 // dtype present, table by op_signature, fits refitted. `tool` ("vidur", "apxinf") is the
 // executor named, `machine` what the source says it ran on.
 DeviceProfile samples_to_profile(const std::vector<KernelSample>& samples, const DeviceSpec& gpu,

@@ -8,9 +8,11 @@
 #include <sstream>
 
 #include "sim/cost_model.h"
+#include "sim/csv_fields.h"
 #include "scenarios/data_dir.h"
 #include "sim/shaped_cost_model.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -242,68 +244,85 @@ std::string kernel_params_csv(const GpuKernelParams& p, const std::string& note)
   std::istringstream lines(note);
   for (std::string l; std::getline(lines, l);) o << "# " << l << "\n";
   o << "class,latency_s,bw_frac,compute_frac,p,sm_gbs\n" << std::setprecision(6);
-  for (auto& [c, f] : p.by_class)
+  // Every class the model prices gets its row (a class the data had no samples of keeps the
+  // defaults, written out), so the file reads back whole (parse_kernel_params needs them all).
+  std::map<std::string, KernelClassFit> rows = p.by_class;
+  for (const char* c : kKernelFitClasses) rows.emplace(c, KernelClassFit{});
+  for (auto& [c, f] : rows)
     o << c << "," << f.latency_s << "," << f.bw_frac << "," << f.compute_frac << "," << f.p << ","
       << f.sm_rate * 1e-9 << "\n";
   if (p.event_timing_s > 0) o << "cuda_events," << p.event_timing_s << ",1,1,1,0\n";
   return o.str();
 }
 
-GpuKernelParams parse_kernel_params(const std::string& text, const std::string& where) {
+GpuKernelParams parse_kernel_params(const std::string& text_in, const std::string& where) {
+  std::string text = text_in;
+  drop_utf8_bom(&text);
   GpuKernelParams p;
   std::istringstream in(text);
   int line = 0;
   bool header = false;
-  size_t fields = 5;  // 6 with the sm_gbs column
+  std::vector<std::string> cols;  // the header's column names
+  std::set<std::string> seen;     // classes read (each once)
   for (std::string l; std::getline(in, l);) {
     ++line;
+    if (!l.empty() && l.back() == '\r') l.pop_back();
     if (l.empty() || l[0] == '#') continue;
-    auto fail = [&](const std::string& m) {
-      throw std::runtime_error(where + ":" + std::to_string(line) + ": " + m);
-    };
     if (!header) {
       if (l == "class,latency_s,bw_frac,compute_frac,p,sm_gbs")
-        fields = 6;
-      else if (l != "class,latency_s,bw_frac,compute_frac,p")
-        fail("expected the header class,latency_s,bw_frac,compute_frac,p,sm_gbs (or without sm_gbs)");
+        cols = {"class", "latency_s", "bw_frac", "compute_frac", "p", "sm_gbs"};
+      else if (l == "class,latency_s,bw_frac,compute_frac,p")
+        cols = {"class", "latency_s", "bw_frac", "compute_frac", "p"};
+      else
+        throw ConfigError(where, line, 1, "", "expected the header class,latency_s,bw_frac,compute_frac,p,sm_gbs "
+                                              "(or without sm_gbs)");
       header = true;
       continue;
     }
-    std::vector<std::string> f;
-    std::istringstream row(l);
-    for (std::string x; std::getline(row, x, ',');) f.push_back(x);
-    if (f.size() != fields) fail("expected " + std::to_string(fields) + " fields, got " + std::to_string(f.size()));
-    if (f[0] != "gemm" && f[0] != "norm" && f[0] != "layernorm" && f[0] != "elementwise" && f[0] != "cuda_events")
-      fail("unknown class '" + f[0] + "' (gemm, norm, layernorm, elementwise or cuda_events)");
-    double v[4];
-    for (int i = 0; i < 4; ++i) {
-      size_t used = 0;
-      try {
-        v[i] = std::stod(f[i + 1], &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != f[i + 1].size() || !std::isfinite(v[i]) || v[i] <= 0) fail("'" + f[i + 1] + "' is not a positive number");
+    const std::vector<CsvField> f = split_csv(l);
+    if (f.size() != cols.size())
+      throw ConfigError(where, line, 0, "", "expected " + std::to_string(cols.size()) + " fields, got " +
+                                                std::to_string(f.size()));
+    const std::string& cls = f[0].text;
+    if (cls != "cuda_events" &&
+        std::find(std::begin(kKernelFitClasses), std::end(kKernelFitClasses), cls) == std::end(kKernelFitClasses))
+      throw ConfigError(where, line, 1, "class", "unknown class '" + cls + "' (gemm, norm, layernorm, elementwise or cuda_events)");
+    if (!seen.insert(cls).second) throw ConfigError(where, line, 1, "class", "class '" + cls + "' is given twice");
+    // Each figure within what the fitter can produce (fit_class) and a GPU can do: a latency of
+    // 1 ns to 10 ms, fractions of the datasheet's DRAM and tensor rates of 0.01 to 1.5, a
+    // combination exponent of 1 to 64, a per-SM rate of 0.01 to 10000 GB/s (or 0: none).
+    auto number = [&](size_t i, double lo, double hi, const std::string& range) {
+      const double v = csv_number(where, line, f[i], cols[i]);
+      if (!(v >= lo && v <= hi)) throw ConfigError(where, line, f[i].column, cols[i], "'" + f[i].text + "' must be " + range);
+      return v;
+    };
+    KernelClassFit k;
+    k.latency_s = number(1, 1e-9, 1e-2, "from 1e-09 to 0.01 seconds");
+    k.bw_frac = number(2, 0.01, 1.5, "from 0.01 to 1.5 (a fraction of the datasheet DRAM bandwidth)");
+    k.compute_frac = number(3, 0.01, 1.5, "from 0.01 to 1.5 (a fraction of the datasheet tensor rate)");
+    k.p = number(4, 1, 64, "from 1 to 64 (the combination exponent)");
+    if (cols.size() == 6) {
+      const double sm_gbs = csv_number(where, line, f[5], "sm_gbs");
+      if (!(sm_gbs == 0 || (sm_gbs >= 0.01 && sm_gbs <= 1e4)))
+        throw ConfigError(where, line, f[5].column, "sm_gbs",
+                          "sm_gbs '" + f[5].text + "' is not 0 (none) or a number from 0.01 to 10000");
+      if (sm_gbs > 0 && cls == "gemm")
+        throw ConfigError(where, line, f[5].column, "sm_gbs", "sm_gbs must be 0 for gemm (the GEMM model has no per-SM row term)");
+      k.sm_rate = sm_gbs * 1e9;
     }
-    if (v[0] > 1e-2 || v[1] > 2 || v[2] > 2 || v[3] > 64) fail("value out of range");
-    double sm_gbs = 0;  // per-SM rate, GB/s; 0: none
-    if (fields == 6) {
-      size_t used = 0;
-      try {
-        sm_gbs = std::stod(f[5], &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != f[5].size() || !std::isfinite(sm_gbs) || sm_gbs < 0 || sm_gbs > 1e4)
-        fail("sm_gbs '" + f[5] + "' is not a number from 0 to 10000");
-      if (sm_gbs > 0 && f[0] == "gemm") fail("sm_gbs must be 0 for gemm (the GEMM model has no per-SM row term)");
-    }
-    if (f[0] == "cuda_events")
-      p.event_timing_s = v[0];
+    if (cls == "cuda_events")
+      p.event_timing_s = k.latency_s;
     else
-      p.by_class[f[0]] = {v[0], v[1], v[2], v[3], sm_gbs * 1e9};
+      p.by_class[cls] = k;
   }
-  if (!header) throw std::runtime_error(where + ": no header line");
+  if (!header) throw ConfigError(where, 0, 0, "", "no header line (class,latency_s,bw_frac,compute_frac,p,sm_gbs)");
+  std::vector<std::string> missing;
+  for (const char* c : kKernelFitClasses)
+    if (!p.by_class.count(c)) missing.push_back(c);
+  if (!missing.empty())
+    throw ConfigError(where, line, 0, "", "no row for class " + join_names(missing) +
+                                              ": a fit file gives every class (gemm, layernorm, elementwise, norm); "
+                                              "is it truncated?");
   return p;
 }
 
@@ -625,13 +644,26 @@ void register_kernel_cost_model(CostModelRegistry& r) {
                  std::filesystem::path(prm.node().required("fit").file()).parent_path() / path;
              if (std::filesystem::exists(beside)) file = beside.string();
            }
-           std::ifstream in(file);
-           if (!in) {
-             if (path.empty()) throw std::runtime_error("cannot read the kernel model fit " + file);
-             prm.node().required("fit").fail("cannot read '" + file + "'");
+           // The fit file, read and checked under the one input rule (read_input_file); a bad one
+           // is named at the scenario's `fit` key, else at $VLASIM_KERNEL_FIT, which chose it.
+           const char* env = std::getenv("VLASIM_KERNEL_FIT");
+           const bool from_env = path.empty() && env && *env;
+           GpuKernelParams fit;
+           try {
+             std::string text;
+             try {
+               text = read_input_file(file);
+             } catch (const ConfigError& e) {
+               throw ConfigError(file, 0, 0, "", "cannot read '" + file + "': " + e.message());
+             }
+             fit = parse_kernel_params(text, file);
+           } catch (const ConfigError& e) {
+             if (!path.empty()) prm.node().required("fit").fail(e.what());
+             if (from_env)
+               throw ConfigError("<environment>", 0, 0, "VLASIM_KERNEL_FIT",
+                                 std::string("the kernel model fit it names: ") + e.what());
+             throw std::runtime_error(std::string("the shipped kernel model fit is damaged: ") + e.what());
            }
-           std::ostringstream text;
-           text << in.rdbuf();
            // Measured profiles, one per catalog GPU.
            std::map<std::string, DeviceProfile> measured;
            const std::string list = prm.get_string("measured", "");
@@ -664,14 +696,7 @@ void register_kernel_cost_model(CostModelRegistry& r) {
              if (!measured.emplace(gpu, std::move(prof)).second)
                key.fail("two profiles for GPU '" + gpu + "'; give one per GPU");
            }
-           try {
-             return std::make_unique<KernelCost>(parse_kernel_params(text.str(), file), std::move(shaped), host_op_s,
-                                                 std::move(measured));
-           } catch (const std::runtime_error& e) {
-             if (path.empty()) throw;
-             prm.node().required("fit").fail(e.what());
-           }
-           return nullptr;
+           return std::make_unique<KernelCost>(std::move(fit), std::move(shaped), host_op_s, std::move(measured));
          }});
 }
 

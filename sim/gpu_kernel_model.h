@@ -106,8 +106,17 @@ double kernel_model_seconds(const Op& op, const DeviceSpec& d, const GpuKernelPa
 // (kReferenceSmClockMhz), 0 for none; a cuda_events row
 // holds event_timing_s in latency_s), and back; the parser also reads the older header without
 // sm_gbs (every class 0); `where` names the text in errors (std::runtime_error).
+// The writer gives a row for every class of kKernelFitClasses (defaults for one not fitted).
+// The parser promises a complete, plausible fit or a ConfigError naming `where`, the line,
+// column and column name: one header, then exactly one row for each of kKernelFitClasses
+// (at most one cuda_events row), every field a number within the bounds the fitter produces
+// (latency 1 ns to 10 ms, bw_frac and compute_frac 0.01 to 1.5, p 1 to 64, sm_gbs 0 or 0.01
+// to 10000); an empty field, a repeated or unknown class, a header-only or truncated file is
+// refused. A UTF-8 byte order mark and CR line ends are ignored.
 std::string kernel_params_csv(const GpuKernelParams& p, const std::string& note);
 GpuKernelParams parse_kernel_params(const std::string& text, const std::string& where);
+// The classes a fit file gives, each once.
+inline constexpr const char* kKernelFitClasses[] = {"elementwise", "gemm", "layernorm", "norm"};
 // The parameters shipped with vlasim (sim/kernel_fit/kernel_model.csv: fitted on every
 // vendored GPU by `vlasim gpu-eval --fit-out`, scripts/gpu_profiles.sh), or $VLASIM_KERNEL_FIT.
 std::string default_kernel_fit_path();

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "scenarios/config.h"
 #include "sim/csv_fields.h"
@@ -49,7 +50,9 @@ std::string NetworkGroup::name() const {
 
 std::vector<NetworkGroup> parse_vidur_network(const std::string& text, const std::string& path,
                                               const std::string& node) {
-  std::istringstream in(text);
+  std::string body = text;
+  drop_utf8_bom(&body);  // a spreadsheet's byte order mark is not part of the first column's name
+  std::istringstream in(body);
   std::string line;
   int lineno = 0;
   std::map<std::string, int> col;
@@ -200,6 +203,8 @@ double bus_factor(const std::string& collective, int gpus) {
 }
 
 NetworkFit fit_network(const NetworkGroup& g, double max_bytes) {
+  if (!(max_bytes >= 0) || !std::isfinite(max_bytes))
+    throw std::invalid_argument("fit_network: max_bytes must be a finite number >= 0");
   const double factor = bus_factor(g.collective, g.gpus);
   // Weighted least squares of t = a + b x with weights 1 / t^2 (squared relative error).
   double S = 0, Sx = 0, Sy = 0, Sxx = 0, Sxy = 0;
@@ -228,6 +233,13 @@ NetworkFit fit_network(const NetworkGroup& g, double max_bytes) {
   }
   if (!(b > 0) || !std::isfinite(b) || !std::isfinite(a))
     throw ConfigError(g.file, at, 0, "size", g.name() + ": the time does not grow with the size; no bandwidth to fit");
+  // Within what a network profile may hold (parse_network_profile), or no fit at all: a time flat
+  // in the size gives a bandwidth no link has.
+  if (!(1 / b >= kMinNetworkGbs * 1e9 && 1 / b <= kMaxNetworkGbs * 1e9) || a > kMaxNetworkLatencyUs * 1e-6)
+    throw ConfigError(g.file, at, 0, "size",
+                      g.name() + ": the fit gives " + fmt(a * 1e6) + " us + " + fmt(1e-9 / b) +
+                          " GB/s, outside what a link can be (0.001 to 1e6 GB/s, at most 1e6 us): the time "
+                          "barely grows with the size, or the rows are not in bytes and seconds");
   NetworkFit f;
   f.name = g.name();
   f.node = g.node;
@@ -309,7 +321,7 @@ std::vector<NetworkFit> parse_network_profile(const std::string& text, const std
     f.nodes = int(n.get_count("nodes", 1, 1, 4096));
     if (f.nodes > f.gpus) n.required("nodes").fail("more nodes than GPUs");
     const double lat = n.required("latency_us").as_double();
-    if (!(lat >= 0 && lat <= 1e6)) n.required("latency_us").fail("must be from 0 to 1e6 us, got " + fmt(lat));
+    if (!(lat >= 0 && lat <= kMaxNetworkLatencyUs)) n.required("latency_us").fail("must be from 0 to 1e6 us, got " + fmt(lat));
     f.latency_s = lat * 1e-6;
     const std::string bw = f.collective == "send_recv" ? "gbs" : "bus_gbs";
     const std::string other = f.collective == "send_recv" ? "bus_gbs" : "gbs";
@@ -318,7 +330,7 @@ std::vector<NetworkFit> parse_network_profile(const std::string& text, const std
                              " figure; " + (f.collective == "send_recv" ? "a send_recv" : "an all_reduce") +
                              " entry gives '" + bw + "'");
     const double gbs = n.required(bw).as_double();
-    if (!(gbs >= 1e-3 && gbs <= 1e6)) n.required(bw).fail("must be from 0.001 to 1e6 GB/s, got " + fmt(gbs));
+    if (!(gbs >= kMinNetworkGbs && gbs <= kMaxNetworkGbs)) n.required(bw).fail("must be from 0.001 to 1e6 GB/s, got " + fmt(gbs));
     f.bytes_per_s = gbs * 1e9;
     f.points = int(n.get_count("points", 0, 0, 1 << 30));
     if (n.has("bytes")) {

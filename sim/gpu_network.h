@@ -69,10 +69,15 @@ struct NetworkFit {
   std::string source;      // "vidur:<file>:<first line>-<last line>"
 };
 
+// What a fitted or read link may be: bandwidth (send_recv per direction, all_reduce bus) in GB/s
+// and latency in microseconds.
+inline constexpr double kMinNetworkGbs = 1e-3, kMaxNetworkGbs = 1e6, kMaxNetworkLatencyUs = 1e6;
+
 // The latency and bandwidth minimising the squared relative error over the group's points with
 // bytes <= max_bytes (all when 0), latency held >= 0; errors over those same points. Throws
-// ConfigError naming the file when fewer than two sizes are fitted or the time does not grow
-// with size.
+// ConfigError naming the file when fewer than two sizes are fitted, the time does not grow with
+// size, or the fit lies outside kMinNetworkGbs..kMaxNetworkGbs / kMaxNetworkLatencyUs (what a
+// network profile may hold). `max_bytes` must be finite and >= 0 (std::invalid_argument).
 NetworkFit fit_network(const NetworkGroup& g, double max_bytes = 0);
 // |fit / measured - 1| of each of `g`'s points with bytes > min_bytes.
 std::vector<double> fit_errors(const NetworkFit& f, const NetworkGroup& g, double min_bytes = 0);

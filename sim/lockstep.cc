@@ -125,6 +125,11 @@ std::string sm_lut_yaml(const Scenario& s, const Plan& p, const LockstepPlan& lp
 void read_sm_lut(const Scenario& s, const Plan& p, const ConfigNode& lut_where, LockstepPlan& lp) {
   const DeviceInstance& d = s.devices[static_cast<size_t>(lp.device)];
   const std::string path = resolve_table(lut_where, d.lockstep.lut);
+  try {
+    check_input_file(path);  // a device, folder or huge file: named at the scenario's `lut:` key
+  } catch (const ConfigError& e) {
+    lut_where.fail(e.what());
+  }
   ConfigNode root = ConfigNode::load_file(path);
   if (!root.is_map()) root.fail("an SM table is a map (device, streams, sms, entries)");
   root.check_keys({"device", "streams", "sms", "entries"});

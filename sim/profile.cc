@@ -575,6 +575,14 @@ class At {
     if (v > hi) fail("must be at most " + std::to_string(hi));
     return v;
   }
+  // A measured figure within physical bounds: from lo to hi (inclusive), `what` saying the unit
+  // and why ("bytes/s: 0.1 GB/s to 10 TB/s").
+  double within(double lo, double hi, const std::string& what) const {
+    const double v = num();
+    if (lo > 0 && !(v > 0)) fail("must be > 0: from " + what);
+    if (!(v >= lo && v <= hi)) fail("must be from " + what);
+    return v;
+  }
   double positive() const {
     double v = num();
     if (!(v > 0)) fail("must be > 0");
@@ -709,10 +717,7 @@ std::string profile_to_json(const DeviceProfile& p) {
 }
 
 void save_profile(const DeviceProfile& p, const std::string& path) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot write profile file " + path);
-  f << profile_to_json(p);
-  if (!f) throw std::runtime_error("error writing profile file " + path);
+  write_output_file(path, profile_to_json(p));
 }
 
 namespace {
@@ -756,6 +761,14 @@ struct DuplicateKeyCheck : nlohmann::json_sax<json> {
 
 namespace {
 
+// Physical bounds of a host entry's measured figures (calibrate measures them): a bandwidth
+// (a core group's, the node's, a point of the curve) from 0.1 GB/s to 10 TB/s, the LLC 0 or
+// 64 KiB to 64 GiB, the clock 0 or 10 MHz to 100 GHz; a sentinel kernel at most 60 s, taken at
+// most 1e7 s after the start.
+constexpr double kMinHostBw = 1e8, kMaxHostBw = 1e13;
+constexpr const char* kHostBwRange = "1e8 to 1e13 bytes/s (0.1 GB/s to 10 TB/s)";
+constexpr double kMaxSentinelKernelS = 60, kMaxSentinelAtS = 1e7;
+
 HostEntry parse_host_entry(const At& h) {
   h.check_keys({"groups", "node_bw", "llc_bytes", "llc_shared_cpus", "freq_hz", "curve", "corun"});
   HostEntry e;
@@ -765,22 +778,27 @@ HostEntry parse_host_entry(const At& h) {
     g.cores = ga.key("cores").integer(1, 1 << 16);
     if (!e.groups.empty() && g.cores <= e.groups.back().cores)
       ga.key("cores").fail("groups must grow in cores (each size once)");
-    g.alone_bw = ga.key("alone_bw").positive();
-    g.loaded_bw = ga.key("loaded_bw").positive();
+    g.alone_bw = ga.key("alone_bw").within(kMinHostBw, kMaxHostBw, kHostBwRange);
+    g.loaded_bw = ga.key("loaded_bw").within(kMinHostBw, kMaxHostBw, kHostBwRange);
     e.groups.push_back(g);
   }
   if (e.groups.empty()) h.key("groups").fail("a host entry needs at least one measured core group");
-  e.node_bw = h.key("node_bw").positive();
+  e.node_bw = h.key("node_bw").within(kMinHostBw, kMaxHostBw, kHostBwRange);
   e.llc_bytes = h.key("llc_bytes").nonneg();
+  if (e.llc_bytes != 0 && !(e.llc_bytes >= 65536 && e.llc_bytes <= 68719476736.0 && e.llc_bytes == std::floor(e.llc_bytes)))
+    h.key("llc_bytes").fail("must be 0 (not measured) or a whole number of bytes from 64 KiB to 64 GiB");
   e.llc_shared_cpus = h.key("llc_shared_cpus").integer(0, 1 << 20);
-  e.freq_hz = h.key("freq_hz").at_most(1e11);
+  e.freq_hz = h.key("freq_hz").nonneg();
+  if (e.freq_hz != 0 && !(e.freq_hz >= 1e7 && e.freq_hz <= 1e11))
+    h.key("freq_hz").fail("must be 0 (not measured) or from 1e7 to 1e11 Hz (10 MHz to 100 GHz)");
   if (h.has("curve"))
     for (const At& pt : h.key("curve").items()) {
       std::vector<At> v = pt.items();
       if (v.size() != 2) pt.fail("expected [working-set bytes, bytes/s]");
       const double bytes = v[0].positive();
+      if (bytes > 1e13) v[0].fail("must be at most 1e13 bytes (10 TB)");
       if (!e.curve.empty() && bytes <= e.curve.back().first) v[0].fail("curve sizes must increase");
-      e.curve.push_back({bytes, v[1].positive()});
+      e.curve.push_back({bytes, v[1].within(kMinHostBw, kMaxHostBw, kHostBwRange)});
     }
   if (h.has("corun"))
     for (const At& ca : h.key("corun").items()) {
@@ -806,18 +824,24 @@ SentinelRecord parse_sentinel(const At& a) {
   for (const At& pt : a.items()) {
     std::vector<At> v = pt.items();
     if (v.size() != 2) pt.fail("expected [seconds since start, kernel seconds]");
-    const double t = v[0].nonneg();
+    const double t = v[0].within(0, kMaxSentinelAtS, "0 to 1e7 seconds since the start (116 days)");
     if (!r.samples.empty() && t < r.samples.back().first) v[0].fail("sentinel samples must not go back in time");
-    r.samples.push_back({t, v[1].positive()});
+    const double kernel = v[1].positive();
+    if (kernel > kMaxSentinelKernelS) v[1].fail("must be at most 60 seconds (one sentinel kernel)");
+    r.samples.push_back({t, kernel});
   }
   return r;
 }
 
 }  // namespace
 
-DeviceProfile parse_profile(const std::string& text, const std::string& name) {
+void check_json_unique_keys(const std::string& text, const std::string& name) {
   DuplicateKeyCheck check(name);
   json::sax_parse(text, &check);
+}
+
+DeviceProfile parse_profile(const std::string& text, const std::string& name) {
+  check_json_unique_keys(text, name);
   json j;
   try {
     j = json::parse(text);

@@ -301,11 +301,17 @@ struct DeviceProfile {
 // The profile as JSON text: keys sorted, numbers in shortest round-trip form, so equal
 // profiles give byte-identical text and save(load(f)) reproduces f.
 std::string profile_to_json(const DeviceProfile& p);
-// Writes profile_to_json(p) to `path`. Throws std::runtime_error if it cannot be written.
+// Writes profile_to_json(p) to `path` (write_output_file: whole or not at all). Throws
+// std::runtime_error if it cannot be written.
 void save_profile(const DeviceProfile& p, const std::string& path);
-// Reads a profile. Throws ConfigError naming `path` (line 0) and the key path of the first
-// missing, mistyped or impossible value, or the format version when it differs.
+// Reads a profile (read_input_file: a regular file of at most 16 MiB). Throws ConfigError
+// naming `path` (line 0) and the key path of the first missing, mistyped or impossible value
+// (a host entry's figures outside physical bounds, see parse_host_entry), or the format version
+// when it differs.
 DeviceProfile load_profile(const std::string& path);
+// Throws ConfigError naming `name` and the key when a JSON object of `text` holds a key twice
+// (nlohmann keeps the last silently), or naming `name` when `text` is not JSON.
+void check_json_unique_keys(const std::string& text, const std::string& name);
 // As load_profile, from text; `name` stands in for the file name in errors.
 DeviceProfile parse_profile(const std::string& text, const std::string& name);
 

@@ -1,5 +1,7 @@
 #include "fuzz/fuzz_targets.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <exception>
 #include <string>
@@ -10,6 +12,7 @@
 #include "scenarios/scenario.h"
 #include "sim/engine.h"
 #include "sim/gpu_import.h"
+#include "sim/gpu_kernel_model.h"
 #include "sim/gpu_network.h"
 #include "sim/hardware.h"
 #include "sim/plan.h"
@@ -158,6 +161,53 @@ Outcome gpu_network(std::string_view bytes) {
   });
 }
 
+Outcome kernel_fit(std::string_view bytes) {
+  const std::string name = "kernel_model.csv";
+  static const Catalog cat = Catalog::load_dir(kSource + "/sim/catalog");
+  return guarded(name, [&] {
+    const GpuKernelParams p = parse_kernel_params(text_of(bytes), name);
+    // Every accepted fit prices a small and a large op of each class to a finite, positive time.
+    const DeviceSpec& gpu = *cat.find("h100-sxm");
+    for (const Op& op : {gemm_op(1, 64, 64, false, DType::F16), gemm_op(8192, 8192, 8192, false, DType::BF16),
+                         norm_op(OpFn::RMSNorm, 1, 64, DType::F16), norm_op(OpFn::LayerNorm, 4096, 4096, DType::F16),
+                         eltwise_op(OpFn::Add, 1, 64, 2, DType::F16), eltwise_op(OpFn::Silu, 4096, 16384, 1, DType::F16)}) {
+      const double t = kernel_model_seconds(op, gpu, p);
+      if (!(t > 0) || !std::isfinite(t) || t > 1e3)
+        throw Finding("an accepted fit prices " + op.name + " at " + std::to_string(t) + " s");
+    }
+  });
+}
+
+Outcome host_entry(std::string_view bytes) {
+  const std::string name = "host.json";
+  // The validation profile cut to one section of four ops, its host entry the input's text.
+  static const std::pair<std::string, std::string> around = [] {
+    nlohmann::json j = nlohmann::json::parse(read_input_file(kSource + "/scenarios/validation/profile.json"));
+    j["sections"] = nlohmann::json::array({j["sections"][0]});
+    nlohmann::json& table = j["sections"][0]["table"];
+    nlohmann::json kept = nlohmann::json::object();
+    for (auto it = table.begin(); it != table.end() && kept.size() < 4; ++it) kept[it.key()] = it.value();
+    table = kept;
+    j["host"] = "@HOST@";
+    const std::string t = j.dump(1);
+    const size_t at = t.find("\"@HOST@\"");
+    return std::pair<std::string, std::string>{t.substr(0, at), t.substr(at + 8)};
+  }();
+  static const Catalog cat = Catalog::load_dir(kSource + "/sim/catalog");
+  return guarded(name, [&] {
+    const DeviceProfile p = parse_profile(around.first + text_of(bytes) + around.second, name);
+    if (p.host.empty()) return;
+    // Every accepted host entry gives the CPU finite, positive bandwidths and a sane cache.
+    DeviceSpec cpu = *cat.find("epyc-2vcpu");
+    apply_host_entry(cpu, p.host, 2);
+    (void)host_entry_text(p.host, 2);
+    if (!(cpu.mem_bw > 0) || !std::isfinite(cpu.mem_bw) || !(cpu.core_bw > 0) || !std::isfinite(cpu.core_bw) ||
+        !(cpu.l2_bytes >= 0) || !std::isfinite(cpu.l2_bytes) || cpu.mem_bw < 1e7 || cpu.core_bw > 1e14)
+      throw Finding("an accepted host entry gives memory " + std::to_string(cpu.mem_bw) + " B/s, a core " +
+                    std::to_string(cpu.core_bw) + " B/s, a cache of " + std::to_string(cpu.l2_bytes) + " bytes");
+  });
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"scenario", scenario,
@@ -171,6 +221,8 @@ const std::vector<Target>& targets() {
       {"trace", trace, {"tests/data/torch_trace/seeds", "tests/data/bad_inputs/traces"}},
       {"gpu_import", gpu_import, {"tests/data/gpu_import", "tests/data/bad_inputs/gpu_import"}, true},
       {"gpu_network", gpu_network, {"tests/data/gpu_network", "tests/data/bad_inputs/gpu_network"}, true},
+      {"kernel_fit", kernel_fit, {"sim/kernel_fit", "tests/data/kernel_fit", "tests/data/bad_inputs/kernel_fit"}},
+      {"host_entry", host_entry, {"tests/data/host_entry", "tests/data/bad_inputs/host_entry"}},
   };
   return all;
 }

@@ -46,6 +46,16 @@ Outcome gpu_import(std::string_view bytes);
 // latency >= 0 and a finite bandwidth > 0, and its collective_seconds grow with the bytes.
 Outcome gpu_network(std::string_view bytes);
 
+// The kernel cost model's fit file (sim/gpu_kernel_model.h parse_kernel_params), as a scenario's
+// `fit:` or $VLASIM_KERNEL_FIT names it. Every fit accepted prices small and large GEMMs, norms
+// and elementwise ops on the H100 to a finite time above 0 and at most 1000 s.
+Outcome kernel_fit(std::string_view bytes);
+
+// A device profile's `host` entry (the input is the entry's JSON object, set into a trimmed
+// validation profile as `--profile` reads it). Every entry accepted gives the catalog CPU a
+// finite DRAM and per-core bandwidth within physical bounds and a finite cache size.
+Outcome host_entry(std::string_view bytes);
+
 inline constexpr double kMaxRequests = 2000;  // bigger scenarios are refused, not simulated
 
 struct Target {
@@ -54,7 +64,7 @@ struct Target {
   std::vector<std::string> seed_dirs;  // relative to the source tree: inputs to start from
   bool nested = false;  // seed folders hold inputs in sub-folders too (a Vidur case is DIR/mlp.csv)
 };
-// The seven targets above, with the folders of tests/data and the shipped files they start from.
+// The nine targets above, with the folders of tests/data and the shipped files they start from.
 const std::vector<Target>& targets();
 
 }  // namespace vlasim::fuzz

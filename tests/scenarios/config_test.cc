@@ -279,3 +279,51 @@ TEST(Registry, MakesByNameAndRejectsUnknownNamesAndParameters) {
 
 }  // namespace
 }  // namespace vlasim
+
+namespace vlasim {
+namespace {
+
+std::string contents(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Files in `dir` other than `keep` (a temporary left behind would be one).
+std::vector<std::string> others(const std::filesystem::path& dir, const std::string& keep) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename() != keep) out.push_back(e.path().filename().string());
+  return out;
+}
+
+// Issue 49 item 6: the one writer checks every write and the close and renames a complete
+// temporary into place: a full device is an error (it said "imported ... into /dev/full", exit
+// 0), a failed write leaves the old file whole and no temporary, a replaced file keeps its mode.
+TEST(WriteOutputFile, WholeOrNothingAndEveryFailureSaid) {
+  const std::filesystem::path dir = testing::scratch_dir("write_output_file");
+  const std::filesystem::path f = dir / "out.txt";
+  write_output_file(f.string(), "first\n");
+  EXPECT_EQ(contents(f), "first\n");
+  std::filesystem::permissions(f, std::filesystem::perms(0640));
+  write_output_file(f.string(), std::string(1 << 20, 'x'));
+  EXPECT_EQ(contents(f).size(), size_t{1} << 20);
+  EXPECT_EQ(std::filesystem::status(f).permissions() & std::filesystem::perms::all, std::filesystem::perms(0640));
+  EXPECT_TRUE(others(dir, "out.txt").empty());
+  try {
+    write_output_file("/dev/full", "x");
+    ADD_FAILURE() << "writing /dev/full succeeded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write /dev/full: No space left on device"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(write_output_file("/dev/null", "x"));
+  EXPECT_THROW(write_output_file((dir / "no/such/dir/f.csv").string(), "x"), std::runtime_error);
+  EXPECT_THROW(write_output_file(dir.string(), "x"), std::runtime_error);
+  // Through a symbolic link: the file it points at is replaced, the link kept.
+  std::filesystem::create_symlink(f, dir / "link.txt");
+  write_output_file((dir / "link.txt").string(), "via link\n");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.txt"));
+  EXPECT_EQ(contents(f), "via link\n");
+}
+
+}  // namespace
+}  // namespace vlasim

@@ -2,9 +2,12 @@
 // (data/gpu_profiles) and on bad files, and the GPU kernel model (sim/gpu_kernel_model.h).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <array>
 #include <cmath>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -336,6 +339,14 @@ std::string fit_error(const std::string& t) {
   return std::string("accepted");
 }
 
+// The three classes besides `cls` at the defaults, so a row of `cls` makes a whole fit file.
+std::string other_rows(const std::string& cls, bool sm_gbs = true) {
+  std::string out;
+  for (const char* c : kKernelFitClasses)
+    if (c != cls) out += std::string(c) + ",5e-06,0.8,0.75,4" + (sm_gbs ? ",0\n" : "\n");
+  return out;
+}
+
 TEST(KernelCostModel, FitFileCarriesThePerSmRate) {
   GpuKernelParams p;
   p.by_class["gemm"] = {5e-6, 0.7, 0.85, 4};
@@ -345,10 +356,11 @@ TEST(KernelCostModel, FitFileCarriesThePerSmRate) {
   EXPECT_DOUBLE_EQ(q.by_class.at("gemm").sm_rate, 0);
   const std::string h = "class,latency_s,bw_frac,compute_frac,p,sm_gbs\n";
   EXPECT_NE(fit_error(h + "elementwise,2e-6,1,1,1\n").find("f.csv:2: expected 6 fields"), std::string::npos);
-  EXPECT_NE(fit_error(h + "elementwise,2e-6,1,1,1,-3\n").find("f.csv:2: sm_gbs '-3'"), std::string::npos);
+  EXPECT_NE(fit_error(h + "elementwise,2e-6,1,1,1,-3\n").find("f.csv:2:24: key 'sm_gbs': sm_gbs '-3'"), std::string::npos);
   EXPECT_NE(fit_error(h + "gemm,5e-6,0.7,0.8,4,10\n").find("sm_gbs must be 0 for gemm"), std::string::npos);
   // The older header (no sm_gbs) still reads, every class without the per-SM term.
-  const GpuKernelParams o = parse_kernel_params("class,latency_s,bw_frac,compute_frac,p\nnorm,3e-6,0.6,1,1\n", "o");
+  const GpuKernelParams o = parse_kernel_params("class,latency_s,bw_frac,compute_frac,p\nnorm,3e-6,0.6,1,1\n" +
+                                                    other_rows("norm", false), "o");
   EXPECT_DOUBLE_EQ(o.by_class.at("norm").sm_rate, 0);
 }
 
@@ -356,16 +368,155 @@ TEST(KernelCostModel, FitFileRoundTripsAndRejectsBadRows) {
   GpuKernelParams p;
   p.by_class["gemm"] = {5e-6, 0.7, 0.85, 4};
   p.by_class["norm"] = {3e-6, 0.6, 1, 1};
+  // The classes not fitted are written at their defaults: the file is whole.
   const GpuKernelParams q = parse_kernel_params(kernel_params_csv(p, "a note\nsecond line"), "x");
-  ASSERT_EQ(q.by_class.size(), 2u);
+  ASSERT_EQ(q.by_class.size(), 4u);
   EXPECT_DOUBLE_EQ(q.by_class.at("gemm").compute_frac, 0.85);
   EXPECT_DOUBLE_EQ(q.by_class.at("norm").latency_s, 3e-6);
+  EXPECT_DOUBLE_EQ(q.by_class.at("layernorm").bw_frac, KernelClassFit{}.bw_frac);
   const std::string h = "class,latency_s,bw_frac,compute_frac,p\n";
-  EXPECT_EQ(fit_error(""), "f.csv: no header line");
+  EXPECT_EQ(fit_error(""), "f.csv: no header line (class,latency_s,bw_frac,compute_frac,p,sm_gbs)");
   EXPECT_NE(fit_error(h + "gemm,5e-6,0.7,0.8\n").find("f.csv:2: expected 5 fields"), std::string::npos);
   EXPECT_NE(fit_error(h + "conv,5e-6,0.7,0.8,4\n").find("unknown class 'conv'"), std::string::npos);
-  EXPECT_NE(fit_error(h + "gemm,5e-6,x,0.8,4\n").find("'x' is not a positive number"), std::string::npos);
-  EXPECT_NE(fit_error(h + "gemm,5,0.7,0.8,4\n").find("out of range"), std::string::npos);
+  EXPECT_NE(fit_error(h + "gemm,5e-6,x,0.8,4\n").find("f.csv:2:11: key 'bw_frac': 'x' is not a number"), std::string::npos);
+  EXPECT_NE(fit_error(h + "gemm,5,0.7,0.8,4\n").find("key 'latency_s': '5' must be from 1e-09 to 0.01 seconds"),
+            std::string::npos);
+}
+
+// Issue 49 items 4, 5 and 9: a field left empty (it took the previous row's value), figures that
+// priced ops at "inf ms", a header-only file or one without a class (the defaults stood in
+// silently) are refused naming the file, line and column.
+TEST(KernelCostModel, FitFileRefusesEmptyImplausibleAndMissingRows) {
+  const std::string h = "class,latency_s,bw_frac,compute_frac,p,sm_gbs\n";
+  const std::string rest = other_rows("gemm");
+  EXPECT_EQ(fit_error(h + "gemm,,0.73,0.74,2.8,0\n" + rest), "f.csv:2:6: key 'latency_s': empty value; expected a number");
+  EXPECT_NE(fit_error(h + "gemm,3e-6,0.73,0.74,1e-9,0\n" + rest).find("key 'p': '1e-9' must be from 1 to 64"),
+            std::string::npos);
+  EXPECT_NE(fit_error(h + "gemm,3e-6,1e-300,0.74,2.8,0\n" + rest).find("key 'bw_frac': '1e-300' must be from 0.01"),
+            std::string::npos);
+  EXPECT_NE(fit_error(h + "gemm,3e-6,0.73,1e-300,2.8,0\n" + rest).find("key 'compute_frac'"), std::string::npos);
+  const std::string ew = other_rows("elementwise");
+  EXPECT_NE(fit_error(h + "elementwise,2e-6,1,1,1,1e-300\n" + ew).find("key 'sm_gbs'"), std::string::npos);
+  EXPECT_EQ(fit_error(h), "f.csv:1: no row for class elementwise, gemm, layernorm, norm: a fit file gives every class "
+                          "(gemm, layernorm, elementwise, norm); is it truncated?");
+  EXPECT_NE(fit_error(h + rest).find("no row for class gemm"), std::string::npos);
+  EXPECT_NE(fit_error(h + "gemm,3e-6,0.73,0.74,2.8,0\n" + rest + "gemm,3e-6,0.73,0.74,2.8,0\n").find("class 'gemm' is given twice"),
+            std::string::npos);
+  // Issue 49 item 15: a spreadsheet's byte order mark and CR line ends are not part of the text.
+  EXPECT_EQ(fit_error("\xEF\xBB\xBF" + h + "gemm,3e-6,0.73,0.74,2.8,0\r\n" + rest), "accepted");
+  // Every file the writer makes reads back, even from a fit of no class at all.
+  EXPECT_EQ(fit_error(kernel_params_csv(GpuKernelParams{}, "empty fit")), "accepted");
+}
+
+// What the `kernel` cost model says when made with the scenario text `params` (a map) read
+// as file s.yaml ("made" if it is).
+std::string kernel_model_error(const std::string& params) {
+  try {
+    cost_models().make("kernel", Params(ConfigNode::load_string(params, "s.yaml")), ConfigNode{});
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "made";
+}
+
+// Issue 49 item 1: a fit file that is a device, a pipe or larger than any input is refused before
+// it is read (it grew to 17.8 GB from /dev/zero; a FIFO hung), at the scenario's `fit` key; item
+// 14/15: one named by $VLASIM_KERNEL_FIT names the variable, exit 2 (a ConfigError).
+TEST(KernelCostModel, FitFileFollowsTheInputFileRule) {
+  const std::filesystem::path dir = testing::scratch_dir("kernel_fit_rule");
+  EXPECT_NE(kernel_model_error("fit: /dev/zero\n").find("s.yaml:1:6: key 'fit': /dev/zero: cannot read '/dev/zero': "
+                                                        "is not a regular file"),
+            std::string::npos)
+      << kernel_model_error("fit: /dev/zero\n");
+  const std::string fifo = (dir / "fifo.csv").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(kernel_model_error("fit: " + fifo + "\n").find("is not a regular file"), std::string::npos);
+  EXPECT_NE(kernel_model_error("fit: " + dir.string() + "\n").find("is a directory"), std::string::npos);
+  const std::filesystem::path big = dir / "big.csv";
+  std::ofstream(big) << "class,latency_s,bw_frac,compute_frac,p,sm_gbs\n";
+  std::filesystem::resize_file(big, kMaxInputFileBytes + 1);  // sparse: no disk used
+  EXPECT_NE(kernel_model_error("fit: " + big.string() + "\n").find("the limit for an input file is 16 MiB"),
+            std::string::npos);
+  std::ofstream(dir / "kernel_model.csv") << "class,latency_s,bw_frac,compute_frac,p,sm_gbs\n";
+  ::setenv("VLASIM_KERNEL_FIT", dir.c_str(), 1);
+  const std::string by_env = kernel_model_error("{}");
+  ::unsetenv("VLASIM_KERNEL_FIT");
+  EXPECT_NE(by_env.find("<environment>: key 'VLASIM_KERNEL_FIT': the kernel model fit it names: " +
+                        (dir / "kernel_model.csv").string() + ":1: no row for class"),
+            std::string::npos)
+      << by_env;
+  EXPECT_EQ(kernel_model_error("{}"), "made");
+}
+
+// Issue 49 item 12: a measured time the catalog GPU cannot give is refused naming the sample's
+// file and line, the GPU and both figures: faster than its datasheet (a GEMM at 3e20 FLOP/s), or
+// a thousand times slower (microseconds written as milliseconds).
+TEST(GpuImport, TimesAreHeldAgainstTheDatasheet) {
+  Catalog cat = Catalog::load_dir(default_catalog_dir());
+  const DeviceSpec& h100 = *cat.find("h100-sxm");
+  std::vector<KernelSample> s = import_vidur(kH100Llama);
+  for (const KernelSample& k : s) EXPECT_NO_THROW(check_against_datasheet(k, h100)) << k.source;  // all plausible
+  KernelSample big;
+  for (const KernelSample& k : s)
+    if (k.op.kind == OpKind::Gemm && k.op.m == 4096 && k.op.n == 22016) big = k;
+  ASSERT_GT(big.seconds, 0);
+  KernelSample fast = big;
+  fast.seconds = big.op.flops / 3e20;
+  try {
+    check_against_datasheet(fast, h100);
+    ADD_FAILURE() << "a GEMM at 3e20 FLOP/s was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.file(), big.source);
+    EXPECT_NE(e.message().find("faster than h100-sxm's datasheet allows"), std::string::npos) << e.message();
+  }
+  KernelSample slow = big;
+  slow.seconds = big.seconds * 1000;
+  EXPECT_THROW(check_against_datasheet(slow, h100), ConfigError);
+  // The Orin's own times are plausible on the Orin.
+  EXPECT_NO_THROW(samples_to_profile(import_apxinf(kOrin), *cat.find("jetson-agx-orin-64gb"), "apxinf", "Orin"));
+}
+
+// Issue 49 item 12: an ApxInf file says the GPU it ran on; one imported for another catalog GPU
+// is told apart by name. A key given twice in its JSON is refused, not the last one taken.
+TEST(GpuImport, ApxInfDeviceNameAndDuplicateKeys) {
+  Catalog cat = Catalog::load_dir(default_catalog_dir());
+  std::string name;
+  import_apxinf(kOrin, &name);
+  EXPECT_EQ(name, "Orin");
+  EXPECT_EQ(device_name_mismatch("Orin", *cat.find("jetson-agx-orin-64gb")), "");
+  EXPECT_EQ(device_name_mismatch("NVIDIA GeForce RTX 4090", *cat.find("rtx4090")), "");
+  EXPECT_EQ(device_name_mismatch("NVIDIA Thor", *cat.find("jetson-agx-thor")), "");
+  EXPECT_NE(device_name_mismatch("Orin", *cat.find("h100-sxm")).find("'orin' is not in its name"), std::string::npos);
+  std::string text = read_input_file(kOrin);
+  const size_t at = text.find("\"m\": 1,");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "\"m\": 2, ");
+  try {
+    parse_apxinf(text, "dup.json");
+    ADD_FAILURE() << "a duplicate key was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "m");
+    EXPECT_NE(e.message().find("duplicate key"), std::string::npos);
+  }
+}
+
+// Issue 49 item 11: a folder's mlp.csv files together past kMaxVidurFolderBytes are refused before
+// any is parsed (eight 14.6 MB files took 2 GB of memory).
+TEST(GpuImport, VidurFolderIsBoundedAsAWhole) {
+  const std::filesystem::path dir = testing::scratch_dir("vidur_folder_bound");
+  for (int i = 0; i < 3; ++i) {
+    std::filesystem::create_directories(dir / std::to_string(i));
+    const std::filesystem::path f = dir / std::to_string(i) / "mlp.csv";
+    std::ofstream(f) << read_input_file(kH100Llama);
+    std::filesystem::resize_file(f, 12 << 20);  // sparse past the real rows
+  }
+  try {
+    import_vidur(dir.string());
+    ADD_FAILURE() << "36 MiB of mlp.csv accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.file(), dir.string());
+    EXPECT_NE(e.message().find("more than 32 MiB together"), std::string::npos) << e.message();
+  }
 }
 
 }  // namespace

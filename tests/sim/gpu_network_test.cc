@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "scenarios/config.h"
@@ -282,6 +283,53 @@ TEST(GpuNetwork, ScenarioLinkTakesItsTransferTimeFromTheMeasuredEntry) {
   }
   e = with("profile: net.yaml, entry: h100_dgx.all_reduce.8gpu");
   EXPECT_NE(e.message().find("send_recv"), std::string::npos);
+}
+
+// Issue 49 items 2 and 8: the held-out cut must be a number (NaN made the fit read past its
+// errors, SIGSEGV), and a time flat in the size is no link (it was fitted as 1.2e17 GB/s and
+// written, a file vlasim's own link loader then refused).
+TEST(GpuNetwork, FitRefusesANaNCutAndABandwidthNoLinkHas) {
+  const NetworkGroup& g = vendored().at("h100_dgx.send_recv.intra_node");
+  EXPECT_THROW(fit_network(g, std::nan("")), std::invalid_argument);
+  EXPECT_THROW(fit_network(g, -1), std::invalid_argument);
+  NetworkGroup flat = g;
+  for (NetworkPoint& p : flat.points) p.seconds = 1e-5 * (1 + 1e-12 * p.bytes / 1e6);
+  const ConfigError e = refused([&] { fit_network(flat); });
+  EXPECT_EQ(e.file(), g.file);
+  EXPECT_NE(e.message().find("outside what a link can be (0.001 to 1e6 GB/s"), std::string::npos) << e.message();
+  // Every fit of the vendored files is one the network profile reader takes back.
+  std::vector<NetworkFit> fits;
+  for (const auto& [name, grp] : vendored()) fits.push_back(fit_network(grp));
+  EXPECT_EQ(parse_network_profile(network_profile_yaml(fits, "t"), "n.yaml").size(), fits.size());
+}
+
+// Issue 49 items 13 and 14: a measured entry (between two GPUs) on a CPU-to-GPU PCIe link is
+// refused at the link's `entry:`; a `profile:` that is a device is refused at the scenario's
+// file, line and key.
+TEST(GpuNetwork, LinkEntryOnlyBetweenGpusAndProfileRefusedAtTheScenarioKey) {
+  const std::filesystem::path dir = testing::scratch_dir("gpu_network_link_ends");
+  {
+    std::ofstream o(dir / "net.yaml");
+    o << network_profile_yaml({fit_network(vendored().at("h100_dgx.send_recv.intra_node"))}, "test");
+  }
+  const std::string text = read_input_file(kSrc + "/scenarios/systems/hybrid_orion_l20.yaml");
+  const std::string link = "{catalog: pcie4-x16, between: [cpu0, gpu0], memory: pinned}";
+  ASSERT_NE(text.find(link), std::string::npos);
+  auto with = [&](const std::string& extra) {
+    std::string t = text;
+    t.replace(t.find(link), link.size(), "{catalog: pcie4-x16, between: [cpu0, gpu0], memory: pinned, " + extra + "}");
+    std::ofstream(dir / "s.yaml") << t;
+    return refused([&] { load_scenario((dir / "s.yaml").string(), default_catalog_dir(), kSrc + "/models/cards"); });
+  };
+  ConfigError e = with("profile: net.yaml, entry: h100_dgx.send_recv.intra_node");
+  EXPECT_EQ(e.file(), (dir / "s.yaml").string());
+  EXPECT_NE(e.key().find("entry"), std::string::npos) << e.key();
+  EXPECT_NE(e.message().find("this link's end 'cpu0' is a cpu"), std::string::npos) << e.message();
+  e = with("profile: /dev/zero, entry: x");
+  EXPECT_EQ(e.file(), (dir / "s.yaml").string());
+  EXPECT_GT(e.line(), 0);
+  EXPECT_NE(e.key().find("profile"), std::string::npos) << e.key();
+  EXPECT_NE(e.message().find("not a regular file"), std::string::npos) << e.message();
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ void replace(std::string& t, const std::string& a, const std::string& b) {
 
 TEST(HostEntry, BadEntriesAreRefusedByKey) {
   EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"alone_bw\": 12500000000.0", "\"alone_bw\": -1"); }),
-            "host.groups[0].alone_bw: must be > 0");
+            "host.groups[0].alone_bw: must be > 0: from 1e8 to 1e13 bytes/s (0.1 GB/s to 10 TB/s)");
   EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"llc_shared_cpus\": 2,\n  \"node_bw\": 14500000000.0", "\"llc_shared_cpus\": 2"); }),
             "host.node_bw: missing");
   EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"freq_hz\": 2600000000.0", "\"freq_hz\": \"fast\""); }),
@@ -86,6 +86,27 @@ TEST(HostEntry, BadEntriesAreRefusedByKey) {
             "host.groups: a group of 4 cores, but the profile was made on 2 logical CPUs");
   EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"llc_bytes\"", "\"llc\""); }).substr(0, 9), "host.llc:");
   EXPECT_EQ(refused_key([](std::string& t) { replace(t, "0.0033", "-0.0033"); }), "sentinel[2][1]: must be > 0");
+}
+
+// Issue 49 item 3: figures no machine has (1e300 or 1e-300 bytes/s, half a byte of cache, a
+// sentinel kernel of 1e300 s) are refused at their key, not simulated as 0 of 200 finished.
+TEST(HostEntry, FiguresOutsidePhysicalBoundsAreRefusedByKey) {
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"alone_bw\": 12500000000.0", "\"alone_bw\": 1e300"); }),
+            "host.groups[0].alone_bw: must be from 1e8 to 1e13 bytes/s (0.1 GB/s to 10 TB/s)");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"alone_bw\": 12500000000.0", "\"alone_bw\": 1e-300"); }),
+            "host.groups[0].alone_bw: must be from 1e8 to 1e13 bytes/s (0.1 GB/s to 10 TB/s)");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"node_bw\": 14500000000.0", "\"node_bw\": 1e-300"); }),
+            "host.node_bw: must be from 1e8 to 1e13 bytes/s (0.1 GB/s to 10 TB/s)");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"loaded_bw\": 7250000000.0", "\"loaded_bw\": 0"); }),
+            "host.groups[0].loaded_bw: must be > 0: from 1e8 to 1e13 bytes/s (0.1 GB/s to 10 TB/s)");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"llc_bytes\": 33554432.0", "\"llc_bytes\": 0.5"); }),
+            "host.llc_bytes: must be 0 (not measured) or a whole number of bytes from 64 KiB to 64 GiB");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"freq_hz\": 2600000000.0", "\"freq_hz\": 3"); }),
+            "host.freq_hz: must be 0 (not measured) or from 1e7 to 1e11 Hz (10 MHz to 100 GHz)");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "0.0033", "1e300"); }),
+            "sentinel[2][1]: must be at most 60 seconds (one sentinel kernel)");
+  EXPECT_EQ(refused_key([](std::string& t) { replace(t, "4.1", "1e300"); }),
+            "sentinel[2][0]: must be from 0 to 1e7 seconds since the start (116 days)");
 }
 
 TEST(HostEntry, ApplyReplacesTheCatalogBandwidthAndCache) {
