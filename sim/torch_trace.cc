@@ -105,6 +105,7 @@ struct LaunchEv {
   int64_t corr;
   size_t event;
   bool starts_work;  // named as a launch, copy or set (cudaLaunchKernel, hipMemcpyAsync, ...)
+  bool graph;        // a graph replay (cudaGraphLaunch, hipGraphLaunch)
 };
 
 std::string lower(std::string s) {
@@ -346,7 +347,8 @@ class Reader : public nlohmann::json_sax<json> {
         if (ev_.has_corr)
           launches.push_back({ev_.ts, thread_of(ev_), ev_.corr, t.events - 1,
                               ev_.name.find("Launch") != std::string::npos || ev_.name.find("Memcpy") != std::string::npos ||
-                                  ev_.name.find("Memset") != std::string::npos});
+                                  ev_.name.find("Memset") != std::string::npos,
+                              ev_.name.find("GraphLaunch") != std::string::npos});
         break;
       default:
         break;
@@ -456,6 +458,7 @@ TorchTrace finish(Reader& r, const std::string& name) {
                             ", or its correlation is not below every launch call's): a broken trace");
     launch_us[it->second] += d.dur;
     launch_end[it->second] = std::max(launch_end[it->second], d.ts + d.dur);
+    if (r.launches[it->second].graph) t.graph_us += d.dur;
   }
   // One sweep per thread over ops and launch calls by start time: the stack holds the ops open
   // at that time, so an op's parent and a launch's innermost op are its top. Linear in events
@@ -904,6 +907,66 @@ TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<
     m.notes.push_back(std::to_string(n) + " matched trace ops read " + ty + " inputs, not the graph's " +
                       to_string(g.op(0).dtype));
   return m;
+}
+
+namespace {
+// Words of a name: runs of letters and digits, upper-cased.
+std::vector<std::string> upper_words(const std::string& s) {
+  std::vector<std::string> w(1);
+  for (char ch : s) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) w.back() += char(std::toupper(static_cast<unsigned char>(ch)));
+    else if (!w.back().empty()) w.emplace_back();
+  }
+  if (w.back().empty()) w.pop_back();
+  return w;
+}
+}  // namespace
+
+std::string trace_device_mismatch(const TorchTrace& t, const std::string& key, const std::string& description) {
+  if (t.device_name.empty()) return "";
+  std::string model;
+  for (const std::string& w : upper_words(description)) {
+    const bool digit = std::any_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    const bool size = w.size() > 2 && w.compare(w.size() - 2, 2, "GB") == 0 &&
+                      std::all_of(w.begin(), w.end() - 2, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (digit && !size) {
+      model = w;
+      break;
+    }
+  }
+  if (model.empty()) return "";
+  for (const std::string& w : upper_words(t.device_name))
+    if (w == model) return "";
+  return "the trace ran on '" + t.device_name + "', not on the catalog's " + key + " (" + description +
+         "): its times are that GPU's";
+}
+
+std::string trace_match_warning(const TorchTrace& t, const TraceMatch& m, const std::string& model) {
+  if (m.total_s <= 0 || m.matched_s >= 0.5 * m.total_s) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "only %.1f%% of the trace's %s time (%zu of %zu graph ops) matches the ops of ",
+                100 * m.matched_s / m.total_s, m.device ? "device" : "op", m.graph_ops_matched, m.graph_ops);
+  std::string w = std::string(buf) + model + ": a trace of another model, a model fused differently (--passes), or " +
+                  "kernels launched outside the ops vlasim keys";
+  std::vector<std::string> why;
+  if (m.device && t.graph_us > 0) {
+    std::snprintf(buf, sizeof buf, "%.1f%% of the device time is CUDA/HIP graph replays (cudaGraphLaunch)",
+                  t.device_us() > 0 ? 100 * t.graph_us / t.device_us() : 0.0);
+    why.push_back(buf);
+  }
+  double compiled = 0;
+  for (const auto& [k, u] : m.unmatched)
+    if (k.find("Compiled") != std::string::npos) compiled += u.seconds;
+  if (compiled > 0) {
+    std::snprintf(buf, sizeof buf, "%.1f%% of it is inside torch.compile regions (ops named *Compiled*)",
+                  100 * compiled / m.total_s);
+    why.push_back(buf);
+  }
+  if (!why.empty()) {
+    w += "; here ";
+    for (size_t i = 0; i < why.size(); ++i) w += (i ? " and " : "") + why[i];
+  }
+  return w;
 }
 
 }  // namespace vlasim

@@ -90,6 +90,9 @@ struct TorchTrace {
   // the counts and device time above, never of launched_us.
   size_t inflight = 0;
   double inflight_us = 0;
+  // Device time launched by graph replays (cudaGraphLaunch, hipGraphLaunch): one call launches a
+  // whole captured graph, usually outside any op, so it is tied to the op around the call if any.
+  double graph_us = 0;
   std::map<int64_t, size_t> streams;  // CUDA stream -> kernels, copies and sets on it
   size_t events = 0;                  // events in the file
 };
@@ -106,6 +109,14 @@ struct TorchTrace {
 TorchTrace read_torch_trace(const std::string& path);
 // As read_torch_trace on `text` (plain JSON); `name` stands in for the path in errors.
 TorchTrace parse_torch_trace(const std::string& text, const std::string& name);
+
+// Whether the trace ran on the catalog GPU `key` (its `description`, e.g. "NVIDIA H100 SXM
+// 80GB"): "" when it did, when the trace names no device (deviceProperties), or when the
+// description has no model word; else a sentence naming both GPUs. The model word is the
+// description's first word holding a digit that is no memory size ("H100", "4090", "A770");
+// the trace's GPU is it when its name holds that word whole, ignoring case ("A100" in
+// "NVIDIA A100-SXM4-80GB"; "A10" is not in it).
+std::string trace_device_mismatch(const TorchTrace& t, const std::string& key, const std::string& description);
 
 // One inference (a repeated top-level range) and the stages in it.
 struct TraceInference {
@@ -160,5 +171,12 @@ struct TraceMatch {
 // Matches the top-level ops of `t` (inside inference ranges when `inferences` is not empty) to
 // the ops of `g` by key. REQUIRES: t.shapes.
 TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<TraceInference>& inferences);
+
+// A warning when the match covers less than half of the trace's time (m.total_s): the trace is
+// of another model than `model`, the graph is fused differently, or the trace's kernels ran
+// outside ops vlasim keys; it names what the trace shows of the last: device time launched by
+// graph replays (t.graph_us) and unmatched ops of torch.compile (names holding "Compiled").
+// "" when half or more is matched, or the trace has no time.
+std::string trace_match_warning(const TorchTrace& t, const TraceMatch& m, const std::string& model);
 
 }  // namespace vlasim

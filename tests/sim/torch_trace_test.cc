@@ -654,6 +654,62 @@ TEST(TorchTrace, ImplausibleTracesAreRefusedByName) {
   }
 }
 
+// Issue 46 (5): the trace's GPU against the catalog GPU named, and the match against the
+// scenario's model.
+TEST(TorchTrace, TheTracesGpuAndModelAreChecked) {
+  const TorchTrace mi300 = read_torch_trace(kDir + "/tracelens/resnet_act_checkpoint_rank0_cut.json.gz");
+  const std::string w = trace_device_mismatch(mi300, "h100-sxm", "NVIDIA H100 SXM 80GB");
+  EXPECT_NE(w.find("AMD Instinct MI300X"), std::string::npos) << w;
+  EXPECT_NE(w.find("h100-sxm"), std::string::npos) << w;
+  const TorchTrace h100 = read_torch_trace(kDir + "/tracelens/gaunernst_bert-small-uncased__1016001.json.gz");
+  EXPECT_EQ(trace_device_mismatch(h100, "h100-sxm", "NVIDIA H100 SXM 80GB"), "");
+  EXPECT_NE(trace_device_mismatch(h100, "h200-sxm", "NVIDIA H200 SXM 141GB"), "");
+  TorchTrace a100 = h100;
+  a100.device_name = "NVIDIA A100-SXM4-80GB";
+  EXPECT_EQ(trace_device_mismatch(a100, "a100-sxm-80gb", "NVIDIA A100 SXM 80GB"), "");
+  EXPECT_NE(trace_device_mismatch(a100, "a10", "NVIDIA A10 24GB"), "");  // a whole word
+  EXPECT_EQ(trace_device_mismatch(read_torch_trace(kDir + "/kineto/resnet50_pt18_steps.json.gz"), "h100-sxm",
+                                  "NVIDIA H100 SXM 80GB"),
+            "");  // names no device: nothing to check
+  // BERT-small's trace against its own card: no warning; against pi0_tiny: nearly nothing matches
+  std::string name;
+  const std::vector<TraceInference> inf = trace_inferences(h100, "ProfilerStep#*", &name);
+  for (const std::string card : {"bert_small", "pi0_tiny"}) {
+    SCOPED_TRACE(card);
+    const ModelCard c = find_card(card == "bert_small" ? kDir + "/cards" : default_cards_dir(), card, ConfigNode());
+    RunShape shape = c.defaults;
+    shape.passes = std::vector<std::string>{};
+    const TraceMatch m = match_trace(h100, build_graph(c, shape), inf);
+    const std::string mw = trace_match_warning(h100, m, card);
+    if (card == "bert_small") EXPECT_EQ(mw, "");
+    else EXPECT_NE(mw.find("matches the ops of pi0_tiny"), std::string::npos) << mw;
+  }
+}
+
+// Issue 46 (7): a trace mostly unmatched says why when it can: device time replayed by CUDA
+// graphs (one cudaGraphLaunch, three kernels of its correlation, outside any op) and kernels
+// of a torch.compile region (an op named CompiledFunction launching through cuLaunchKernel).
+TEST(TorchTrace, UnmatchedTimeOfGraphsAndCompiledRegionsIsExplained) {
+  auto k = [](double ts, double dur, int corr) {
+    return R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":)" + std::to_string(ts) + R"(,"dur":)" +
+           std::to_string(dur) + R"(,"args":{"correlation":)" + std::to_string(corr) + R"(,"stream":7}})";
+  };
+  const std::string j =
+      R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"CompiledFunction","pid":1,"tid":1,"ts":10,"dur":20,"args":{"Input Dims":[[4,4]]}},)"
+      R"({"ph":"X","cat":"cuda_driver","name":"cuLaunchKernel","pid":1,"tid":1,"ts":12,"dur":1,"args":{"correlation":1}},)"
+      R"({"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":40,"dur":5,"args":{"correlation":2}},)" +
+      k(20, 10, 1) + "," + k(50, 10, 2) + "," + k(60, 10, 2) + "," + k(70, 10, 2) + "]}";
+  const TorchTrace t = parse_torch_trace(j, "graphs.json");
+  EXPECT_DOUBLE_EQ(t.graph_us, 30);
+  EXPECT_DOUBLE_EQ(t.device_us(), 40);
+  const ModelCard c = find_card(default_cards_dir(), "pi0_tiny", ConfigNode());
+  RunShape shape = c.defaults;
+  const TraceMatch m = match_trace(t, build_graph(c, shape), {});
+  const std::string w = trace_match_warning(t, m, "pi0_tiny");
+  EXPECT_NE(w.find("75.0% of the device time is CUDA/HIP graph replays"), std::string::npos) << w;
+  EXPECT_NE(w.find("25.0% of it is inside torch.compile regions"), std::string::npos) << w;
+}
+
 TEST(TorchTrace, BrokenTracesAreRefusedByName) {
   const std::string d = testing::scratch_dir("torch_trace_bad").string();
   const std::string op = R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":10,"dur":5})";
