@@ -71,6 +71,10 @@ int run_compare_trace(const Common& c, const CompareArgs& a) {
     std::snprintf(buf, sizeof buf, "%zu of %zu ops matched by kind and shape, %.1f%% of the trace's %s time", tm.graph_ops_matched,
                   tm.graph_ops, tm.total_s > 0 ? 100 * tm.matched_s / tm.total_s : 0.0, tm.device ? "device" : "op");
     op_note = buf;
+    if (const std::string w = trace_match_warning(t, tm, pr.s.models[0].name); !w.empty()) {
+      std::cerr << "warning: " << w << "\n";
+      op_note += " (warning: " + w + ")";
+    }
     if (folded > 0)
       op_note += " (" + std::to_string(folded) + " activation ops folded into the GEMM before them, as the graph fuses them)";
   } else {

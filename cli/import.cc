@@ -240,6 +240,9 @@ int run_import_trace(const Common& c, const ImportArgs& a) {
     throw ConfigError("<command line>", 0, 0, "--card", card.name + ": " + e.what());
   }
   const TorchTrace t = read_torch_trace(a.path);
+  if (d)
+    if (const std::string w = trace_device_mismatch(t, d->name, d->description); !w.empty())
+      std::cerr << "warning: " << w << "\n";
   std::printf("%s: %s trace, %zu events: %zu ops on %zu threads, %zu record_function ranges\n", a.path.c_str(),
               t.kineto ? "Kineto" : "legacy (no Kineto)", t.events, t.ops.size(), t.threads.size(), t.ranges.size());
   if (t.kernels + t.copies + t.sets > 0)
@@ -262,8 +265,12 @@ int run_import_trace(const Common& c, const ImportArgs& a) {
   }
   if (have_stages) print_stages(t, inf, inf_name);
   if (!t.shapes) {
-    std::printf("no per-op figures: the trace has no Input Dims (record with torch.profiler, record_shapes=True); "
-                "stage-level figures only (vlasim compare SCENARIO --trace %s); no profile written\n", a.path.c_str());
+    if (have_stages)
+      std::printf("no per-op figures: the trace has no Input Dims (record with torch.profiler, record_shapes=True); "
+                  "stage-level figures only (vlasim compare SCENARIO --trace %s); no profile written\n", a.path.c_str());
+    else
+      std::printf("no per-op figures: the trace has no Input Dims (record with torch.profiler, record_shapes=True), "
+                  "and no stage figures: no record_function range named after a stage; no profile written\n");
     return 0;
   }
   const TraceMatch m = match_trace(t, g, inf);
@@ -289,6 +296,7 @@ int run_import_trace(const Common& c, const ImportArgs& a) {
     std::printf("  never seen in the trace: %-44s %d ops\n", k.c_str(), n);
   }
   for (const std::string& note : m.notes) std::printf("  note: %s\n", note.c_str());
+  if (const std::string w = trace_match_warning(t, m, card.name); !w.empty()) std::cerr << "warning: " << w << "\n";
   if (!m.device) {
     std::printf("no kernels: the op times above are CPU times; a GPU profile needs a trace of a GPU run "
                 "(ProfilerActivity.CUDA); no profile written\n");

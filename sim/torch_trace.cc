@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <streambuf>
+#include <tuple>
 #include <unordered_map>
 
 #include "scenarios/config.h"
@@ -71,7 +72,11 @@ Cat kineto_cat(const std::string& c) {
   if (l == "kernel") return Cat::Kernel;
   if (l == "gpu_memcpy" || l == "memcpy") return Cat::Copy;
   if (l == "gpu_memset" || l == "memset") return Cat::Set;
-  if (l == "cuda_runtime" || l == "cuda_driver" || l == "runtime") return Cat::Launch;
+  // launch calls of every back end Kineto names (its ActivityType): CUDA (HIP on ROCm builds),
+  // Intel XPU, MTIA and out-of-tree devices (privateuse1); "runtime" is PyTorch 1.8/1.9's
+  if (l == "cuda_runtime" || l == "cuda_driver" || l == "runtime" || l == "xpu_runtime" || l == "xpu_driver" ||
+      l == "mtia_runtime" || l == "privateuse1_runtime" || l == "privateuse1_driver")
+    return Cat::Launch;
   return Cat::Skip;
 }
 
@@ -84,6 +89,7 @@ struct Ev {
   std::vector<std::vector<int64_t>> dims;
   std::vector<std::string> types;
   bool has_dims = false;
+  bool name_not_text = false, corr_not_number = false;  // present, but of the wrong JSON type
 };
 
 // Kept device and launch events.
@@ -97,7 +103,15 @@ struct LaunchEv {
   double ts;
   int thread;
   int64_t corr;
+  size_t event;
+  bool starts_work;  // named as a launch, copy or set (cudaLaunchKernel, hipMemcpyAsync, ...)
+  bool graph;        // a graph replay (cudaGraphLaunch, hipGraphLaunch)
 };
+
+std::string lower(std::string s) {
+  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
 
 std::string num_text(double v) {
   std::ostringstream o;
@@ -153,13 +167,14 @@ class Reader : public nlohmann::json_sax<json> {
   }
   bool start_array(std::size_t) override {
     const size_t d = stack_.size();
+    if (is_events_array(d)) not_an_event("a list");
     if (d == 0) {
       root_array = true;
       saw_events = true;
     }
     if (d == 2 && !root_array && keys_[0] == "traceEvents") {
     }
-    if (in_ev_ && d == ev_depth_ + 1 && keys_[d - 1] == "Input Dims" && keys_[ev_depth_ - 1] == "args") {
+    if (in_ev_ && d == ev_depth_ + 1 && is_dims_key(keys_[d - 1]) && keys_[ev_depth_ - 1] == "args") {
       ev_.has_dims = true;
     }
     if (in_ev_ && d == ev_depth_ + 2 && dims_open(d)) ev_.dims.emplace_back();
@@ -213,12 +228,20 @@ class Reader : public nlohmann::json_sax<json> {
     return d == 2 && !root_array && stack_[0] && keys_[0] == "traceEvents";
   }
   bool dims_open(size_t d) const {
-    return d >= ev_depth_ + 2 && keys_[ev_depth_ - 1] == "args" && keys_[ev_depth_] == "Input Dims";
+    return d >= ev_depth_ + 2 && keys_[ev_depth_ - 1] == "args" && is_dims_key(keys_[ev_depth_]);
   }
+  // PyTorch writes "Input Dims"; 1.8.0 wrote "Input dims".
+  static bool is_dims_key(const std::string& k) { return k == "Input Dims" || k == "Input dims"; }
   void after_value() {}
+
+  // An element of the event list that is no object: refused, naming it.
+  [[noreturn]] void not_an_event(const std::string& what) const {
+    throw ConfigError(name_, 0, 0, where(), what + " where an event (a JSON object) should be: not a PyTorch profiler trace");
+  }
 
   bool scalar(const Val& v) {
     const size_t d = stack_.size();
+    if (is_events_array(d)) not_an_event(v.str ? "a string" : v.num ? "a number" : "a literal");
     if (d == 1 && !root_array && stack_[0] && keys_[0] == "deviceProperties") return true;
     if (d == 3 && !root_array && keys_[0] == "deviceProperties" && keys_[2] == "name" && v.str &&
         t.device_name.empty())
@@ -227,6 +250,7 @@ class Reader : public nlohmann::json_sax<json> {
     if (d == ev_depth_) {
       const std::string& k = keys_[d - 1];
       if (k == "name" && v.str) ev_.name = *v.s, ev_.has_name = true;
+      else if (k == "name") ev_.name_not_text = true;
       else if (k == "ph" && v.str) ev_.ph = *v.s;
       else if (k == "cat" && v.str) ev_.cat = *v.s, ev_.has_cat = true;
       else if (k == "ts" && v.num) ev_.ts = v.d, ev_.has_ts = true;
@@ -238,6 +262,7 @@ class Reader : public nlohmann::json_sax<json> {
     } else if (d == ev_depth_ + 1 && keys_[ev_depth_ - 1] == "args") {
       const std::string& k = keys_[d - 1];
       if (k == "correlation" && v.num) ev_.corr = v.i, ev_.has_corr = true;
+      else if (k == "correlation") ev_.corr_not_number = true;
       else if (k == "stream" && v.num) ev_.stream = v.i;
     } else if (d == ev_depth_ + 2 && keys_[ev_depth_ - 1] == "args" && keys_[ev_depth_] == "Input type") {
       ev_.types.push_back(v.str ? *v.s : "");
@@ -268,14 +293,29 @@ class Reader : public nlohmann::json_sax<json> {
     }
     if (c == Cat::Skip) return;
     if (!ev_.has_name && (c == Cat::Op || c == Cat::Range))
-      throw ConfigError(name_, 0, 0, w + ".name", "an 'X' event without a name");
+      throw ConfigError(name_, 0, 0, w + ".name",
+                        ev_.name_not_text ? "'name' is not a string" : "an 'X' event without a name");
+    // PyTorch 1.8/1.9 wrote record_function ranges (ProfilerStep#N, optimizer steps, the
+    // user's) as "Operator" too: a range when it is a profiler step, or when its name has no
+    // namespace and it recorded no input (an op records its inputs' dims, [] for a scalar)
+    if (c == Cat::Op && ev_.has_cat && lower(ev_.cat) == "operator" &&
+        (ev_.name.rfind("ProfilerStep#", 0) == 0 || (ev_.name.find("::") == std::string::npos && ev_.dims.empty())))
+      c = Cat::Range;
     if (!ev_.has_ts) throw ConfigError(name_, 0, 0, w + ".ts", "an 'X' event without 'ts' (its start, us)");
     if (!ev_.has_dur) throw ConfigError(name_, 0, 0, w + ".dur", "an 'X' event without 'dur' (its duration, us)");
     if (!std::isfinite(ev_.ts) || ev_.ts < 0)
       throw ConfigError(name_, 0, 0, w + ".ts", "start " + num_text(ev_.ts) + " is negative or not finite");
+    if (ev_.ts > kMaxTraceTimeUs)
+      throw ConfigError(name_, 0, 0, w + ".ts",
+                        "start " + num_text(ev_.ts) + " us is past any clock a profiler uses (over " +
+                            num_text(kMaxTraceTimeUs) + " us): a damaged trace");
     if (!std::isfinite(ev_.dur) || ev_.dur < 0)
       throw ConfigError(name_, 0, 0, w + ".dur",
                         "negative or non-finite duration " + num_text(ev_.dur) + " ('" + ev_.name + "')");
+    if (ev_.dur > kMaxTraceEventUs)
+      throw ConfigError(name_, 0, 0, w + ".dur",
+                        "duration " + num_text(ev_.dur) + " us ('" + ev_.name + "') is over a day (" +
+                            num_text(kMaxTraceEventUs) + " us): a damaged trace");
     switch (c) {
       case Cat::Op: {
         TraceOp o;
@@ -298,11 +338,17 @@ class Reader : public nlohmann::json_sax<json> {
       case Cat::Set:
         if (!ev_.has_corr)
           throw ConfigError(name_, 0, 0, w + ".args.correlation",
-                            "a device event without 'correlation' (which launch call it belongs to)");
+                            ev_.corr_not_number
+                                ? "'correlation' is not a number (it names the launch call the device event belongs to)"
+                                : "a device event without 'correlation' (which launch call it belongs to)");
         dev.push_back({c, ev_.ts, ev_.dur, ev_.corr, ev_.stream, t.events - 1});
         break;
       case Cat::Launch:
-        if (ev_.has_corr) launches.push_back({ev_.ts, thread_of(ev_), ev_.corr});
+        if (ev_.has_corr)
+          launches.push_back({ev_.ts, thread_of(ev_), ev_.corr, t.events - 1,
+                              ev_.name.find("Launch") != std::string::npos || ev_.name.find("Memcpy") != std::string::npos ||
+                                  ev_.name.find("Memset") != std::string::npos,
+                              ev_.name.find("GraphLaunch") != std::string::npos});
         break;
       default:
         break;
@@ -325,6 +371,42 @@ TorchTrace finish(Reader& r, const std::string& name) {
   if (!r.saw_events)
     throw ConfigError(name, 0, 0, "traceEvents",
                       "no 'traceEvents' list: not a PyTorch profiler trace (torch.profiler's export_chrome_trace)");
+  const std::string list = r.root_array ? "[" : "traceEvents[";
+  if (t.ops.empty() && t.ranges.empty() && r.dev.empty() && r.launches.empty())
+    throw ConfigError(name, 0, 0, r.root_array ? "[]" : "traceEvents",
+                      std::to_string(t.events) + (t.events == 1 ? " event" : " events") +
+                          ", none of them an op, a record_function range, a kernel, copy or set, or a launch "
+                          "call: nothing to read (an empty or foreign trace)");
+  // A device event recorded twice (same kind, stream, correlation, start and duration: two
+  // kernels cannot run at once on one stream) is a trace written twice or merged: refused.
+  {
+    std::vector<size_t> by(r.dev.size());
+    for (size_t i = 0; i < by.size(); ++i) by[i] = i;
+    auto key = [&](size_t i) {
+      const DevEv& d = r.dev[i];
+      return std::make_tuple(d.stream, d.corr, d.ts, d.dur, int(d.cat));
+    };
+    std::sort(by.begin(), by.end(), [&](size_t a, size_t b) { return key(a) != key(b) ? key(a) < key(b) : a < b; });
+    for (size_t i = 1; i < by.size(); ++i)
+      if (key(by[i]) == key(by[i - 1]))
+        throw ConfigError(name, 0, 0, list + std::to_string(r.dev[by[i]].event) + "]",
+                          "repeats " + list + std::to_string(r.dev[by[i - 1]].event) +
+                              "] (same stream, correlation " + std::to_string(r.dev[by[i]].corr) +
+                              ", start and duration): a trace written twice or merged from copies counts its device "
+                              "time twice; refused");
+  }
+  // Launch calls but no device event at all: the GPU's activity was not recorded (or dropped),
+  // and the ops' times would be their CPU dispatch times.
+  size_t starting = 0, first_starting = 0;
+  for (const LaunchEv& l : r.launches)
+    if (l.starts_work && starting++ == 0) first_starting = l.event;
+  if (r.dev.empty() && starting > 0)
+    throw ConfigError(name, 0, 0, list + std::to_string(first_starting) + "]",
+                      std::to_string(starting) + " kernel launch, copy or set calls" +
+                          (t.device_name.empty() ? std::string() : " on " + t.device_name) +
+                          " but no kernel, copy or set: the trace's GPU events are missing (recorded without "
+                          "ProfilerActivity.CUDA, or dropped by the profiler); its op times would be CPU dispatch "
+                          "times, not GPU times. Record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]");
   std::stable_sort(t.ops.begin(), t.ops.end(), ByStart{});
   std::stable_sort(t.ranges.begin(), t.ranges.end(), ByStart{});
   // Launch calls by correlation.
@@ -332,11 +414,13 @@ TorchTrace finish(Reader& r, const std::string& name) {
   for (size_t i = 0; i < r.launches.size(); ++i) launch_of.emplace(r.launches[i].corr, i);
   // Each launch call's device time and end (its kernels, copies and sets).
   std::vector<double> launch_us(r.launches.size(), 0.0), launch_end(r.launches.size(), -1.0);
-  // In flight at the profiler's start (see the header): a device event with no launch call
-  // that starts before the first launch call that launched a recorded device event, with a
-  // correlation below every launch call's.
+  // In flight at the profiler's start (see the header): a device event with no launch call,
+  // with a correlation below every launch call's, that starts before the first launched
+  // device event on its stream (on a stream with none: before the first launch call that
+  // launched a recorded device event).
   double first_launching = 1e308;
   bool any_launching = false;
+  std::map<int64_t, double> first_launched;  // stream -> start of its first launched device event
   int64_t lowest_corr = INT64_MAX;
   for (const LaunchEv& l : r.launches) lowest_corr = std::min(lowest_corr, l.corr);
   for (const DevEv& d : r.dev) {
@@ -344,7 +428,13 @@ TorchTrace finish(Reader& r, const std::string& name) {
     if (it == launch_of.end()) continue;
     any_launching = true;
     first_launching = std::min(first_launching, r.launches[it->second].ts);
+    auto [f, fresh] = first_launched.try_emplace(d.stream, d.ts);
+    if (!fresh) f->second = std::min(f->second, d.ts);
   }
+  auto launched_before = [&](const DevEv& d) {
+    auto f = first_launched.find(d.stream);
+    return d.ts < (f != first_launched.end() ? f->second : first_launching);
+  };
   for (const DevEv& d : r.dev) {
     double* sum = d.cat == Cat::Kernel ? &t.kernel_us : d.cat == Cat::Copy ? &t.copy_us : &t.set_us;
     size_t* count = d.cat == Cat::Kernel ? &t.kernels : d.cat == Cat::Copy ? &t.copies : &t.sets;
@@ -352,7 +442,7 @@ TorchTrace finish(Reader& r, const std::string& name) {
     ++*count;
     ++t.streams[d.stream];
     auto it = launch_of.find(d.corr);
-    if (it == launch_of.end() && any_launching && d.ts < first_launching && d.corr < lowest_corr) {
+    if (it == launch_of.end() && any_launching && launched_before(d) && d.corr < lowest_corr) {
       ++t.inflight;
       t.inflight_us += d.dur;
       continue;
@@ -363,10 +453,12 @@ TorchTrace finish(Reader& r, const std::string& name) {
                         "a " + std::string(d.cat == Cat::Kernel ? "kernel" : d.cat == Cat::Copy ? "copy" : "memset") +
                             " with correlation " + std::to_string(d.corr) +
                             " that no launch call (cuda_runtime / cuda_driver) has, and that was not in flight when "
-                            "the profiler started (it starts after the trace's first kernel launch, or its "
-                            "correlation is not below every launch call's): a broken trace");
+                            "the profiler started (it starts after the first launched event on its stream " +
+                            std::to_string(d.stream) +
+                            ", or its correlation is not below every launch call's): a broken trace");
     launch_us[it->second] += d.dur;
     launch_end[it->second] = std::max(launch_end[it->second], d.ts + d.dur);
+    if (r.launches[it->second].graph) t.graph_us += d.dur;
   }
   // One sweep per thread over ops and launch calls by start time: the stack holds the ops open
   // at that time, so an op's parent and a launch's innermost op are its top. Linear in events
@@ -815,6 +907,66 @@ TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<
     m.notes.push_back(std::to_string(n) + " matched trace ops read " + ty + " inputs, not the graph's " +
                       to_string(g.op(0).dtype));
   return m;
+}
+
+namespace {
+// Words of a name: runs of letters and digits, upper-cased.
+std::vector<std::string> upper_words(const std::string& s) {
+  std::vector<std::string> w(1);
+  for (char ch : s) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) w.back() += char(std::toupper(static_cast<unsigned char>(ch)));
+    else if (!w.back().empty()) w.emplace_back();
+  }
+  if (w.back().empty()) w.pop_back();
+  return w;
+}
+}  // namespace
+
+std::string trace_device_mismatch(const TorchTrace& t, const std::string& key, const std::string& description) {
+  if (t.device_name.empty()) return "";
+  std::string model;
+  for (const std::string& w : upper_words(description)) {
+    const bool digit = std::any_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    const bool size = w.size() > 2 && w.compare(w.size() - 2, 2, "GB") == 0 &&
+                      std::all_of(w.begin(), w.end() - 2, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (digit && !size) {
+      model = w;
+      break;
+    }
+  }
+  if (model.empty()) return "";
+  for (const std::string& w : upper_words(t.device_name))
+    if (w == model) return "";
+  return "the trace ran on '" + t.device_name + "', not on the catalog's " + key + " (" + description +
+         "): its times are that GPU's";
+}
+
+std::string trace_match_warning(const TorchTrace& t, const TraceMatch& m, const std::string& model) {
+  if (m.total_s <= 0 || m.matched_s >= 0.5 * m.total_s) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "only %.1f%% of the trace's %s time (%zu of %zu graph ops) matches the ops of ",
+                100 * m.matched_s / m.total_s, m.device ? "device" : "op", m.graph_ops_matched, m.graph_ops);
+  std::string w = std::string(buf) + model + ": a trace of another model, a model fused differently (--passes), or " +
+                  "kernels launched outside the ops vlasim keys";
+  std::vector<std::string> why;
+  if (m.device && t.graph_us > 0) {
+    std::snprintf(buf, sizeof buf, "%.1f%% of the device time is CUDA/HIP graph replays (cudaGraphLaunch)",
+                  t.device_us() > 0 ? 100 * t.graph_us / t.device_us() : 0.0);
+    why.push_back(buf);
+  }
+  double compiled = 0;
+  for (const auto& [k, u] : m.unmatched)
+    if (k.find("Compiled") != std::string::npos) compiled += u.seconds;
+  if (compiled > 0) {
+    std::snprintf(buf, sizeof buf, "%.1f%% of it is inside torch.compile regions (ops named *Compiled*)",
+                  100 * compiled / m.total_s);
+    why.push_back(buf);
+  }
+  if (!why.empty()) {
+    w += "; here ";
+    for (size_t i = 0; i < why.size(); ++i) w += (i ? " and " : "") + why[i];
+  }
+  return w;
 }
 
 }  // namespace vlasim

@@ -16,11 +16,20 @@
 // correlation on the call's thread; its "device time" is the kernel's duration.
 // A device event whose correlation no launch call has is read as in flight when the profiler
 // started (launched by the step before the trace, e.g. running during the cudaDeviceSynchronize
-// a step starts with) when both: it starts before the trace's first launch call that launched
-// a recorded device event, and its correlation is below every launch call's (CUPTI numbers the
+// a step starts with, or queued deep while the CPU ran ahead) when both: it starts before the
+// first device event on its own stream that a launch call of the trace launched (a stream runs
+// in order; on a stream with no such event: before the trace's first launch call that launched
+// a recorded device event), and its correlation is below every launch call's (CUPTI numbers the
 // calls in order). It counts in the device time, tied to no op ("launched before the trace");
 // any other such event (or any, in a trace where no launch call launched a recorded device
 // event) is a broken trace and refused.
+//
+// Launch calls: categories cuda_runtime, cuda_driver (HIP's on ROCm), xpu_runtime, xpu_driver,
+// mtia_runtime, privateuse1_runtime, privateuse1_driver, and PyTorch 1.8/1.9's "Runtime".
+// PyTorch 1.8/1.9 wrote record_function ranges with category "Operator", as ops: such an event
+// is read as a range when named "ProfilerStep#N", or when its name has no "::" and it recorded
+// no input dims (record_shapes=False makes autograd nodes such as "ReluBackward1" ranges too).
+// 1.8.0's "Input dims" is read as "Input Dims".
 //
 // Bounds: at most kMaxTraceBytes of JSON are read (after gzip), parsed as a stream (events are
 // kept in a compact form, only those of the categories above), so memory stays bounded
@@ -39,6 +48,10 @@ namespace vlasim {
 
 // Largest trace read, in bytes of JSON after decompression.
 inline constexpr uint64_t kMaxTraceBytes = uint64_t{128} << 20;
+// Sanity bounds on an X event, in us: its start (year ~5100 in Unix time, far past any
+// profiler's clock) and its duration (one day).
+inline constexpr double kMaxTraceTimeUs = 1e17;
+inline constexpr double kMaxTraceEventUs = 86400e6;
 
 // A CPU op (cpu_op, or a legacy "ns::op" event).
 struct TraceOp {
@@ -77,18 +90,33 @@ struct TorchTrace {
   // the counts and device time above, never of launched_us.
   size_t inflight = 0;
   double inflight_us = 0;
+  // Device time launched by graph replays (cudaGraphLaunch, hipGraphLaunch): one call launches a
+  // whole captured graph, usually outside any op, so it is tied to the op around the call if any.
+  double graph_us = 0;
   std::map<int64_t, size_t> streams;  // CUDA stream -> kernels, copies and sets on it
   size_t events = 0;                  // events in the file
 };
 
 // Reads a trace (plain or gzip JSON). Throws ConfigError naming `path` on a missing, truncated
-// or malformed file, a file past kMaxTraceBytes, an event missing a field it needs (X events:
-// name, ts, dur; kernels, copies and sets: args.correlation), a negative or non-finite
-// duration or time, or a device event with no launch call of its correlation that was not in
-// flight when the profiler started (as above).
+// or malformed file, a file past kMaxTraceBytes, an element of the event list that is no
+// object, a trace with no op, range, device event or launch call, an event missing a field it
+// needs (X events: name, ts, dur; kernels, copies and sets: args.correlation), a negative or
+// non-finite duration or time, a start past kMaxTraceTimeUs or duration past kMaxTraceEventUs,
+// a device event recorded twice (same kind, stream, correlation, start and duration), launch
+// calls without any device event (the GPU's events missing: the ops' times would be dispatch
+// times), or a device event with no launch call of its correlation that was not in flight when
+// the profiler started (as above).
 TorchTrace read_torch_trace(const std::string& path);
 // As read_torch_trace on `text` (plain JSON); `name` stands in for the path in errors.
 TorchTrace parse_torch_trace(const std::string& text, const std::string& name);
+
+// Whether the trace ran on the catalog GPU `key` (its `description`, e.g. "NVIDIA H100 SXM
+// 80GB"): "" when it did, when the trace names no device (deviceProperties), or when the
+// description has no model word; else a sentence naming both GPUs. The model word is the
+// description's first word holding a digit that is no memory size ("H100", "4090", "A770");
+// the trace's GPU is it when its name holds that word whole, ignoring case ("A100" in
+// "NVIDIA A100-SXM4-80GB"; "A10" is not in it).
+std::string trace_device_mismatch(const TorchTrace& t, const std::string& key, const std::string& description);
 
 // One inference (a repeated top-level range) and the stages in it.
 struct TraceInference {
@@ -143,5 +171,12 @@ struct TraceMatch {
 // Matches the top-level ops of `t` (inside inference ranges when `inferences` is not empty) to
 // the ops of `g` by key. REQUIRES: t.shapes.
 TraceMatch match_trace(const TorchTrace& t, const OpGraph& g, const std::vector<TraceInference>& inferences);
+
+// A warning when the match covers less than half of the trace's time (m.total_s): the trace is
+// of another model than `model`, the graph is fused differently, or the trace's kernels ran
+// outside ops vlasim keys; it names what the trace shows of the last: device time launched by
+// graph replays (t.graph_us) and unmatched ops of torch.compile (names holding "Compiled").
+// "" when half or more is matched, or the trace has no time.
+std::string trace_match_warning(const TorchTrace& t, const TraceMatch& m, const std::string& model);
 
 }  // namespace vlasim

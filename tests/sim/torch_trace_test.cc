@@ -36,7 +36,9 @@ void expect_near_rel(double got, double want, const std::string& what) {
 
 TEST(TorchTrace, TracesMatchTheIndependentFigures) {
   const nlohmann::json all = figures();
-  ASSERT_EQ(all.size(), 7u);  // three HTA traces, two TraceLens traces, two made here
+  // three HTA traces, three TraceLens traces (one cut), a PyTorch 1.8 cut from kineto's samples,
+  // two made here
+  ASSERT_EQ(all.size(), 9u);
   for (const auto& [file, f] : all.items()) {
     SCOPED_TRACE(file);
     const TorchTrace t = read_torch_trace(kDir + "/" + file);
@@ -495,9 +497,9 @@ TEST(TorchTrace, KernelsInFlightAtTheProfilersStartAreCountedNotTied) {
     EXPECT_GT(t.inflight, 0u);
     expect_near_rel(t.launched_us + t.inflight_us, t.device_us(), "launched or in flight");
   }
-  // starts after the first launch call that launched something (51), correlation below: refused
-  std::ofstream(d + "/late.json") << head + "," + kernel(52, 3, 99) + "]}";
-  expect_refused(d + "/late.json", {"traceEvents[4].args.correlation", "no launch call", "not in flight"});
+  // starts after the first launched event on its stream (60), correlation below: refused
+  std::ofstream(d + "/late.json") << head + "," + kernel(65, 3, 99) + "]}";
+  expect_refused(d + "/late.json", {"traceEvents[4].args.correlation", "no launch call", "not in flight", "stream 7"});
   // starts early, but its correlation is above a launch call's: refused
   std::ofstream(d + "/high_corr.json") << head + "," + kernel(20, 3, 100 + 5) + "]}";
   expect_refused(d + "/high_corr.json", {"traceEvents[4].args.correlation", "no launch call"});
@@ -506,6 +508,206 @@ TEST(TorchTrace, KernelsInFlightAtTheProfilersStartAreCountedNotTied) {
       << R"({"traceEvents":[{"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":50,"dur":5,"args":{"correlation":100}},)" +
              kernel(20, 3, 90) + "]}";
   expect_refused(d + "/no_launching.json", {"traceEvents[1].args.correlation", "no launch call"});
+}
+
+// Issue 46 (1): an 8-rank DDP ResNet training step on an MI300X (TraceLens's
+// resnet_act_checkpoint, rank 0, cut to the events vlasim reads): the GPU queue was deep, so 968
+// of its 3,653 device events (31.8 ms of 100 ms) belong to the step before the trace and start
+// up to 29 ms after the first launch call, the CPU having run ahead. Each is judged against
+// the first launched event on its own stream: all are in flight, none refused.
+TEST(TorchTrace, DeepQueueEventsAreJudgedAgainstTheirOwnStream) {
+  const std::string file = "tracelens/resnet_act_checkpoint_rank0_cut.json.gz";
+  const TorchTrace t = read_torch_trace(kDir + "/" + file);
+  EXPECT_EQ(t.device_name, "AMD Instinct MI300X");
+  EXPECT_EQ(t.kernels + t.copies + t.sets, 3653u);
+  EXPECT_EQ(t.inflight, 968u);
+  expect_near_rel(t.inflight_us, 31834.405, "in flight");
+  expect_near_rel(t.launched_us + t.inflight_us, t.device_us(), "every device event launched or in flight");
+  // a derived case: stream 8's first launched event starts at 200, stream 7's at 60; an
+  // event of the previous step on stream 8 starting at 150 (after the first launch call and
+  // after stream 7's first event) is in flight, one starting at 210 is not
+  const std::string d = testing::scratch_dir("torch_trace_deep_queue").string();
+  auto ev = [](const std::string& cat, double ts, double dur, int corr, int stream) {
+    return R"({"ph":"X","cat":")" + cat + R"(","name":"k","pid":0,"tid":)" + std::to_string(stream) + R"(,"ts":)" +
+           std::to_string(ts) + R"(,"dur":)" + std::to_string(dur) + R"(,"args":{"correlation":)" + std::to_string(corr) +
+           R"(,"stream":)" + std::to_string(stream) + "}}";
+  };
+  const std::string head =
+      R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":50,"dur":10},)"
+      R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":51,"dur":1,"args":{"correlation":101}},)"
+      R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":55,"dur":1,"args":{"correlation":102}},)" +
+      ev("kernel", 60, 4, 101, 7) + "," + ev("kernel", 200, 4, 102, 8);
+  std::ofstream(d + "/ok.json") << head + "," + ev("kernel", 150, 40, 90, 8) + "]}";
+  const TorchTrace ok = read_torch_trace(d + "/ok.json");
+  EXPECT_EQ(ok.inflight, 1u);
+  EXPECT_DOUBLE_EQ(ok.inflight_us, 40);
+  std::ofstream(d + "/late.json") << head + "," + ev("kernel", 210, 4, 90, 8) + "]}";
+  expect_refused(d + "/late.json", {"traceEvents[5].args.correlation", "stream 8", "not in flight"});
+}
+
+// Issue 46 (2): PyTorch 1.8.0's Kineto traces (kineto's tb_plugin sample, ResNet-50 training
+// on a GPU, cut to two steps) give every record_function range category "Operator", and write
+// "Input dims". The steps and the user's ranges are ranges (not one op holding all device
+// time); the ops' shapes are read.
+TEST(TorchTrace, PyTorch18OperatorRangesAndInputDims) {
+  const TorchTrace t = read_torch_trace(kDir + "/kineto/resnet50_pt18_steps.json.gz");
+  EXPECT_TRUE(t.kineto);
+  EXPECT_TRUE(t.shapes);
+  std::map<std::string, int> ranges;
+  for (const TraceRange& r : t.ranges) ++ranges[r.name];
+  EXPECT_EQ(ranges["ProfilerStep#5"], 1);
+  EXPECT_EQ(ranges["ProfilerStep#6"], 1);
+  EXPECT_EQ(ranges["Optimizer.step#SGD.step"], 2);
+  EXPECT_EQ(ranges["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"], 2);
+  double top_device = 0, biggest = 0;
+  size_t shaped = 0;
+  for (const TraceOp& o : t.ops) {
+    EXPECT_NE(o.name.rfind("ProfilerStep#", 0), 0u) << o.name;
+    if (!o.dims.empty()) ++shaped;
+    if (o.parent >= 0) continue;
+    top_device += o.device_us;
+    biggest = std::max(biggest, o.device_us);
+  }
+  EXPECT_GT(shaped, t.ops.size() / 2);
+  expect_near_rel(top_device, t.launched_us, "launched time is the top-level ops'");
+  EXPECT_LT(biggest, 0.2 * t.device_us());  // no single op holds the step's device time
+  std::string name;
+  EXPECT_EQ(trace_inferences(t, "ProfilerStep#*", &name).size(), 2u);
+  // GEMMs (the classifier's addmm and its backward mm) are matched by shape
+  bool gemm = false;
+  for (const TraceOp& o : t.ops)
+    if (o.parent < 0 && trace_op_key(o).rfind("gemm ", 0) == 0) gemm = true;
+  EXPECT_TRUE(gemm);
+}
+
+// Issue 46 (3): launch calls of Kineto's other back ends tie their kernels like CUDA's.
+TEST(TorchTrace, LaunchCallsOfEveryBackEndAreRead) {
+  for (const std::string cat : {"xpu_runtime", "xpu_driver", "mtia_runtime", "privateuse1_runtime", "privateuse1_driver"}) {
+    SCOPED_TRACE(cat);
+    const std::string j =
+        R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":50,"dur":10},)"
+        R"({"ph":"X","cat":")" + cat + R"(","name":"launch","pid":1,"tid":1,"ts":51,"dur":1,"args":{"correlation":7}},)"
+        R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":0,"ts":60,"dur":5,"args":{"correlation":7,"stream":0}}]})";
+    const TorchTrace t = parse_torch_trace(j, "backend.json");
+    EXPECT_DOUBLE_EQ(t.launched_us, 5);
+    ASSERT_EQ(t.ops.size(), 1u);
+    EXPECT_DOUBLE_EQ(t.ops[0].device_us, 5);
+  }
+}
+
+// Issue 46 (4): a GPU trace whose kernels were dropped (as HazyResearch/zoology's trace.json:
+// an A100 in deviceProperties, cudaLaunchKernel calls, no kernel event) is refused, saying so,
+// rather than read as a CPU run whose dispatch times are op times.
+TEST(TorchTrace, GpuTraceWithoutItsKernelsIsRefused) {
+  const std::string d = testing::scratch_dir("torch_trace_no_kernels").string();
+  std::string j = R"({"deviceProperties":[{"id":0,"name":"NVIDIA A100-SXM4-80GB"}],"traceEvents":[)";
+  for (int i = 0; i < 3; ++i)
+    j += R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":)" + std::to_string(100 * i) +
+         R"(,"dur":10,"args":{"Input Dims":[[4,4],[4,4]]}},{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":)" +
+         std::to_string(100 * i + 2) + R"(,"dur":3,"args":{"correlation":)" + std::to_string(i + 1) + "}},";
+  j.back() = ']';
+  j += "}";
+  std::ofstream(d + "/dropped.json") << j;
+  expect_refused(d + "/dropped.json", {"traceEvents[1]", "3 kernel launch", "NVIDIA A100-SXM4-80GB", "missing"});
+  // a CPU run with a synchronize call but nothing launched is still a CPU trace
+  std::ofstream(d + "/cpu.json")
+      << R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":0,"dur":10},)"
+         R"({"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":20,"dur":1,"args":{"correlation":1}}]})";
+  EXPECT_EQ(read_torch_trace(d + "/cpu.json").ops.size(), 1u);
+}
+
+// Issue 46 (6): sanity bounds. An absurd duration or start, a device event recorded twice, and
+// a document with no event (or events that are no objects) are refused, naming the event.
+TEST(TorchTrace, ImplausibleTracesAreRefusedByName) {
+  const std::string d = testing::scratch_dir("torch_trace_implausible").string();
+  const std::string op = R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":10,"dur":5})";
+  const std::string launch =
+      R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":11,"dur":1,"args":{"correlation":4}})";
+  const std::string kernel =
+      R"({"ph":"X","cat":"kernel","name":"k","ts":20,"dur":3,"args":{"correlation":4,"stream":7}})";
+  const std::map<std::string, std::pair<std::string, std::vector<std::string>>> cases = {
+      {"huge_dur.json", {R"({"traceEvents":[)" + op + "," + launch + "," +
+                             R"({"ph":"X","cat":"kernel","name":"k","ts":20,"dur":1e300,"args":{"correlation":4,"stream":7}}]})",
+                         {"traceEvents[2].dur", "over a day"}}},
+      {"huge_ts.json", {R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","ts":1e300,"dur":1}]})",
+                        {"traceEvents[0].ts", "past any clock"}}},
+      {"duplicated.json", {R"({"traceEvents":[)" + op + "," + launch + "," + kernel + "," + op + "," + launch + "," +
+                               kernel + "]}",
+                           {"traceEvents[5]", "repeats traceEvents[2]", "correlation 4", "twice"}}},
+      {"empty_list.json", {"[]", {"[]", "0 events", "nothing to read"}}},
+      {"empty_events.json", {R"({"traceEvents":[]})", {"traceEvents", "0 events", "nothing to read"}}},
+      {"only_metadata.json", {R"({"traceEvents":[{"ph":"M","name":"process_name","pid":1}]})", {"1 event,", "nothing to read"}}},
+      {"nested_list.json", {R"({"traceEvents":[[)" + op + "]]}", {"traceEvents[0]", "a list where an event"}}},
+      {"number_event.json", {R"({"traceEvents":[)" + op + ",3]}", {"traceEvents[1]", "a number where an event"}}},
+      {"legacy_nested.json", {"[[1]]", {"[0]", "a list where an event"}}},
+      // issue 46 (7): a field of the wrong type is named as such, not as missing
+      {"string_correlation.json", {R"({"traceEvents":[)" + op + "," + launch + "," +
+                                       R"({"ph":"X","cat":"kernel","name":"k","ts":20,"dur":3,"args":{"correlation":"4","stream":7}}]})",
+                                   {"traceEvents[2].args.correlation", "not a number"}}},
+      {"numeric_name.json", {R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":12,"ts":1,"dur":1}]})",
+                             {"traceEvents[0].name", "not a string"}}},
+  };
+  for (const auto& [name, c] : cases) {
+    SCOPED_TRACE(name);
+    std::ofstream(d + "/" + name) << c.first;
+    expect_refused(d + "/" + name, c.second);
+  }
+}
+
+// Issue 46 (5): the trace's GPU against the catalog GPU named, and the match against the
+// scenario's model.
+TEST(TorchTrace, TheTracesGpuAndModelAreChecked) {
+  const TorchTrace mi300 = read_torch_trace(kDir + "/tracelens/resnet_act_checkpoint_rank0_cut.json.gz");
+  const std::string w = trace_device_mismatch(mi300, "h100-sxm", "NVIDIA H100 SXM 80GB");
+  EXPECT_NE(w.find("AMD Instinct MI300X"), std::string::npos) << w;
+  EXPECT_NE(w.find("h100-sxm"), std::string::npos) << w;
+  const TorchTrace h100 = read_torch_trace(kDir + "/tracelens/gaunernst_bert-small-uncased__1016001.json.gz");
+  EXPECT_EQ(trace_device_mismatch(h100, "h100-sxm", "NVIDIA H100 SXM 80GB"), "");
+  EXPECT_NE(trace_device_mismatch(h100, "h200-sxm", "NVIDIA H200 SXM 141GB"), "");
+  TorchTrace a100 = h100;
+  a100.device_name = "NVIDIA A100-SXM4-80GB";
+  EXPECT_EQ(trace_device_mismatch(a100, "a100-sxm-80gb", "NVIDIA A100 SXM 80GB"), "");
+  EXPECT_NE(trace_device_mismatch(a100, "a10", "NVIDIA A10 24GB"), "");  // a whole word
+  EXPECT_EQ(trace_device_mismatch(read_torch_trace(kDir + "/kineto/resnet50_pt18_steps.json.gz"), "h100-sxm",
+                                  "NVIDIA H100 SXM 80GB"),
+            "");  // names no device: nothing to check
+  // BERT-small's trace against its own card: no warning; against pi0_tiny: nearly nothing matches
+  std::string name;
+  const std::vector<TraceInference> inf = trace_inferences(h100, "ProfilerStep#*", &name);
+  for (const std::string card : {"bert_small", "pi0_tiny"}) {
+    SCOPED_TRACE(card);
+    const ModelCard c = find_card(card == "bert_small" ? kDir + "/cards" : default_cards_dir(), card, ConfigNode());
+    RunShape shape = c.defaults;
+    shape.passes = std::vector<std::string>{};
+    const TraceMatch m = match_trace(h100, build_graph(c, shape), inf);
+    const std::string mw = trace_match_warning(h100, m, card);
+    if (card == "bert_small") EXPECT_EQ(mw, "");
+    else EXPECT_NE(mw.find("matches the ops of pi0_tiny"), std::string::npos) << mw;
+  }
+}
+
+// Issue 46 (7): a trace mostly unmatched says why when it can: device time replayed by CUDA
+// graphs (one cudaGraphLaunch, three kernels of its correlation, outside any op) and kernels
+// of a torch.compile region (an op named CompiledFunction launching through cuLaunchKernel).
+TEST(TorchTrace, UnmatchedTimeOfGraphsAndCompiledRegionsIsExplained) {
+  auto k = [](double ts, double dur, int corr) {
+    return R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":)" + std::to_string(ts) + R"(,"dur":)" +
+           std::to_string(dur) + R"(,"args":{"correlation":)" + std::to_string(corr) + R"(,"stream":7}})";
+  };
+  const std::string j =
+      R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"CompiledFunction","pid":1,"tid":1,"ts":10,"dur":20,"args":{"Input Dims":[[4,4]]}},)"
+      R"({"ph":"X","cat":"cuda_driver","name":"cuLaunchKernel","pid":1,"tid":1,"ts":12,"dur":1,"args":{"correlation":1}},)"
+      R"({"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":40,"dur":5,"args":{"correlation":2}},)" +
+      k(20, 10, 1) + "," + k(50, 10, 2) + "," + k(60, 10, 2) + "," + k(70, 10, 2) + "]}";
+  const TorchTrace t = parse_torch_trace(j, "graphs.json");
+  EXPECT_DOUBLE_EQ(t.graph_us, 30);
+  EXPECT_DOUBLE_EQ(t.device_us(), 40);
+  const ModelCard c = find_card(default_cards_dir(), "pi0_tiny", ConfigNode());
+  RunShape shape = c.defaults;
+  const TraceMatch m = match_trace(t, build_graph(c, shape), {});
+  const std::string w = trace_match_warning(t, m, "pi0_tiny");
+  EXPECT_NE(w.find("75.0% of the device time is CUDA/HIP graph replays"), std::string::npos) << w;
+  EXPECT_NE(w.find("25.0% of it is inside torch.compile regions"), std::string::npos) << w;
 }
 
 TEST(TorchTrace, BrokenTracesAreRefusedByName) {

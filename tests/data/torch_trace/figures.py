@@ -7,16 +7,22 @@ to check the reader against. Regenerate with:
 Per trace:
   events        elements of traceEvents (or of the top-level list)
   ops, ranges   complete ("X") events of category cpu_op and user_annotation (legacy traces,
-                without categories: names with "::" and the others)
+                without categories: names with "::" and the others). PyTorch 1.8/1.9 traces
+                (category "Operator" for both): a range when named ProfilerStep#N, or when its
+                name has no "::" and its "Input Dims" ("Input dims" in 1.8.0) is absent or [];
+                an op otherwise. Categories are compared in lower case (1.8/1.9: Kernel,
+                Memcpy, Memset, Runtime)
   kernels, copies, sets, and *_us
                 "X" events of category kernel, gpu_memcpy, gpu_memset: count, summed duration
   streams       distinct args.stream over those
-  launched_us   device time whose launch call (cuda_runtime / cuda_driver event of equal
+  launched_us   device time whose launch call (cuda_runtime / cuda_driver / runtime event of equal
                 args.correlation) lies inside some cpu_op on the call's pid/tid
   inflight, inflight_us
                 device events in flight when the profiler started: no call of their
-                correlation, starting before the earliest call whose correlation some device
-                event carries, with a correlation below every call's; count, summed duration
+                correlation, starting before the earliest device event on their stream that a
+                call's correlation carries (on a stream without one: before the earliest call
+                whose correlation some device event carries), with a correlation below every
+                call's; count, summed duration
                 (any other device event without a call would make the trace unreadable)
   class_us      (traces with kernels and Input Dims) device time by what vlasim would match its
                 launching op as: the outermost cpu_op around the launch call (earliest start,
@@ -92,47 +98,64 @@ def op_class(name, dims):
 def figures(path):
     ev = load(path)
     out = {"events": len(ev)}
-    x = [e for e in ev if isinstance(e, dict) and e.get("ph") == "X"]
+    x = [dict(e, cat=e["cat"].lower()) if "cat" in e else e
+         for e in ev if isinstance(e, dict) and e.get("ph") == "X"]
+    for e in x:  # 1.8.0's "Input dims"
+        if "Input dims" in e.get("args", {}):
+            e["args"] = dict(e["args"], **{"Input Dims": e["args"]["Input dims"]})
     kineto = any("cat" in e for e in x)
+
+    def old_range(e):
+        return e["name"].startswith("ProfilerStep#") or (
+            "::" not in e["name"] and not e.get("args", {}).get("Input Dims"))
     if kineto:
-        ops = [e for e in x if e.get("cat") == "cpu_op"]
-        ranges = [e for e in x if e.get("cat") == "user_annotation"]
+        ops = [e for e in x if e.get("cat") == "cpu_op" or (e.get("cat") == "operator" and not old_range(e))]
+        ranges = [e for e in x if e.get("cat") == "user_annotation" or (e.get("cat") == "operator" and old_range(e))]
     else:
         ops = [e for e in x if "::" in e["name"]]
         ranges = [e for e in x if "::" not in e["name"]]
     out["ops"], out["ranges"] = len(ops), len(ranges)
-    for key, cat in (("kernels", "kernel"), ("copies", "gpu_memcpy"), ("sets", "gpu_memset")):
-        dev = [e for e in x if e.get("cat") == cat]
+    for key, cats in (("kernels", ("kernel",)), ("copies", ("gpu_memcpy", "memcpy")), ("sets", ("gpu_memset", "memset"))):
+        dev = [e for e in x if e.get("cat") in cats]
         out[key] = len(dev)
         out[key + "_us"] = sum(e["dur"] for e in dev)
-    dev = [e for e in x if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    dev = [e for e in x if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset")]
     out["streams"] = len({e["args"].get("stream") for e in dev})
     calls = {e["args"]["correlation"]: e for e in x
-             if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+             if e.get("cat") in ("cuda_runtime", "cuda_driver", "runtime") and "correlation" in e.get("args", {})}
+    by_thread_ops = {}
+    for o in ops:
+        by_thread_ops.setdefault((o["pid"], o["tid"]), []).append(o)
+
+    def around(c):
+        return [o for o in by_thread_ops.get((c["pid"], c["tid"]), []) if o["ts"] <= c["ts"] <= o["ts"] + o["dur"]]
     launched = 0.0
     for d in dev:
         c = calls.get(d["args"]["correlation"])
-        if c and any(o["pid"] == c["pid"] and o["tid"] == c["tid"] and o["ts"] <= c["ts"] <= o["ts"] + o["dur"]
-                     for o in ops):
+        if c and around(c):
             launched += d["dur"]
     out["launched_us"] = launched
     dev_corrs = {d["args"]["correlation"] for d in dev}
     launching = [c["ts"] for k, c in calls.items() if k in dev_corrs]
     first = min(launching) if launching else None
     low = min(calls) if calls else None
+    first_on = {}
+    for d in dev:
+        if d["args"]["correlation"] in calls:
+            s = d["args"].get("stream")
+            first_on[s] = min(first_on.get(s, d["ts"]), d["ts"])
     early = [d for d in dev if d["args"]["correlation"] not in calls and first is not None and
-             d["ts"] < first and d["args"]["correlation"] < low]
+             d["ts"] < first_on.get(d["args"].get("stream"), first) and d["args"]["correlation"] < low]
     out["inflight"] = len(early)
     out["inflight_us"] = sum(d["dur"] for d in early)
     if dev and any("Input Dims" in o.get("args", {}) for o in ops):
         by_class = {}
         for d in dev:
             c = calls.get(d["args"]["correlation"])
-            around = [o for o in ops if c and o["pid"] == c["pid"] and o["tid"] == c["tid"] and
-                      o["ts"] <= c["ts"] <= o["ts"] + o["dur"]]
-            if not around:
+            out_ops = around(c) if c else []
+            if not out_ops:
                 continue
-            top = min(around, key=lambda o: (o["ts"], -o["dur"]))
+            top = min(out_ops, key=lambda o: (o["ts"], -o["dur"]))
             k = op_class(top["name"], top["args"].get("Input Dims"))
             by_class[k] = by_class.get(k, 0.0) + d["dur"]
         out["class_us"] = by_class
@@ -173,7 +196,8 @@ def figures(path):
 def main():
     res = {}
     for p in sorted(glob.glob(os.path.join(here, "*.json.gz")) + glob.glob(os.path.join(here, "hta", "*.json.gz")) +
-                    glob.glob(os.path.join(here, "tracelens", "*.json.gz"))):
+                    glob.glob(os.path.join(here, "tracelens", "*.json.gz")) +
+                    glob.glob(os.path.join(here, "kineto", "*.json.gz"))):
         res[os.path.relpath(p, here)] = figures(p)
     print(json.dumps(res, indent=1, sort_keys=True))
 
