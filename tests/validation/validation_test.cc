@@ -201,6 +201,8 @@ TEST(Validation, ProfileCarriesInContextTimesAndOverhead) {
 
 TEST(Validation, ShortSuiteWithinBounds) {
   const auto t0 = std::chrono::steady_clock::now();
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure shown as it comes, even if the test times out
+  const testing::MachineWatch whole_run;      // the machine over the whole test (busy_machine.h)
   std::printf("load average at start: %.2f\n", load_average());
   std::vector<Scenario> scenarios;
   for (const Short& sh : kShort) scenarios.push_back(load_short(sh));
@@ -219,6 +221,14 @@ TEST(Validation, ShortSuiteWithinBounds) {
   int profiled_passed = 0, broken_caught = 0;
   std::string inconclusive;  // scenarios that missed only while other work shared the machine
   for (const Scenario& original : scenarios) {
+    // A busy machine can stretch the run past the test's timeout (300 s): past 180 s, on a
+    // machine other work has kept busy since the start, the scenarios left are not measured.
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > 180) {
+      if (const testing::MachineVerdict v = whole_run.verdict(); v.busy) {
+        inconclusive += original.name + std::string(": not measured, 180 s gone while ") + v.text + "\n";
+        continue;
+      }
+    }
     std::string why;
     bool within = false;
     testing::MachineVerdict machine;
