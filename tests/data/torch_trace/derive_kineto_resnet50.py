@@ -16,6 +16,8 @@ import gzip
 import json
 import sys
 
+from trace_cut import with_args, write_trace
+
 KEEP_ARGS = {"Input dims", "Input type", "correlation", "stream", "device", "External id"}
 
 
@@ -38,16 +40,8 @@ def main(src, out, steps):
         if e.get("ph") == "X" and e.get("cat") in ("Kernel", "Memcpy", "Memset") and \
                 e.get("args", {}).get("correlation") in corr:
             keep.append(e)
-    out_ev = []
-    for e in keep:
-        e = dict(e)
-        if "args" in e:
-            e["args"] = {k: v for k, v in e["args"].items() if k in KEEP_ARGS}
-        out_ev.append(e)
-    d["traceEvents"] = out_ev
-    text = json.dumps(d, separators=(",", ":"), sort_keys=True)
-    with gzip.GzipFile(out, "wb", compresslevel=9, mtime=0) as f:
-        f.write(text.encode())
+    d["traceEvents"] = with_args(keep, KEEP_ARGS)
+    write_trace(d, out)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import gzip
 import json
 import sys
 
+from trace_cut import with_args, write_trace
+
 KEEP_CATS = {"cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver"}
 KEEP_ARGS = {"Input Dims", "Input type", "correlation", "stream", "External id"}
 
@@ -23,18 +25,9 @@ KEEP_ARGS = {"Input Dims", "Input type", "correlation", "stream", "External id"}
 def main(src, out):
     with gzip.open(src, "rt") as f:
         d = json.load(f)
-    ev = []
-    for e in d["traceEvents"]:
-        if e.get("ph") != "X" or e.get("cat") not in KEEP_CATS:
-            continue
-        e = dict(e)
-        if "args" in e:
-            e["args"] = {k: v for k, v in e["args"].items() if k in KEEP_ARGS}
-        ev.append(e)
-    d["traceEvents"] = ev
-    text = json.dumps(d, separators=(",", ":"), sort_keys=True)
-    with gzip.GzipFile(out, "wb", compresslevel=9, mtime=0) as f:
-        f.write(text.encode())
+    d["traceEvents"] = with_args((e for e in d["traceEvents"] if e.get("ph") == "X" and e.get("cat") in KEEP_CATS),
+                                 KEEP_ARGS)
+    write_trace(d, out)
 
 
 if __name__ == "__main__":
