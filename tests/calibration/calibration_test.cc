@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "busy_machine.h"
 #include "executors/calibration/calibrate.h"
 #include "executors/calibration/host_measure.h"
 #include "executors/executor.h"
@@ -585,9 +586,16 @@ TEST_F(QuickCalibration, InContextRunsGiveTheRunToRunVariation) {
   io.max_seconds = 10;  // room for all 30 when the machine is busy (a slow alone probe)
   Scenario fast = *scenario_;
   fast.streams.at(0).rate_hz = 50;  // requests as often as they fit, not 1 a second
+  const testing::MachineWatch watch;
   auto sums = calibrate_in_context(p, {fast}, io);
   ASSERT_EQ(sums.size(), 1u);
   const std::vector<double>& q = p.sections.at(0).service_quantiles;
+  // Too few runs or a median run off its own segment's median: other work on a busy machine
+  // does that (busy_machine.h), and then the figures say nothing about the code.
+  if (q.size() != 101u || !(std::fabs(q[50] - 1.0) <= 0.1))
+    if (const testing::MachineVerdict v = watch.verdict(); v.busy)
+      GTEST_SKIP() << "inconclusive on a busy machine (" << v.text << "): " << q.size() << " quantiles from "
+                   << sums[0].requests << " requests";
   ASSERT_EQ(q.size(), 101u) << sums[0].requests << " requests";
   for (size_t i = 1; i < q.size(); ++i) EXPECT_GE(q[i], q[i - 1]);
   EXPECT_GT(q.front(), 0);
