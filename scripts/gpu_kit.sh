@@ -66,9 +66,9 @@ cp -r "$here/scenarios/gpu_check" "$here/scenarios/systems" "$here/scenarios/def
 install -m 755 "$here/scripts/gpu_check.sh" "$here/scripts/gpu_check_report.py" "$here/scripts/torch_trace_pi0.py" \
   "$kit/scripts/"
 
-# The runtime closure. Left to the GPU machine: glibc's own libraries, the C++ and GCC runtimes
-# (its toolchain has them), CUDA's libraries and the driver.
-provided='^(linux-vdso|ld-linux[-_a-z0-9]*|libc|libm|libdl|librt|libpthread|libresolv|libutil|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnvrtc|libnvJitLink)\.so'
+# The runtime closure, less what the GPU machine provides (scripts/gpu_kit_provided.txt).
+stems=$(grep -v '^#' "$here/scripts/gpu_kit_provided.txt" | tr -s ' \n' '|' | sed 's/^|//; s/|$//')
+provided="^($stems)\.so"
 declare -A seen=()
 for f in "$kit"/bin/* "$kit"/lib/libvlasim_cuda_executor.so; do
   while read -r name _ path _; do

@@ -25,8 +25,9 @@ mkdir -p "$tmp/elsewhere"
 mv "$tmp/built/kit" "$tmp/elsewhere/moved"   # the kit must not depend on where it was written
 kit=$tmp/elsewhere/moved
 
-# Allowed outside the kit: what the GPU machine itself provides.
-provided='/(linux-vdso|ld-linux[^/]*|libc|libm|libdl|librt|libpthread|libresolv|libutil|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnvrtc|libnvJitLink)\.so[^/]*$'
+# Allowed outside the kit: what the GPU machine itself provides (scripts/gpu_kit_provided.txt).
+stems=$(grep -v '^#' "$here/scripts/gpu_kit_provided.txt" | tr -s ' \n' '|' | sed 's/^|//; s/|$//')
+provided="/($stems)\.so[^/]*\$"
 for f in "$kit"/bin/* "$kit"/lib/*.so*; do
   while read -r line; do
     name=$(awk '{print $1}' <<<"$line")
