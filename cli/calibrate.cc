@@ -11,7 +11,7 @@
 #include "cli/commands.h"
 #include "executors/calibration/calibrate.h"
 #include "executors/calibration/host_measure.h"
-#include "sim/profile.h"
+#include "sim/measured/profile.h"
 
 namespace vlasim::cli {
 namespace {

@@ -19,8 +19,10 @@
 #include "reports/control.h"
 #include "reports/plot.h"
 #include "reports/report.h"
-#include "sim/cost_model.h"
-#include "sim/profile.h"
+#include "sim/costs/cost_models.h"
+#include "sim/measured/profile.h"
+#include "sim/costs/profiled_cost_model.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim::cli {
 

@@ -12,16 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "executors/runtime.h"
+#include "executors/runtime/runtime.h"
 #include "models/builder.h"
 #include "reports/leaderboard.h"
 #include "reports/report.h"
-#include "scenarios/config.h"
+#include "scenarios/config/config.h"
 #include "scenarios/scenario.h"
-#include "sim/engine.h"
-#include "sim/hardware.h"
-#include "sim/plan.h"
-#include "sim/profile.h"
+#include "sim/engine/engine.h"
+#include "sim/hardware/hardware.h"
+#include "sim/engine/plan.h"
+#include "sim/measured/profile.h"
 
 namespace vlasim::cli {
 
@@ -129,7 +129,7 @@ void tell_auto_dtypes(const Scenario& s);
 std::string host_entry_problem(const DeviceProfile& p);
 
 // Where the simulator's CPU figures are chosen: every CPU device of `s` whose catalog entry
-// the scenario's profile stands for takes the profile's host entry (sim/profile.h
+// the scenario's profile stands for takes the profile's host entry (sim/measured/profile.h
 // apply_host_entry) when it was measured on this machine, else keeps the catalog entry; says
 // on stderr which, unless quiet. Nothing happens without a profiled cost model.
 void use_host_entry(Scenario& s, bool quiet);

@@ -16,7 +16,8 @@
 #include "reports/control.h"
 #include "reports/drift.h"
 #include "reports/report.h"
-#include "sim/torch_trace.h"
+#include "sim/measured/torch_trace.h"
+#include "sim/costs/profiled_cost_model.h"
 
 namespace vlasim::cli {
 namespace {

@@ -1,7 +1,7 @@
 // vlasim import: public measured GPU kernel times (Vidur mlp.csv, ApxInf tactics JSON) as a
-// vlasim device profile for a catalog GPU (sim/gpu_import.h); and vlasim gpu-eval: the
+// vlasim device profile for a catalog GPU (sim/measured/gpu_import.h); and vlasim gpu-eval: the
 // leave-one-GPU-out evaluation of the GPU cost models on the vendored data
-// (sim/gpu_kernel_model.h, data/gpu_profiles/README.md).
+// (sim/costs/gpu_kernel_model.h, data/gpu_profiles/README.md).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -12,10 +12,10 @@
 
 #include "cli/commands.h"
 #include "reports/plot.h"
-#include "sim/gpu_import.h"
-#include "sim/gpu_network.h"
-#include "sim/gpu_kernel_model.h"
-#include "sim/torch_trace.h"
+#include "sim/measured/gpu_import.h"
+#include "sim/measured/gpu_network.h"
+#include "sim/costs/gpu_kernel_model.h"
+#include "sim/measured/torch_trace.h"
 
 namespace vlasim::cli {
 namespace {
@@ -95,7 +95,7 @@ int run_import(const Common& c, const ImportArgs& a) {
 
 
 // vlasim import vidur-network: Vidur's send_recv / all_reduce profiles fitted per link kind and
-// GPU count (sim/gpu_network.h) into a network profile a scenario's link can name; prints each
+// GPU count (sim/measured/gpu_network.h) into a network profile a scenario's link can name; prints each
 // fit with its error on the rows fitted and, held out, its error above --holdout-mib when fitted
 // on the smaller sizes only; --compare LINK=ENTRY checks a catalog link against a fit's rows.
 int run_import_network(const Common& c, const ImportArgs& a) {
@@ -143,7 +143,7 @@ int run_import_network(const Common& c, const ImportArgs& a) {
   }
   write_file(a.out, network_profile_yaml(sorted,
       "vlasim network profile, written by `vlasim import vidur-network` from Vidur's measured NCCL kernel times\n"
-      "(fp16 buffers; median of 11 back-to-back calls' kernel durations on rank 0; sim/gpu_network.h).\n"
+      "(fp16 buffers; median of 11 back-to-back calls' kernel durations on rank 0; sim/measured/gpu_network.h).\n"
       "seconds = latency_us + bytes x f / bandwidth: send_recv f = 1 (gbs: per direction); all_reduce\n"
       "f = 2 (gpus - 1) / gpus (bus_gbs: bus bandwidth). error_*: |fit / measured - 1| over the rows fitted.\n"
       "A scenario link uses a send_recv entry: {catalog: ..., between: [a, b], profile: THIS_FILE, entry: NAME}."));
@@ -370,7 +370,7 @@ int run_gpu_eval(const Common& c, const EvalArgs& a) {
   if (!a.fit_out.empty())
     write_file(a.fit_out,
                kernel_params_csv(e.all_fit,
-                                 "Kernel GPU op model parameters (sim/gpu_kernel_model.h), fitted on every GPU vendored in\n"
+                                 "Kernel GPU op model parameters (sim/costs/gpu_kernel_model.h), fitted on every GPU vendored in\n"
                                  "data/gpu_profiles/ by `vlasim gpu-eval --fit-out`. Generated: rebuild with\n"
                                  "scripts/gpu_profiles.sh, do not edit. Read by the `kernel` cost model."));
   if (!a.quiet) std::cout << "wrote " << a.out << "/gpu_cost_model.md, gpu_cost_model.csv\n";

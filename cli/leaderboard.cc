@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "reports/leaderboard.h"
 #include "reports/roofline.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim::cli {
 namespace {

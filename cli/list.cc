@@ -14,8 +14,9 @@
 #include "scheduler/partition.h"
 #include "scheduler/policy.h"
 #include "scheduler/zone.h"
-#include "sim/cost_model.h"
-#include "sim/gpu_sharing.h"
+#include "sim/costs/cost_models.h"
+#include "sim/costs/gpu_sharing.h"
+#include "executors/executor_registry.h"
 
 namespace vlasim::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "reports/sweep.h"
-#include "scenarios/config.h"
+#include "scenarios/config/config.h"
 
 namespace vlasim {
 

@@ -12,9 +12,10 @@
 #include "reports/plot.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
-#include "scheduler/placement.h"
-#include "scheduler/traffic_controller.h"
-#include "sim/lockstep.h"
+#include "scheduler/fleet/placement.h"
+#include "scheduler/fleet/traffic_controller.h"
+#include "sim/engine/lockstep.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim::cli {
 namespace {
@@ -158,7 +159,7 @@ int run_maximize(const Common& c, const std::string& path, const std::string& di
   return 0;
 }
 
-// Solves placement problem `path` (scheduler/placement.h) and prints the placement; with a
+// Solves placement problem `path` (scheduler/fleet/placement.h) and prints the placement; with a
 // folder, writes placement.md and placement.csv there, and with a one-GPU template scenario
 // the fleet scenario (fleet.yaml) that `vlasim simulate` checks.
 int run_place(const Common& c, const std::string& path, const std::string& dir, const std::string& templ,

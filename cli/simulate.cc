@@ -9,7 +9,7 @@
 #include "executors/stop_signal.h"
 #include "reports/plot.h"
 #include "reports/report.h"
-#include "scheduler/traffic_controller.h"
+#include "scheduler/fleet/traffic_controller.h"
 
 namespace vlasim::cli {
 namespace {

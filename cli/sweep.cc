@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "cli/mpi.h"
 #include "reports/sweep.h"
-#include "scheduler/traffic_controller.h"
+#include "scheduler/fleet/traffic_controller.h"
 
 namespace vlasim::cli {
 namespace {

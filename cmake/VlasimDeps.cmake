@@ -5,13 +5,13 @@ pkg_check_modules(VLASIM_SYSTEMC REQUIRED IMPORTED_TARGET systemc)
 add_library(vlasim::systemc INTERFACE IMPORTED)
 target_link_libraries(vlasim::systemc INTERFACE PkgConfig::VLASIM_SYSTEMC)
 target_compile_definitions(vlasim::systemc INTERFACE SC_CPLUSPLUS=201703L)
-target_sources(vlasim::systemc INTERFACE ${PROJECT_SOURCE_DIR}/sim/sc_main.cc)
+target_sources(vlasim::systemc INTERFACE ${PROJECT_SOURCE_DIR}/sim/engine/sc_main.cc)
 
 find_package(Boost 1.74 REQUIRED)            # Boost.Graph is header-only for our use
 find_package(yaml-cpp REQUIRED)
 find_package(dnnl REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
-find_package(ZLIB REQUIRED)                  # gzip-compressed PyTorch profiler traces (sim/torch_trace.h)
+find_package(ZLIB REQUIRED)                  # gzip-compressed PyTorch profiler traces (sim/measured/torch_trace.h)
 find_package(CLI11 REQUIRED)
 find_package(Threads REQUIRED)
 

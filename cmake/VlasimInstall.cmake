@@ -2,7 +2,7 @@
 # the sc_main stub, its headers, the `vlasim` CLI, the shipped model cards and hardware
 # catalog, and a CMake package whose one target, vlasim::vlasim, carries the dependencies,
 # include directory and SystemC define. Install layout (fixed, so that code finds its data at
-# <binary dir>/../share/vlasim; see scenarios/data_dir.h):
+# <binary dir>/../share/vlasim; see scenarios/config/data_dir.h):
 #   P/lib/libvlasim.so  P/bin/vlasim  P/include/vlasim/<folder>/*.h
 #   P/share/vlasim/{cards,catalog}/*.yaml  P/share/vlasim/kernel_fit/kernel_model.csv  P/lib/cmake/vlasim/
 # The in-tree static libraries stay as they are (tests, CLI and benchmarks link them).
@@ -14,14 +14,14 @@ include(CMakePackageConfigHelpers)
 # whole-archive would define sc_main four times. Those copies are filtered out; the library
 # compiles sc_main.cc once itself.
 set(VLASIM_SHARED_PARTS
-  vlasim_config vlasim_models vlasim_scheduler vlasim_hardware vlasim_scenario vlasim_sim
+  vlasim_config vlasim_models vlasim_scheduler vlasim_hardware vlasim_measured vlasim_scenario vlasim_costs vlasim_sim
   vlasim_executors vlasim_runtime vlasim_calibration vlasim_reports)
 set(_vlasim_objects)
 foreach(part IN LISTS VLASIM_SHARED_PARTS)
   list(APPEND _vlasim_objects "$<FILTER:$<TARGET_OBJECTS:${part}>,EXCLUDE,/sc_main\\.cc\\.o$>")
 endforeach()
 
-add_library(vlasim_shared SHARED ${PROJECT_SOURCE_DIR}/sim/sc_main.cc ${_vlasim_objects})
+add_library(vlasim_shared SHARED ${PROJECT_SOURCE_DIR}/sim/engine/sc_main.cc ${_vlasim_objects})
 add_library(vlasim::vlasim ALIAS vlasim_shared)
 add_dependencies(vlasim_shared ${VLASIM_SHARED_PARTS})
 set_target_properties(vlasim_shared PROPERTIES
@@ -47,8 +47,9 @@ install(TARGETS vlasim_shared EXPORT vlasimTargets LIBRARY DESTINATION lib)
 install(TARGETS vlasim RUNTIME DESTINATION bin)
 
 # Public headers: every header of the library folders, under include/vlasim/<folder>/ so
-# that `#include "sim/engine.h"` works as in the source tree.
-foreach(folder scenarios models scheduler sim executors executors/calibration reports)
+# that `#include "sim/engine/engine.h"` works as in the source tree.
+foreach(folder scenarios scenarios/config models models/passes scheduler scheduler/fleet sim/hardware sim/measured
+               sim/costs sim/engine executors executors/runtime executors/calibration reports)
   file(GLOB _headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.h)
   install(FILES ${_headers} DESTINATION include/vlasim/${folder})
 endforeach()

@@ -44,7 +44,7 @@ if(VLASIM_SANITIZE)
 endif()
 
 # vlasim_unity_keep_sc_main(): for a unity build (CMAKE_UNITY_BUILD=ON, as scripts/sanitize.sh
-# configures to halve its compile time), keeps sim/sc_main.cc out of the unity sources of every
+# configures to halve its compile time), keeps sim/engine/sc_main.cc out of the unity sources of every
 # target. It is an interface source of vlasim::systemc, compiled into each consumer; merged
 # into a static library's unity object it would come along with everything else in that
 # object and define sc_main a second time in each program. Called once all folders are added
@@ -61,6 +61,6 @@ function(vlasim_unity_keep_sc_main)
     list(APPEND dirs ${sub})
     list(APPEND todo ${sub})
   endwhile()
-  set_source_files_properties(${PROJECT_SOURCE_DIR}/sim/sc_main.cc DIRECTORY ${dirs}
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/sim/engine/sc_main.cc DIRECTORY ${dirs}
                               PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 endfunction()

@@ -12,7 +12,7 @@
 #include "executors/host.h"
 #include "executors/plan.h"
 #include "models/graph.h"
-#include "scenarios/registry.h"
+#include "scenarios/config/registry.h"
 
 namespace vlasim {
 
@@ -81,17 +81,6 @@ class LinkCopier {
   virtual std::string device() const = 0;  // e.g. "cuda 0 (NVIDIA H200), h2d from pinned memory"
 };
 
-// The copier for CUDA device `device` (host to device when `h2d`, else device to host) with
-// buffers of max_bytes, from the CUDA executor's module. Throws std::runtime_error naming why
-// it cannot be made (the module is not built or not found, no GPU, memory short).
-std::unique_ptr<LinkCopier> make_cuda_link_copier(int device, bool h2d, bool pinned, int64_t max_bytes);
-
-// The SMs of CUDA device `device` that a green context of at least `sms` SMs (0: the whole
-// device; taken from the GPU's end when from_end) runs blocks on, sorted, as the CUDA
-// executor makes them (executors/cuda/green_context.h): the check that a split's two streams
-// share no SM. Throws std::runtime_error naming why it cannot run (no module, no GPU).
-std::vector<int> cuda_lane_sm_ids(int device, int sms, bool from_end);
-
 // Sums a timing per op kind ("gemm", "attention", ...) and in total ("total" = sum of ops).
 std::map<std::string, double> time_by_kind(const OpGraph& g, const SegmentTiming& t);
 // Sums a timing per stage ("vision", "prefix", "action", ...).
@@ -113,14 +102,5 @@ uint64_t available_memory();
 void check_memory(uint64_t bytes, const std::string& what);
 
 using ExecutorRegistry = Registry<Executor>;
-// Adds "onednn" (params dtype (auto by default; a dtype this CPU cannot run is a ConfigError
-// naming its ISA), threads, cpus, seed), "reference" (float64, slow; params dtype, seed) and
-// "cuda" (params dtype, device, seed; executors/cuda/cuda_executor.h) to `r`. The CUDA
-// executor lives in a module of its own (libvlasim_cuda_executor.so, built when nvcc is
-// found), loaded when a cuda executor is made, so that vlasim starts without CUDA's libraries.
-
-void register_executors(ExecutorRegistry& r);
-// A registry filled by register_executors.
-const ExecutorRegistry& executor_registry();
 
 }  // namespace vlasim

@@ -9,12 +9,6 @@
 
 namespace vlasim {
 
-// How a fused gate+up GEMM (epi.gate_up) runs.
-enum class GateUpMode {
-  TwoMatmuls,  // gate matmul with the activation post-op, then up matmul * gate (binary mul)
-  OneMatmul,   // one matmul n = 2 width into a scratch tensor, then act(gate) * up in a loop
-};
-
 class OneDnnExecutor : public Executor {
  public:
   // Throws std::invalid_argument for a dtype other than bf16/fp32, a dtype this CPU cannot

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "executors/onednn_executor.h"
+#include "executors/executor.h"
 #include "executors/plan.h"
 
 namespace vlasim::onednn {

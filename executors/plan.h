@@ -160,4 +160,10 @@ float round_bf16(float x);
 // Rounds `x` to what `dtype` stores (identity for F32).
 float round_to(DType dtype, float x);
 
+// How the oneDNN executor runs a fused gate+up GEMM (epi.gate_up).
+enum class GateUpMode {
+  TwoMatmuls,  // gate matmul with the activation post-op, then up matmul * gate (binary mul)
+  OneMatmul,   // one matmul n = 2 width into a scratch tensor, then act(gate) * up in a loop
+};
+
 }  // namespace vlasim

@@ -6,7 +6,7 @@
 
 #include "models/emit.h"
 #include "models/passes/passes.h"
-#include "scenarios/data_dir.h"
+#include "scenarios/config/data_dir.h"
 
 #ifndef VLASIM_CARDS_DIR
 #define VLASIM_CARDS_DIR "models/cards"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "models/builder.h"
+#include "models/card.h"
 
 namespace vlasim::detail {
 

@@ -13,8 +13,8 @@
 
 #include "reports/stats.h"
 #include "scenarios/scenario.h"
-#include "sim/engine.h"
-#include "sim/plan.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/plan.h"
 
 namespace vlasim {
 

@@ -8,7 +8,7 @@
 
 #include "reports/plot.h"
 #include "reports/stats.h"
-#include "scenarios/csv.h"
+#include "scenarios/config/csv.h"
 
 namespace vlasim {
 

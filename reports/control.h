@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "scenarios/scenario.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 
 namespace vlasim {
 

@@ -1,5 +1,5 @@
 // What a comparison's errors rest on besides the model: the machine's own speed change (the
-// drift sentinel, sim/profile.h SentinelRecord) and, near saturation, how much the queueing
+// drift sentinel, sim/measured/profile.h SentinelRecord) and, near saturation, how much the queueing
 // delay amplifies a small service-time error (re-simulation with every service time scaled).
 // Written beside compare.md as a section of its own and drift.json.
 #pragma once
@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "reports/compare.h"
-#include "sim/engine.h"
-#include "sim/plan.h"
-#include "sim/profile.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/plan.h"
+#include "sim/measured/profile.h"
 
 namespace vlasim {
 
@@ -39,7 +39,7 @@ ServiceSensitivity service_sensitivity(const Scenario& s, const Plan& p, const S
                                        double step = 0.02);
 
 // The engine's slowdown of a CPU segment while every other core of its node runs a job
-// (sim/engine.h corun_slowdown: the measured co-run slowdown of that segment when the host
+// (sim/engine/engine.h corun_slowdown: the measured co-run slowdown of that segment when the host
 // entry has one, else 1 + memory_frac (core_bw / core_bw_loaded - 1), or 1 where the device
 // gives no loaded bandwidth, where only max-min sharing of the node's bandwidth slows it). One
 // row per (unit, segment name) of the plans' unbatched segments on CPU units, in plan order.

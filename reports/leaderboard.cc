@@ -9,8 +9,9 @@
 #include <sstream>
 
 #include "reports/plot.h"
-#include "sim/plan.h"
-#include "scenarios/csv.h"
+#include "sim/engine/plan.h"
+#include "scenarios/config/csv.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim {
 

@@ -6,8 +6,9 @@
 
 #include "models/passes/passes.h"
 #include "reports/plot.h"
-#include "sim/plan.h"
-#include "scenarios/csv.h"
+#include "sim/engine/plan.h"
+#include "scenarios/config/csv.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim {
 

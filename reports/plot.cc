@@ -1,6 +1,6 @@
 #include "reports/plot.h"
 
-#include "scenarios/config.h"
+#include "scenarios/config/config.h"
 
 #include <unistd.h>
 

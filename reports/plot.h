@@ -16,7 +16,7 @@ std::string printf_number(const char* f, double x);
 std::string gp_quote(const std::string& s);
 // A shell single-quoted word.
 std::string sh_quote(const std::string& s);
-// Writes `text` to `path` with write_output_file (scenarios/config.h): all of it or nothing, every
+// Writes `text` to `path` with write_output_file (scenarios/config/config.h): all of it or nothing, every
 // write and the close checked; throws std::runtime_error naming the path on failure.
 void write_file(const std::string& path, const std::string& text);
 // Writes `text` to dir/name (write_file) and appends that path to `written`.

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "scenarios/csv.h"
+#include "scenarios/config/csv.h"
 
 namespace vlasim {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "scenarios/scenario.h"
-#include "sim/engine.h"
-#include "sim/plan.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/plan.h"
 
 namespace vlasim {
 

@@ -9,8 +9,8 @@
 #include <tuple>
 
 #include "reports/plot.h"
-#include "sim/cost_model.h"
-#include "scenarios/csv.h"
+#include "sim/costs/cost_model.h"
+#include "scenarios/config/csv.h"
 
 namespace vlasim {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "scenarios/scenario.h"
-#include "sim/plan.h"
+#include "sim/engine/plan.h"
 
 namespace vlasim {
 

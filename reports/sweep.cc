@@ -15,10 +15,11 @@
 
 #include "reports/plot.h"
 #include "scheduler/policy.h"
-#include "sim/cost_model.h"
-#include "sim/engine.h"
-#include "sim/plan.h"
-#include "scenarios/csv.h"
+#include "sim/costs/cost_model.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/plan.h"
+#include "scenarios/config/csv.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim {
 

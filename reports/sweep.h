@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "reports/report.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 #include "scheduler/partition.h"
 
 namespace vlasim {

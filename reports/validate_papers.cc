@@ -11,10 +11,11 @@
 
 #include "reports/report.h"
 #include "reports/sweep.h"
-#include "sim/engine.h"
-#include "sim/plan.h"
-#include "sim/shaped_cost_model.h"
-#include "scenarios/csv.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/plan.h"
+#include "sim/costs/shaped_cost_model.h"
+#include "scenarios/config/csv.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim {
 

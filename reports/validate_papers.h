@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "scenarios/config.h"
+#include "scenarios/config/config.h"
 
 namespace vlasim {
 

@@ -10,7 +10,7 @@
 #include "scheduler/partition.h"
 #include "scheduler/policy.h"
 #include "scheduler/zone.h"
-#include "sim/gpu_network.h"
+#include "sim/measured/gpu_network.h"
 
 namespace vlasim {
 namespace fs = std::filesystem;
@@ -172,7 +172,7 @@ LockstepDecl parse_lockstep(const ConfigNode& n, const DeviceInstance& d) {
 
 PolicyDecl parse_policy(const ConfigNode& pol, const std::string& key, const std::string& fallback);
 
-// A link's `profile: FILE` and `entry: NAME` (a network profile, sim/gpu_network.h, as `vlasim
+// A link's `profile: FILE` and `entry: NAME` (a network profile, sim/measured/gpu_network.h, as `vlasim
 // import vidur-network` writes it): the entry's measured latency and bandwidth replace the
 // catalog's (both directions; pageable copies at most as fast). FILE as written, or next to the
 // scenario file, or relative to the current directory. Every entry is measured between two GPUs

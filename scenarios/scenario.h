@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "models/builder.h"
-#include "scenarios/config.h"
-#include "sim/hardware.h"
+#include "scenarios/config/config.h"
+#include "scenarios/stream.h"
+#include "sim/hardware/hardware.h"
 
 namespace vlasim {
 
@@ -28,8 +29,8 @@ struct UnitDecl {
   ConfigNode batch_where;    // the unit's entry (or its `batch:`), for errors
   // GPU: the process whose CUDA context the stream belongs to (`process:`; "" when not given:
   // the device's one process, or a process of its own for a stream a `handoff: host` model
-  // runs a stage on; sim/plan.h UnitInfo::process). Processes time-slice a GPU unless it
-  // declares `mps: true` (sim/gpu_sharing.h).
+  // runs a stage on; sim/engine/plan.h UnitInfo::process). Processes time-slice a GPU unless it
+  // declares `mps: true` (sim/costs/gpu_sharing.h).
   std::string process;
   // GPU: the stream's priority (`priority:`; lower runs first, as CUDA's; 0 by default).
   int priority = 0;
@@ -42,7 +43,7 @@ struct UnitDecl {
 struct LockstepDecl {
   int first = -1, second = -1;  // unit indices within the device: the SM-limited stream first
   // "auto": the table is made from the cost model when the scenario is planned
-  // (sim/lockstep.h); else the path of a table file (`vlasim profile-lut` writes one), as
+  // (sim/engine/lockstep.h); else the path of a table file (`vlasim profile-lut` writes one), as
   // written in the scenario.
   std::string lut = "auto";
   // Keep the previous lockstep's split when the table's would make the batch with the
@@ -61,7 +62,7 @@ struct DeviceInstance {
   std::vector<UnitDecl> units;
   LockstepDecl lockstep;      // GPU: off unless `lockstep:` is given
   // GPU: how running segments share it (`gpu_sharing:`, a name from gpu_sharing_models(),
-  // sim/gpu_sharing.h; "blocks" by default) and its parameters; checked when planned.
+  // sim/costs/gpu_sharing.h; "blocks" by default) and its parameters; checked when planned.
   std::string sharing = "blocks";
   Params sharing_params;
   ConfigNode sharing_where;
@@ -123,53 +124,12 @@ struct ModelInstance {
   ConfigNode where;
 };
 
-// A robot executing action chunks (SYSTEMS.md system 4, real-time chunking): it runs `hz`
-// actions a second and asks for a new chunk every `execute` actions (the execution horizon),
-// so the stream's request rate is hz / execute. An observation is `capture_s` old when its
-// request arrives (camera exposure, readout, transfer) and a chunk takes effect `actuation_s`
-// after its inference ends. reports/control.h turns a run's requests into the control delay,
-// the frozen (inpainted) prefix and usable part of each chunk, and whether the robot ran dry.
-struct ControlDecl {
-  double hz = 0;         // actions per second; 0: not a control stream
-  int execute = 0;       // actions of each chunk executed before the next request
-  double capture_s = 0;
-  double actuation_s = 0;
-  bool on() const { return hz > 0; }
-};
-
-// A stream of requests (a camera or a robot): periodic or Poisson arrivals.
-struct StreamDecl {
-  std::string name;
-  int model = 0;             // index into Scenario::models
-  double rate_hz = 0;
-  // `load:` instead of rate_hz: the rate is this fraction of the model's alone throughput as
-  // planned (resolve_stream_loads, sim/plan.h), so a scenario loads any host alike; until it is
-  // resolved rate_pending is true and rate_hz 0.
-  double load = 0;
-  bool rate_pending = false;
-  double jitter_s = 0;       // periodic: uniform +-jitter on each arrival
-  double deadline_s = 0;     // relative; 0 = none
-  double start_s = 0;
-  double duration_s = 0;
-  std::string arrival = "periodic";  // a name in workloads()
-  ControlDecl control;               // `control:`: a robot executing the chunks (rate from it)
-  // `stages: [...]`: its requests run only these stages of the model (bit k: Stage k; 0: all),
-  // decoupled from the model's other streams (full streaming: a VLM stream at camera rate and
-  // action-expert streams at control rate, each action reading the latest prefix finished).
-  uint8_t stages = 0;
-  // With `controller:`: the workload names a model of the controller's placement problem, a
-  // group of instances (one per GPU, named MODEL-GPU); `model` is then the group's first
-  // instance and each request goes where the controller routes it. Empty: no group.
-  std::string group;
-  ConfigNode where;
-};
-
 // The name of model `model`'s instance on device `device` in a fleet (`vlasim place`): the
 // instance a controller routes a group's robots to.
 inline std::string instance_name(const std::string& model, const std::string& device) { return model + "-" + device; }
 
 // `controller: {problem: FILE, interval_s: 1, strategy: ilp}`: Robion's traffic controller
-// run live (scheduler/placement.h LiveController): it routes the requests of workloads that
+// run live (scheduler/fleet/placement.h LiveController): it routes the requests of workloads that
 // name a group, and every interval re-solves the placement for the demand it observed. The
 // problem gives the GPUs and capacities; its robots and changes are not told to it.
 struct ControllerDecl {
@@ -252,7 +212,7 @@ bool model_uses_cpu(const Scenario& s, const ModelInstance& mi);
 // Gives every model with `dtype: auto` its dtype: `cpu_native` (the dtype this machine's CPU
 // runs natively; executors/host.h native_cpu_dtype()) when any part of it is placed on a CPU
 // device, else bf16 (what GPUs run natively). Planning a scenario with an unresolved auto
-// dtype is refused (sim/plan.h).
+// dtype is refused (sim/engine/plan.h).
 void resolve_auto_dtypes(Scenario& s, DType cpu_native);
 
 // Replaces the scenario's cost model with the "profiled" one reading `profile_path`

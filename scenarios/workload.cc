@@ -65,13 +65,12 @@ const WorkloadRegistry& workloads() {
   return r;
 }
 
-std::unique_ptr<ArrivalProcess> make_arrivals(const Scenario& s, size_t index) {
-  const StreamDecl& sd = s.streams[index];
+std::unique_ptr<ArrivalProcess> make_arrivals(const StreamDecl& sd, uint64_t scenario_seed, size_t index) {
   if (sd.rate_pending)
     sd.where.required("load").fail("stream '" + sd.name + "': its load was not turned into a rate "
                                    "(resolve_stream_loads after planning)");
   return workloads().make(sd.arrival, Params(), sd.where, sd,
-                          mix_seed(s.seed * 1000003ULL + index));
+                          mix_seed(scenario_seed * 1000003ULL + index));
 }
 
 }  // namespace vlasim

@@ -6,8 +6,8 @@
 #include <memory>
 #include <random>
 
-#include "scenarios/registry.h"
-#include "scenarios/scenario.h"
+#include "scenarios/config/registry.h"
+#include "scenarios/stream.h"
 
 namespace vlasim {
 
@@ -23,9 +23,10 @@ using WorkloadRegistry = Registry<ArrivalProcess, const StreamDecl&, uint64_t>;
 // "periodic" and "poisson".
 const WorkloadRegistry& workloads();
 
-// The arrival process of stream `index` of `s`, seeded from the scenario seed and the index.
-// Throws ConfigError at the stream's load when it is still unresolved (rate_pending).
-std::unique_ptr<ArrivalProcess> make_arrivals(const Scenario& s, size_t index);
+// The arrival process of stream `stream`, the index-th of a scenario seeded `scenario_seed`,
+// seeded from both. Throws ConfigError at the stream's load when it is still unresolved
+// (rate_pending).
+std::unique_ptr<ArrivalProcess> make_arrivals(const StreamDecl& stream, uint64_t scenario_seed, size_t index);
 
 // A uniform double in [0, 1) from 53 random bits (the same on every standard library).
 inline double uniform01(std::mt19937_64& rng) {

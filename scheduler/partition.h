@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "models/graph.h"
-#include "scenarios/registry.h"
+#include "scenarios/config/registry.h"
 
 namespace vlasim {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/registry.h"
+#include "scenarios/config/registry.h"
 
 namespace vlasim {
 
@@ -24,7 +24,7 @@ struct WorkItem {
   int segment = 0;        // position in the model's execution plan
   // Items of one plan and kind may run as one batch: the segment, except that under
   // per-step batching (BatchPolicy::per_step) the action expert's identical steps share one
-  // (Segment::kind, sim/plan.h), so requests at different steps run a step together.
+  // (Segment::kind, sim/engine/plan.h), so requests at different steps run a step together.
   int kind = -1;   // -1: the segment
   double arrival = 0;     // when the request arrived (s)
   double ready = 0;       // when this item joined the queue (s)
@@ -98,7 +98,7 @@ class BatchPolicy {
 
 // Chooses, at each arrival, which model instance serves the request of a robot (workload
 // stream) whose workload names a group of instances (Robion's traffic controller, run live:
-// scheduler/placement.h LiveController). Plain C++, like every policy.
+// scheduler/fleet/placement.h LiveController). Plain C++, like every policy.
 class Router {
  public:
   virtual ~Router() = default;
@@ -112,7 +112,7 @@ using PipelinePolicyRegistry = Registry<PipelinePolicy>;
 using BatchPolicyRegistry = Registry<BatchPolicy>;
 
 // The batch size a batch of n items runs at under dynamic batching, and the SM table's batch
-// class of such a batch (sim/lockstep.h): the smallest power of two >= n, at most max_batch.
+// class of such a batch (sim/engine/lockstep.h): the smallest power of two >= n, at most max_batch.
 int batch_bucket(int n, int max_batch);
 
 // The registries with every built-in policy.

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "scenarios/registry.h"
+#include "scenarios/config/registry.h"
 
 namespace vlasim {
 

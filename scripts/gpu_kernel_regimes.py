@@ -3,7 +3,7 @@
 reports/gpu_cost_model_notes.md: per GPU and token range, the GEMM time fitted as
 latency + bytes / bandwidth (weighted least squares on relative error), and the rate
 (bytes per second, per SM per clock) of norms and elementwise ops at >= 2048 tokens.
-Shapes as sim/gpu_import.h builds them (fp16/bf16; GEMM bytes = 2 (MK + KN + MN); norm and
+Shapes as sim/measured/gpu_import.h builds them (fp16/bf16; GEMM bytes = 2 (MK + KN + MN); norm and
 elementwise bytes = 2 x read + write of T x width). Clocks: datasheet boost clocks (H100 SXM
 1980 MHz, A100 SXM 1410 MHz, A40 1740 MHz, Jetson AGX Orin 1300 MHz, Thor 1570 MHz).
 

@@ -39,7 +39,7 @@ echo "install_check: bringing $build_dir's library and CLI up to date"
 step "cmake --build $build_dir" cmake --build "$build_dir" --target vlasim_shared vlasim -j "$jobs"
 echo "install_check: installing $build_dir into $prefix"
 step "cmake --install $build_dir" cmake --install "$build_dir" --prefix "$prefix"
-for f in lib/libvlasim.so bin/vlasim include/vlasim/sim/engine.h include/vlasim/scenarios/build.h \
+for f in lib/libvlasim.so bin/vlasim include/vlasim/sim/engine/engine.h include/vlasim/scenarios/build.h \
          include/vlasim/executors/calibration/calibrate.h share/vlasim/cards/pi0_small.yaml \
          share/vlasim/catalog/gpus.yaml lib/cmake/vlasim/vlasimConfig.cmake \
          lib/cmake/vlasim/vlasimConfigVersion.cmake lib/cmake/vlasim/vlasimTargets.cmake; do

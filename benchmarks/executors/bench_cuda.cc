@@ -12,6 +12,7 @@
 #include "executors/executor.h"
 #include "executors/cuda/cuda_probe.h"
 #include "models/builder.h"
+#include "executors/executor_registry.h"
 
 namespace vlasim {
 namespace {

@@ -9,16 +9,17 @@
 
 #include "models/builder.h"
 #include "scenarios/scenario.h"
-#include "sim/cost_model.h"
-#include "sim/engine.h"
-#include "sim/plan.h"
+#include "sim/costs/cost_models.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/plan.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim {
 namespace {
 
 double g_minutes = 10;
 
-// `sharing`: the GPUs' gpu_sharing (sim/gpu_sharing.h).
+// `sharing`: the GPUs' gpu_sharing (sim/costs/gpu_sharing.h).
 std::string large_scenario(double seconds, const std::string& sharing = "blocks") {
   std::ostringstream y;
   y << "name: bench-64-cameras\nseed: 3\nhardware:\n  devices:\n"

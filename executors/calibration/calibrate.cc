@@ -15,9 +15,13 @@
 #include <stdexcept>
 #include <thread>
 
-#include "executors/runtime.h"
-#include "sim/engine.h"
+#include "executors/runtime/runtime.h"
+#include "sim/engine/engine.h"
 #include "scheduler/policy.h"
+#include "sim/costs/cost_models.h"
+#include "sim/costs/profiled_cost_model.h"
+#include "executors/executor_registry.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim {
 

@@ -1,5 +1,5 @@
 // Calibration: measures operator times on a real executor and writes them as a device
-// profile (sim/profile.h) for the "profiled" cost model. Each op runs alone in a minimal
+// profile (sim/measured/profile.h) for the "profiled" cost model. Each op runs alone in a minimal
 // graph on a fresh executor bound to the first `threads` allowed CPUs; its time is the
 // median of the executor's per-op timings over repeated runs after warm-up.
 #pragma once
@@ -12,8 +12,8 @@
 #include "executors/executor.h"
 #include "models/graph.h"
 #include "scenarios/scenario.h"
-#include "sim/plan.h"
-#include "sim/profile.h"
+#include "sim/engine/plan.h"
+#include "sim/measured/profile.h"
 
 namespace vlasim {
 
@@ -56,7 +56,7 @@ std::vector<Op> calibration_grid(GridLevel level, DType dtype);
 
 // Adds the scenario's model graphs to `o.graphs`, and its settings for the devices whose
 // catalog entry is o.catalog_device: CPU core-group sizes to `o.threads`, GPU streams' SMs to
-// `o.sms` (sim/profile.h profile_width), and the models' dtypes to `o.dtypes` (each once,
+// `o.sms` (sim/measured/profile.h profile_width), and the models' dtypes to `o.dtypes` (each once,
 // keeping existing entries first). Throws ConfigError at the
 // scenario's devices when no device uses o.catalog_device, and at a model's dtype when it is an
 // unresolved auto or a dtype this CPU cannot run (naming the host's ISA).
@@ -113,7 +113,7 @@ DeviceProfile calibrate(const CalibrateOptions& o);
 // input, other weights have evicted this op's), and each segment is handed from the request
 // flow to a unit thread and on to the executor's pinned worker and back, which no op timer
 // sees. In-context calibration therefore runs each scenario through the real runtime
-// (execute(), executors/runtime.h: one executor per unit and dtype on the unit's CPUs, the
+// (execute(), executors/runtime/runtime.h: one executor per unit and dtype on the unit's CPUs, the
 // scenario's seed, every segment of every model prepared on it, the same thread hand-offs)
 // with its workload replaced by one request at a time (serial pipeline, models in turn, no
 // background load, idle time between requests: at least half the alone latency, and at least
@@ -128,7 +128,7 @@ DeviceProfile calibrate(const CalibrateOptions& o);
 //     sums and a sum of medians), over all models and scenarios, divided by the op runs it
 //     covers, as ProfileSection::op_overhead_s, which the profiled cost model adds to every op.
 //   - per CPU segment that runs beside other core groups, its co-run slowdown, into the
-//     profile's host entry (HostEntry::corun, keyed by corun_key, sim/engine.h), only when
+//     profile's host entry (HostEntry::corun, keyed by corun_key, sim/engine/engine.h), only when
 //     prof.host is measured: a co-run pass prepares every distinct segment of the scenario's
 //     plan on an executor of its core group's CPUs and dtype (as the runtime does) and runs
 //     rounds, for about corun_seconds: each segment once with nothing else running, then per

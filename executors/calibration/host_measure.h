@@ -1,5 +1,5 @@
 // This machine's memory system and speed, measured for the profile's host entry
-// (sim/profile.h HostEntry), and the drift sentinel (SentinelRecord) that watches the
+// (sim/measured/profile.h HostEntry), and the drift sentinel (SentinelRecord) that watches the
 // machine's own speed over a calibration or a measurement.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "sim/profile.h"
+#include "sim/measured/profile.h"
 
 namespace vlasim {
 

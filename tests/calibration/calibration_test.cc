@@ -15,9 +15,12 @@
 #include "executors/calibration/calibrate.h"
 #include "executors/calibration/host_measure.h"
 #include "executors/executor.h"
-#include "sim/engine.h"
-#include "sim/plan.h"
-#include "sim/profile.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/plan.h"
+#include "sim/measured/profile.h"
+#include "sim/costs/cost_models.h"
+#include "sim/costs/profiled_cost_model.h"
+#include "sim/engine/planner.h"
 #include "scratch.h"
 
 namespace vlasim {

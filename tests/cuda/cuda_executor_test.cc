@@ -13,6 +13,7 @@
 #include "executors/reference.h"
 #include "models/builder.h"
 #include "models/passes/passes.h"
+#include "executors/executor_registry.h"
 
 namespace vlasim {
 namespace {

@@ -9,6 +9,7 @@
 #include "executors/onednn_executor.h"
 #include "executors/reference.h"
 #include "tests/executors/graphs.h"
+#include "executors/executor_registry.h"
 
 namespace vlasim {
 namespace {

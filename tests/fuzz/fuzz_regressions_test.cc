@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "fuzz/fuzz_targets.h"
-#include "scenarios/config.h"
+#include "scenarios/config/config.h"
 
 namespace fs = std::filesystem;
 using vlasim::fuzz::Outcome;

@@ -8,16 +8,17 @@
 
 #include "models/builder.h"
 #include "reports/report.h"
-#include "scenarios/config.h"
+#include "scenarios/config/config.h"
 #include "scenarios/scenario.h"
-#include "sim/engine.h"
-#include "sim/gpu_import.h"
-#include "sim/gpu_kernel_model.h"
-#include "sim/gpu_network.h"
-#include "sim/hardware.h"
-#include "sim/plan.h"
-#include "sim/profile.h"
-#include "sim/torch_trace.h"
+#include "sim/engine/engine.h"
+#include "sim/measured/gpu_import.h"
+#include "sim/costs/gpu_kernel_model.h"
+#include "sim/measured/gpu_network.h"
+#include "sim/hardware/hardware.h"
+#include "sim/engine/plan.h"
+#include "sim/measured/profile.h"
+#include "sim/measured/torch_trace.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim::fuzz {
 namespace {

@@ -34,19 +34,19 @@ Outcome profile(std::string_view bytes);
 // parsed, its inferences found and, with shapes, matched to pi0_tiny's graph.
 Outcome trace(std::string_view bytes);
 
-// Public measured GPU kernel times as `vlasim import` reads them (sim/gpu_import.h), the
+// Public measured GPU kernel times as `vlasim import` reads them (sim/measured/gpu_import.h), the
 // format chosen by the text: one starting with '{' (after blanks) is an ApxInf tactics JSON,
 // anything else a Vidur mlp.csv. Every sample accepted has a positive, finite time.
 Outcome gpu_import(std::string_view bytes);
 
 // Vidur network profiles and vlasim network profiles as `vlasim import vidur-network` and a
-// scenario link's `profile:` read them (sim/gpu_network.h), the format chosen by the text: one
+// scenario link's `profile:` read them (sim/measured/gpu_network.h), the format chosen by the text: one
 // starting with '#' or "links" (after blanks) is a network profile, anything else a Vidur
 // send_recv.csv / all_reduce.csv whose groups are then fitted. Every fit accepted has a finite
 // latency >= 0 and a finite bandwidth > 0, and its collective_seconds grow with the bytes.
 Outcome gpu_network(std::string_view bytes);
 
-// The kernel cost model's fit file (sim/gpu_kernel_model.h parse_kernel_params), as a scenario's
+// The kernel cost model's fit file (sim/costs/gpu_kernel_model.h parse_kernel_params), as a scenario's
 // `fit:` or $VLASIM_KERNEL_FIT names it. Every fit accepted prices small and large GEMMs, norms
 // and elementwise ops on the H100 to a finite time above 0 and at most 1000 s.
 Outcome kernel_fit(std::string_view bytes);

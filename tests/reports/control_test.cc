@@ -4,7 +4,7 @@
 
 #include "models/builder.h"
 #include "reports/control.h"
-#include "sim/hardware.h"
+#include "sim/hardware/hardware.h"
 
 namespace vlasim {
 namespace {

@@ -12,8 +12,9 @@
 #include "reports/leaderboard.h"
 #include "reports/plot.h"
 #include "reports/roofline.h"
-#include "sim/hardware.h"
-#include "sim/plan.h"
+#include "sim/hardware/hardware.h"
+#include "sim/engine/plan.h"
+#include "sim/engine/planner.h"
 #include "scratch.h"
 
 namespace vlasim {

@@ -14,7 +14,7 @@
 
 #include "models/builder.h"
 #include "reports/sweep.h"
-#include "sim/hardware.h"
+#include "sim/hardware/hardware.h"
 #include "scratch.h"
 
 namespace vlasim {

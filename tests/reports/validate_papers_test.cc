@@ -7,7 +7,7 @@
 
 #include "reports/validate_papers.h"
 #include "scratch.h"
-#include "sim/hardware.h"
+#include "sim/hardware/hardware.h"
 #include "models/builder.h"
 
 namespace vlasim {

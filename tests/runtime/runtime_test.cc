@@ -15,10 +15,12 @@
 #include <thread>
 
 #include "executors/host.h"
-#include "executors/runtime.h"
+#include "executors/runtime/runtime.h"
 #include "executors/stop_signal.h"
 #include "reports/report.h"
-#include "sim/cost_model.h"
+#include "sim/costs/cost_models.h"
+#include "executors/executor_registry.h"
+#include "sim/engine/planner.h"
 #include "scratch.h"
 
 namespace vlasim {

@@ -4,8 +4,9 @@
 
 #include "reports/report.h"
 #include "scenarios/build.h"
-#include "sim/engine.h"
-#include "sim/plan.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/plan.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim {
 namespace {

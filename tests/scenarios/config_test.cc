@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "scenarios/config.h"
-#include "scenarios/registry.h"
+#include "scenarios/config/config.h"
+#include "scenarios/config/registry.h"
 #include "scratch.h"
 
 namespace vlasim {

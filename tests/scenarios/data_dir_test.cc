@@ -8,9 +8,9 @@
 #include <string>
 
 #include "models/builder.h"
-#include "scenarios/data_dir.h"
-#include "sim/gpu_kernel_model.h"
-#include "sim/hardware.h"
+#include "scenarios/config/data_dir.h"
+#include "sim/costs/gpu_kernel_model.h"
+#include "sim/hardware/hardware.h"
 
 namespace vlasim {
 namespace {

@@ -8,10 +8,11 @@
 
 #include "reports/report.h"
 #include "scenarios/scenario.h"
-#include "sim/cost_model.h"
-#include "sim/engine.h"
-#include "sim/lockstep.h"
-#include "sim/plan.h"
+#include "sim/costs/cost_models.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/lockstep.h"
+#include "sim/engine/plan.h"
+#include "sim/engine/planner.h"
 #include "scratch.h"
 
 namespace fs = std::filesystem;

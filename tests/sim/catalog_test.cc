@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/hardware.h"
+#include "sim/hardware/hardware.h"
 #include "scratch.h"
 
 namespace fs = std::filesystem;

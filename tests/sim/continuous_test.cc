@@ -9,9 +9,10 @@
 
 #include "models/builder.h"
 #include "scenarios/scenario.h"
-#include "sim/flow.h"
-#include "sim/hardware.h"
-#include "sim/plan.h"
+#include "sim/engine/flow.h"
+#include "sim/hardware/hardware.h"
+#include "sim/engine/plan.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim {
 namespace {

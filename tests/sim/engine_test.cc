@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 
 namespace vlasim {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "sim/flow.h"
+#include "sim/engine/flow.h"
 
 namespace vlasim {
 namespace {

@@ -1,5 +1,5 @@
-// Importers of public measured GPU kernel times (sim/gpu_import.h) on the vendored files
-// (data/gpu_profiles) and on bad files, and the GPU kernel model (sim/gpu_kernel_model.h).
+// Importers of public measured GPU kernel times (sim/measured/gpu_import.h) on the vendored files
+// (data/gpu_profiles) and on bad files, and the GPU kernel model (sim/costs/gpu_kernel_model.h).
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -12,12 +12,12 @@
 #include <sstream>
 #include <string>
 
-#include "scenarios/config.h"
+#include "scenarios/config/config.h"
 #include "scratch.h"
-#include "sim/gpu_import.h"
-#include "sim/cost_model.h"
-#include "sim/gpu_kernel_model.h"
-#include "sim/profile.h"
+#include "sim/measured/gpu_import.h"
+#include "sim/costs/cost_models.h"
+#include "sim/costs/gpu_kernel_model.h"
+#include "sim/measured/profile.h"
 
 namespace vlasim {
 namespace {
@@ -262,7 +262,7 @@ TEST(KernelCostModel, ShippedFitNearVidurH100AndMonotoneInM) {
   EXPECT_GT(checked, 20);
 }
 
-// The elementwise form (sim/gpu_kernel_model.h): rows go one per SM in waves, so up to the SM
+// The elementwise form (sim/costs/gpu_kernel_model.h): rows go one per SM in waves, so up to the SM
 // count a row more adds only its DRAM bytes, and the first row past it starts a new wave (a
 // whole row at the per-SM rate). The old form (sm_rate 0, bytes / (b x bw)) grows evenly and
 // fails the step check.

@@ -1,4 +1,4 @@
-// Vidur's network profiles as link and collective costs (sim/gpu_network.h): the vendored files
+// Vidur's network profiles as link and collective costs (sim/measured/gpu_network.h): the vendored files
 // (data/gpu_profiles/vidur/data/profiling/network) imported and fitted, the fit checked against
 // the measured rows (in sample and held out), the network profile file, and a scenario link
 // that takes its transfer time from a measured entry.
@@ -11,12 +11,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "scenarios/config.h"
+#include "scenarios/config/config.h"
 #include "scenarios/scenario.h"
 #include "scratch.h"
-#include "sim/gpu_network.h"
-#include "sim/hardware.h"
-#include "sim/plan.h"
+#include "sim/measured/gpu_network.h"
+#include "sim/hardware/hardware.h"
+#include "sim/engine/plan.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim {
 namespace {

@@ -6,8 +6,9 @@
 #include <string>
 
 #include "models/builder.h"
-#include "sim/engine.h"
-#include "sim/plan.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/plan.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim {
 namespace {

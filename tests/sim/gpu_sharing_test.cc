@@ -1,6 +1,6 @@
-// The `blocks` GPU sharing model (sim/gpu_sharing.h): the block scheduler driven alone, as the
+// The `blocks` GPU sharing model (sim/costs/gpu_sharing.h): the block scheduler driven alone, as the
 // engine drives it (advance to the next event, end what is due, resolve).
-#include "sim/gpu_sharing.h"
+#include "sim/costs/gpu_sharing.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
-// The measured host entry (sim/profile.h HostEntry): it round-trips through the profile file,
+// The measured host entry (sim/measured/profile.h HostEntry): it round-trips through the profile file,
 // bad entries are refused by key, and once applied to a CPU spec it changes the engine's
-// predicted slowdown of core groups that run at once (sim/engine.cc) and nothing else.
+// predicted slowdown of core groups that run at once (sim/engine/engine.cc) and nothing else.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "reports/drift.h"
-#include "sim/engine.h"
-#include "sim/profile.h"
+#include "sim/engine/engine.h"
+#include "sim/measured/profile.h"
 
 namespace vlasim {
 namespace {

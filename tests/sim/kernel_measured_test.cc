@@ -6,12 +6,12 @@
 #include <sstream>
 #include <string>
 
-#include "scenarios/config.h"
+#include "scenarios/config/config.h"
 #include "scratch.h"
-#include "sim/cost_model.h"
-#include "sim/gpu_import.h"
-#include "sim/gpu_kernel_model.h"
-#include "sim/profile.h"
+#include "sim/costs/cost_models.h"
+#include "sim/measured/gpu_import.h"
+#include "sim/costs/gpu_kernel_model.h"
+#include "sim/measured/profile.h"
 
 namespace vlasim {
 namespace {

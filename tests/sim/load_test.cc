@@ -4,8 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "scenarios/workload.h"
-#include "sim/engine.h"
-#include "sim/plan.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/plan.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim {
 namespace {
@@ -35,7 +36,7 @@ TEST(StreamLoad, SerialLoadIsAFractionOfTheAloneThroughput) {
   Scenario s = split("serial");
   const Plan p = plan_scenario(s);
   EXPECT_TRUE(s.streams[0].rate_pending);
-  EXPECT_THROW(make_arrivals(s, 0), ConfigError);
+  EXPECT_THROW(make_arrivals(s.streams[0], s.seed, 0), ConfigError);
   resolve_stream_loads(s, p);
   EXPECT_FALSE(s.streams[0].rate_pending);
   EXPECT_NEAR(s.streams[0].rate_hz, 0.5 / p.models[0].alone_seconds, 1e-9);

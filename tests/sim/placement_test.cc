@@ -1,4 +1,4 @@
-// Robion's placement integer program (scheduler/placement.h): CBC's answer checked against
+// Robion's placement integer program (scheduler/fleet/placement.h): CBC's answer checked against
 // every placement of small instances, and refusals of what cannot be placed or read.
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 
 #include "models/builder.h"
 #include "scenarios/scenario.h"
-#include "scheduler/placement.h"
+#include "scheduler/fleet/placement.h"
 #include "scratch.h"
-#include "sim/hardware.h"
+#include "sim/hardware/hardware.h"
 
 namespace vlasim {
 namespace {

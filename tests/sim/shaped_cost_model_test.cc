@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "scenarios/scenario.h"
-#include "sim/cost_model.h"
-#include "sim/hardware.h"
-#include "sim/shaped_cost_model.h"
+#include "sim/costs/cost_models.h"
+#include "sim/hardware/hardware.h"
+#include "sim/costs/shaped_cost_model.h"
 
 namespace vlasim {
 namespace {

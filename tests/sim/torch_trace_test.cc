@@ -1,4 +1,4 @@
-// The PyTorch profiler trace reader (sim/torch_trace.h): the vendored real Kineto GPU traces
+// The PyTorch profiler trace reader (sim/measured/torch_trace.h): the vendored real Kineto GPU traces
 // (tests/data/torch_trace/hta, HolisticTraceAnalysis; tests/data/torch_trace/tracelens, a
 // BERT and a Qwen inference from TraceLens) and the pi0_tiny traces made here
 // against figures computed independently by tests/data/torch_trace/figures.py
@@ -16,9 +16,9 @@
 #include <string>
 
 #include "models/builder.h"
-#include "scenarios/config.h"
+#include "scenarios/config/config.h"
 #include "scratch.h"
-#include "sim/torch_trace.h"
+#include "sim/measured/torch_trace.h"
 
 namespace vlasim {
 namespace {

@@ -1,4 +1,4 @@
-// Robion's traffic controller run live (scheduler/traffic_controller.h): it routes robots by
+// Robion's traffic controller run live (scheduler/fleet/traffic_controller.h): it routes robots by
 // the placement it solved for the demand it saw, re-solves when that demand changes, keeps
 // robots where they are when it can, and the simulator runs a fleet it routes.
 #include <gtest/gtest.h>
@@ -9,10 +9,11 @@
 
 #include "models/builder.h"
 #include "scenarios/scenario.h"
-#include "scheduler/traffic_controller.h"
-#include "sim/engine.h"
-#include "sim/hardware.h"
-#include "sim/plan.h"
+#include "scheduler/fleet/traffic_controller.h"
+#include "sim/engine/engine.h"
+#include "sim/hardware/hardware.h"
+#include "sim/engine/plan.h"
+#include "sim/engine/planner.h"
 #include "scratch.h"
 
 namespace vlasim {

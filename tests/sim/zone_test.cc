@@ -3,9 +3,10 @@
 
 #include "scheduler/partition.h"
 #include "scheduler/zone.h"
-#include "sim/cost_model.h"
-#include "sim/engine.h"
-#include "sim/plan.h"
+#include "sim/costs/cost_models.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/plan.h"
+#include "sim/engine/planner.h"
 
 namespace vlasim {
 namespace {

@@ -18,12 +18,14 @@
 #include <filesystem>
 
 #include "executors/calibration/calibrate.h"
-#include "executors/runtime.h"
+#include "executors/runtime/runtime.h"
 #include "models/builder.h"
 #include "reports/compare.h"
 #include "scheduler/policy.h"
-#include "sim/engine.h"
-#include "sim/plan.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/plan.h"
+#include "sim/costs/cost_models.h"
+#include "sim/engine/planner.h"
 #include "busy_machine.h"
 #include "scratch.h"
 

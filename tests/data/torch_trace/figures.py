@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Figures of the traces in this folder, computed independently of vlasim's reader
-(sim/torch_trace.cc) by brute force over Python's json module, for tests/sim/torch_trace_test.cc
+(sim/measured/torch_trace.cc) by brute force over Python's json module, for tests/sim/torch_trace_test.cc
 to check the reader against. Regenerate with:
     python3 tests/data/torch_trace/figures.py > tests/data/torch_trace/figures.json
 
@@ -27,7 +27,7 @@ Per trace:
   class_us      (traces with kernels and Input Dims) device time by what vlasim would match its
                 launching op as: the outermost cpu_op around the launch call (earliest start,
                 longest first), classed by name and Input Dims as the forms documented for
-                trace_op_key in sim/torch_trace.h (gemm: linear, addmm, mm, matmul, patch
+                trace_op_key in sim/measured/torch_trace.h (gemm: linear, addmm, mm, matmul, patch
                 conv2d; attention: 4-D scaled_dot_product_attention; norm: layer_norm,
                 rms_norm, group_norm; eltwise: gelu, silu, add, mul, sub, softmax; embedding),
                 each only when its sizes are consistent and positive; "none" for any other
