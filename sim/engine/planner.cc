@@ -168,6 +168,106 @@ std::vector<int> assign_units(const OpGraph& g, const ModelInstance& mi, const S
   return out;
 }
 
+// Whether op `id` of g is a denoising step of the action expert that per-step batching
+// (per_step) makes a segment of its own.
+bool stepwise_op(const OpGraph& g, bool per_step, int id) {
+  const Op& op = g.op(id);
+  return per_step && op.step >= 0 && op.stage == Stage::Action;
+}
+
+// The link that joins GPU `device` to its host: where an inter-process hand-off is staged;
+// -1 when none.
+int host_link(const Scenario& s, int device) {
+  const std::string& name = s.devices[static_cast<size_t>(device)].name;
+  for (size_t l = 0; l < s.links.size(); ++l) {
+    const LinkInstance& li = s.links[l];
+    const std::string& other = li.a == name ? li.b : li.b == name ? li.a : std::string();
+    if (!other.empty() && s.devices[static_cast<size_t>(s.device_index(other))].spec.type == DeviceType::Cpu)
+      return static_cast<int>(l);
+  }
+  return -1;
+}
+
+// Sets mp.fork (op fresh_from starts the fresh steps); ConfigError at the model's v_aefusion
+// when the stale steps cannot run beside its VLM.
+void set_fork(const Plan& p, const ModelInstance& mi, int fresh_from, ModelPlan& mp) {
+  // The stale steps' segment: the one before the fresh steps' first op. It must follow the
+  // VLM's last segment directly, on another unit of the same device (no transfer between).
+  int fresh = -1;
+  for (size_t k = 0; k < mp.segments.size() && fresh < 0; ++k)
+    if (!mp.segments[k].transfer && mp.segments[k].ops.front() == fresh_from) fresh = static_cast<int>(k);
+  const int f = fresh - 1;
+  auto refuse = [&](const std::string& why) {
+    mi.v_aefusion_where.fail("V-AEFusion on model '" + mi.name + "': " + why);
+  };
+  if (mi.zone_width > 0 || !mi.zone_name.empty()) refuse("a dynamic zone changes the plan per request; use one or the other");
+  if (f < 1 || mp.segments[f].transfer || mp.segments[f - 1].transfer)
+    refuse("its action expert must run on a stream or core group of its own on the device that runs its VLM "
+           "(the stale steps start beside the VLM, reading features already there)");
+  const UnitInfo& a = p.units[mp.segments[f - 1].unit];
+  const UnitInfo& b = p.units[mp.segments[f].unit];
+  if (a.device != b.device || mp.segments[f - 1].unit == mp.segments[f].unit)
+    refuse("its action expert runs on " + b.name + " and its VLM on " + a.name +
+           ": the stale steps need a stream or core group of their own on the VLM's device");
+  for (int k = 0; k < f; ++k)
+    if (mp.segments[k].unit == mp.segments[f].unit)
+      refuse("an earlier stage runs on " + b.name + ", the unit of the stale steps");
+  mp.fork = f;
+}
+
+// Sets each segment's kind (Segment::kind), which says what segments may run as one batch.
+void set_step_kinds(bool per_step, ModelPlan& mp) {
+  const OpGraph& g = mp.graph;
+  auto stepwise = [&](int id) { return stepwise_op(g, per_step, id); };
+  for (size_t k = 0; k < mp.segments.size(); ++k) {
+    Segment& seg = mp.segments[k];
+    seg.kind = static_cast<int>(k);
+    if (seg.transfer || !stepwise(seg.ops.front())) continue;
+    // A step batches with the first earlier step of the same ops on the same unit.
+    for (size_t j = 0; j < k; ++j) {
+      const Segment& o = mp.segments[j];
+      if (o.transfer || o.unit != seg.unit || !stepwise(o.ops.front()) || o.ops.size() != seg.ops.size()) continue;
+      bool same = true;
+      for (size_t x = 0; same && x < o.ops.size(); ++x) {
+        const Op &a = g.op(o.ops[x]), &b = g.op(seg.ops[x]);
+        same = a.kind == b.kind && a.fn == b.fn && a.stage == b.stage && a.block == b.block &&
+               a.flops == b.flops && a.bytes_read == b.bytes_read && a.bytes_written == b.bytes_written;
+      }
+      if (same) {
+        seg.kind = o.kind;
+        break;
+      }
+    }
+  }
+}
+
+// Finishes mp's segments (times, resource use, run-to-run variation) and sums the plan's
+// alone time and pipeline stages (the stale steps of a fork overlapping its VLM).
+void finish_segments(const Scenario& s, const Plan& p, const CostModel& cost, ModelPlan& mp) {
+  const OpGraph& g = mp.graph;
+  int stages = 0, prev = -1;
+  for (auto& seg : mp.segments) {
+    if (!seg.transfer) {
+      finish_segment(seg, mp.graph, mp.op_costs);
+      const UnitInfo& u = p.units[seg.unit];
+      const DeviceInstance& dev = s.devices[u.device];
+      seg.variability = cost.service_variability(dev, dev.units[u.unit], g.op(seg.ops.front()).dtype);
+    }
+    mp.alone_seconds += seg.seconds;
+    if (seg.unit != prev) ++stages;
+    prev = seg.unit;
+  }
+  mp.pipeline_stages = stages;
+  if (mp.fork >= 0) {
+    // Alone, the stale steps run beside the VLM: the longer of the two, then the rest.
+    double vlm = 0;
+    for (int k = 0; k < mp.fork; ++k) vlm += mp.segments[static_cast<size_t>(k)].seconds;
+    const double stale = mp.segments[static_cast<size_t>(mp.fork)].seconds;
+    mp.alone_seconds -= std::min(vlm, stale);
+    mp.segments[static_cast<size_t>(mp.fork)].label += ".stale";
+  }
+}
+
 // The plan of model m with the given placement: graph, op units and costs, segments.
 ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, const BatchPolicy& batching, int m,
                      OpGraph graph, int cut) {
@@ -192,25 +292,11 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, co
   std::set<std::pair<int, int>> moved;  // (source op, destination device)
   // Per-step batching: every denoising step of the action expert is a segment of its own.
   const bool per_step = batching.per_step();
-  auto stepwise = [&](int id) {
-    const Op& op = g.op(id);
-    return per_step && op.step >= 0 && op.stage == Stage::Action;
-  };
+  auto stepwise = [&](int id) { return stepwise_op(g, per_step, id); };
   if (per_step && mi.v_aefusion > 0)
     mi.v_aefusion_where.fail("V-AEFusion on model '" + mi.name +
                              "' needs the action expert's steps in two segments; per-step batching (" +
                              s.batching.name + ") schedules them one by one");
-  // The device that joins a GPU to its host: where an inter-process hand-off is staged.
-  auto host_link = [&](int device) -> int {
-    const std::string& name = s.devices[static_cast<size_t>(device)].name;
-    for (size_t l = 0; l < s.links.size(); ++l) {
-      const LinkInstance& li = s.links[l];
-      const std::string& other = li.a == name ? li.b : li.b == name ? li.a : std::string();
-      if (!other.empty() && s.devices[static_cast<size_t>(s.device_index(other))].spec.type == DeviceType::Cpu)
-        return static_cast<int>(l);
-    }
-    return -1;
-  };
   auto add_transfer = [&](int li, bool h2d, double bytes, const std::string& a, const std::string& b) {
     const LinkInstance& link = s.links[static_cast<size_t>(li)];
     Segment t;
@@ -249,7 +335,7 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, co
         }
       if (handoff > 0) {
         // Separate processes: the producer's output goes to host memory and back.
-        const int li = host_link(op_device[i]);
+        const int li = host_link(s, op_device[i]);
         const std::string& gpu = s.devices[static_cast<size_t>(op_device[i])].name;
         if (s.devices[static_cast<size_t>(op_device[i])].spec.type == DeviceType::Cpu)
           mi.handoff_where.fail("model '" + mi.name + "' hands its stages' data off through the host, but " + gpu +
@@ -282,71 +368,9 @@ ModelPlan plan_model(const Scenario& s, const Plan& p, const CostModel& cost, co
     }
     mp.segments.back().ops.push_back(static_cast<int>(i));
   }
-  if (fresh_from >= 0) {
-    // The stale steps' segment: the one before the fresh steps' first op. It must follow the
-    // VLM's last segment directly, on another unit of the same device (no transfer between).
-    int fresh = -1;
-    for (size_t k = 0; k < mp.segments.size() && fresh < 0; ++k)
-      if (!mp.segments[k].transfer && mp.segments[k].ops.front() == fresh_from) fresh = static_cast<int>(k);
-    const int f = fresh - 1;
-    auto refuse = [&](const std::string& why) {
-      mi.v_aefusion_where.fail("V-AEFusion on model '" + mi.name + "': " + why);
-    };
-    if (mi.zone_width > 0 || !mi.zone_name.empty()) refuse("a dynamic zone changes the plan per request; use one or the other");
-    if (f < 1 || mp.segments[f].transfer || mp.segments[f - 1].transfer)
-      refuse("its action expert must run on a stream or core group of its own on the device that runs its VLM "
-             "(the stale steps start beside the VLM, reading features already there)");
-    const UnitInfo& a = p.units[mp.segments[f - 1].unit];
-    const UnitInfo& b = p.units[mp.segments[f].unit];
-    if (a.device != b.device || mp.segments[f - 1].unit == mp.segments[f].unit)
-      refuse("its action expert runs on " + b.name + " and its VLM on " + a.name +
-             ": the stale steps need a stream or core group of their own on the VLM's device");
-    for (int k = 0; k < f; ++k)
-      if (mp.segments[k].unit == mp.segments[f].unit)
-        refuse("an earlier stage runs on " + b.name + ", the unit of the stale steps");
-    mp.fork = f;
-  }
-  int stages = 0, prev = -1;
-  for (size_t k = 0; k < mp.segments.size(); ++k) {
-    Segment& seg = mp.segments[k];
-    seg.kind = static_cast<int>(k);
-    if (seg.transfer || !stepwise(seg.ops.front())) continue;
-    // A step batches with the first earlier step of the same ops on the same unit.
-    for (size_t j = 0; j < k; ++j) {
-      const Segment& o = mp.segments[j];
-      if (o.transfer || o.unit != seg.unit || !stepwise(o.ops.front()) || o.ops.size() != seg.ops.size()) continue;
-      bool same = true;
-      for (size_t x = 0; same && x < o.ops.size(); ++x) {
-        const Op &a = g.op(o.ops[x]), &b = g.op(seg.ops[x]);
-        same = a.kind == b.kind && a.fn == b.fn && a.stage == b.stage && a.block == b.block &&
-               a.flops == b.flops && a.bytes_read == b.bytes_read && a.bytes_written == b.bytes_written;
-      }
-      if (same) {
-        seg.kind = o.kind;
-        break;
-      }
-    }
-  }
-  for (auto& seg : mp.segments) {
-    if (!seg.transfer) {
-      finish_segment(seg, mp.graph, mp.op_costs);
-      const UnitInfo& u = p.units[seg.unit];
-      const DeviceInstance& dev = s.devices[u.device];
-      seg.variability = cost.service_variability(dev, dev.units[u.unit], g.op(seg.ops.front()).dtype);
-    }
-    mp.alone_seconds += seg.seconds;
-    if (seg.unit != prev) ++stages;
-    prev = seg.unit;
-  }
-  mp.pipeline_stages = stages;
-  if (mp.fork >= 0) {
-    // Alone, the stale steps run beside the VLM: the longer of the two, then the rest.
-    double vlm = 0;
-    for (int k = 0; k < mp.fork; ++k) vlm += mp.segments[static_cast<size_t>(k)].seconds;
-    const double stale = mp.segments[static_cast<size_t>(mp.fork)].seconds;
-    mp.alone_seconds -= std::min(vlm, stale);
-    mp.segments[static_cast<size_t>(mp.fork)].label += ".stale";
-  }
+  if (fresh_from >= 0) set_fork(p, mi, fresh_from, mp);
+  set_step_kinds(per_step, mp);
+  finish_segments(s, p, cost, mp);
   return mp;
 }
 
