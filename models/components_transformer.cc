@@ -298,6 +298,40 @@ std::pair<int64_t, int64_t> dp_cache_deep_blocks(Ctx& c, const ConfigNode& n, co
   return {first, end};
 }
 
+// The expert's input at one denoising step, the suffix of `B` samples of `T` = `H` + `st` tokens:
+// the state token (when `st` > 0), then the action tokens of `prev` conditioned on the time,
+// through an MLP over both (concat_mlp) or, when `ada`, by the time MLP's output `*cond` (adaRMS).
+int expert_suffix(Ctx& c, const Site& s, int64_t B, int64_t H, int64_t T, int64_t w, int64_t st,
+                  int64_t state_dim, int64_t action_dim, int prev, bool ada, int* cond) {
+  std::vector<Dep> parts;
+  // pi0 embed_suffix: the state token comes first, then the action tokens (the suffix
+  // concatenation stacks its parts in op order, per sample).
+  if (st > 0)
+    parts.push_back(c.gemm(s, "state_proj", OpFn::Linear, B * st, w, state_dim,
+                           Epilogue{.bias = true}, {}));
+  const int ain = c.gemm(s, "action_in", OpFn::Linear, B * H, w, action_dim,
+                         Epilogue{.bias = true}, {prev});
+  if (ada) {
+    const int t1 = c.gemm(s, "time_mlp_in", OpFn::Linear, B, w, w,
+                          Epilogue{.bias = true, .act = Activation::Silu}, {});
+    *cond = c.gemm(s, "time_mlp_out", OpFn::Linear, B, w, w,
+                   Epilogue{.bias = true, .act = Activation::Silu}, {t1});
+    parts.push_back(ain);
+  } else {
+    // pi0: MLP over concat[action embedding, sinusoidal time embedding repeated over the
+    // chunk] (pi0.py embed_suffix): the time embedding is an input tensor (no parameters,
+    // no FLOPs counted), the concatenation a copy into one [B H, 2 w] buffer.
+    const int temb = c.eltwise(s, "time_embed", OpFn::Copy, B * H, w, 0, 0, {});
+    c.g.op(temb).const_rows = true;  // one time value per step, the same for every token
+    const int cat = c.concat(s, "action_time", B * H, 2 * w, {ain, temb});
+    const int t1 = c.gemm(s, "time_mlp_in", OpFn::Linear, B * H, w, 2 * w,
+                          Epilogue{.bias = true, .act = Activation::Silu}, {cat});
+    parts.push_back(c.gemm(s, "time_mlp_out", OpFn::Linear, B * H, w, w,
+                           Epilogue{.bias = true}, {t1}));
+  }
+  return c.concat(s, "suffix", B * T, w, parts);
+}
+
 }  // namespace
 
 void build_expert(Ctx& c, const ConfigNode& n, const std::string& name, Stage stage) {
@@ -339,34 +373,8 @@ void build_expert(Ctx& c, const ConfigNode& n, const std::string& name, Stage st
     // A full step in the window whose next step is cached keeps the deep blocks' change.
     const bool keeps = dc.on() && !cached && dc.cached(step + 1);
     int deep_in = -1;
-    std::vector<Dep> parts;
-    // pi0 embed_suffix: the state token comes first, then the action tokens (the suffix
-    // concatenation stacks its parts in op order, per sample).
-    if (st > 0)
-      parts.push_back(c.gemm(s, "state_proj", OpFn::Linear, B * st, w, state_dim,
-                             Epilogue{.bias = true}, {}));
-    const int ain = c.gemm(s, "action_in", OpFn::Linear, B * H, w, action_dim,
-                           Epilogue{.bias = true}, {prev});
     int cond = -1;
-    if (ada) {
-      const int t1 = c.gemm(s, "time_mlp_in", OpFn::Linear, B, w, w,
-                            Epilogue{.bias = true, .act = Activation::Silu}, {});
-      cond = c.gemm(s, "time_mlp_out", OpFn::Linear, B, w, w,
-                    Epilogue{.bias = true, .act = Activation::Silu}, {t1});
-      parts.push_back(ain);
-    } else {
-      // pi0: MLP over concat[action embedding, sinusoidal time embedding repeated over the
-      // chunk] (pi0.py embed_suffix): the time embedding is an input tensor (no parameters,
-      // no FLOPs counted), the concatenation a copy into one [B H, 2 w] buffer.
-      const int temb = c.eltwise(s, "time_embed", OpFn::Copy, B * H, w, 0, 0, {});
-      c.g.op(temb).const_rows = true;  // one time value per step, the same for every token
-      const int cat = c.concat(s, "action_time", B * H, 2 * w, {ain, temb});
-      const int t1 = c.gemm(s, "time_mlp_in", OpFn::Linear, B * H, w, 2 * w,
-                            Epilogue{.bias = true, .act = Activation::Silu}, {cat});
-      parts.push_back(c.gemm(s, "time_mlp_out", OpFn::Linear, B * H, w, w,
-                             Epilogue{.bias = true}, {t1}));
-    }
-    int x = c.concat(s, "suffix", B * T, w, parts);
+    int x = expert_suffix(c, s, B, H, T, w, st, state_dim, action_dim, prev, ada, &cond);
     for (int64_t l = 0; l < depth; ++l) {
       s.block = int(l);
       if (l == deep_first && (cached || keeps)) deep_in = x;

@@ -41,6 +41,73 @@ YAML::Node flow_list(const std::vector<std::string>& items) {
   return n;
 }
 
+// One entry of hardware.devices as the scenario file writes it.
+YAML::Node builder_device_node(const build::Device& d) {
+  YAML::Node n;
+  n["name"] = d.name;
+  n["catalog"] = d.catalog;
+  set_if(n, "count", d.count);
+  set_if(n, "isa", d.isa);
+  set_if(n, "graph_capture", d.graph_capture);
+  set_if(n, "reserved_gb", d.reserved_gb);
+  if (!d.streams.empty()) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const auto& s : d.streams) {
+      YAML::Node u;
+      u["name"] = s.name;
+      set_if(u, "sms", s.sms);
+      set_if(u, "sm_fraction", s.sm_fraction);
+      list.push_back(u);
+    }
+    n["streams"] = list;
+  }
+  if (!d.core_groups.empty()) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const auto& g : d.core_groups) {
+      YAML::Node u;
+      u["name"] = g.name;
+      u["cores"] = g.cores;
+      set_if(u, "node", g.node);
+      list.push_back(u);
+    }
+    n["core_groups"] = list;
+  }
+  return n;
+}
+
+// One entry of models as the scenario file writes it; `where` (models[i]) names its keys in errors.
+YAML::Node builder_model_node(const build::Model& m, const std::string& file, const std::string& where) {
+  YAML::Node n;
+  set_if(n, "name", m.name);
+  n["card"] = m.card;
+  set_if(n, "views", m.views);
+  set_if(n, "prompt", m.prompt);
+  set_if(n, "chunk", m.chunk);
+  set_if(n, "steps", m.steps);
+  set_if(n, "batch", m.batch);
+  set_if(n, "dtype", m.dtype);
+  if (!m.placement.empty()) {
+    YAML::Node rules(YAML::NodeType::Sequence);
+    for (const auto& p : m.placement) {
+      YAML::Node r;
+      r["stages"] = flow_list(p.stages);
+      if (p.blocks) {
+        YAML::Node b(YAML::NodeType::Sequence);
+        b.push_back(p.blocks->first);
+        b.push_back(p.blocks->second);
+        r["blocks"] = b;
+      }
+      r["device"] = p.device;
+      rules.push_back(r);
+    }
+    n["placement"] = rules;
+  }
+  if (!m.partition.name.empty()) n["partition"] = part_node(m.partition, file, where + ".partition");
+  if (!m.dynamic_zone.name.empty())
+    n["dynamic_zone"] = part_node(m.dynamic_zone, file, where + ".dynamic_zone");
+  return n;
+}
+
 }  // namespace
 
 ScenarioBuilder& ScenarioBuilder::description(std::string text) {
@@ -98,38 +165,7 @@ YAML::Node ScenarioBuilder::document() const {
 
   YAML::Node hw(YAML::NodeType::Map);
   YAML::Node devices(YAML::NodeType::Sequence);
-  for (const auto& d : devices_) {
-    YAML::Node n;
-    n["name"] = d.name;
-    n["catalog"] = d.catalog;
-    set_if(n, "count", d.count);
-    set_if(n, "isa", d.isa);
-    set_if(n, "graph_capture", d.graph_capture);
-    set_if(n, "reserved_gb", d.reserved_gb);
-    if (!d.streams.empty()) {
-      YAML::Node list(YAML::NodeType::Sequence);
-      for (const auto& s : d.streams) {
-        YAML::Node u;
-        u["name"] = s.name;
-        set_if(u, "sms", s.sms);
-        set_if(u, "sm_fraction", s.sm_fraction);
-        list.push_back(u);
-      }
-      n["streams"] = list;
-    }
-    if (!d.core_groups.empty()) {
-      YAML::Node list(YAML::NodeType::Sequence);
-      for (const auto& g : d.core_groups) {
-        YAML::Node u;
-        u["name"] = g.name;
-        u["cores"] = g.cores;
-        set_if(u, "node", g.node);
-        list.push_back(u);
-      }
-      n["core_groups"] = list;
-    }
-    devices.push_back(n);
-  }
+  for (const auto& d : devices_) devices.push_back(builder_device_node(d));
   hw["devices"] = devices;
   if (!links_.empty()) {
     YAML::Node links(YAML::NodeType::Sequence);
@@ -147,37 +183,7 @@ YAML::Node ScenarioBuilder::document() const {
 
   YAML::Node models(YAML::NodeType::Sequence);
   for (size_t i = 0; i < models_.size(); ++i) {
-    const build::Model& m = models_[i];
-    const std::string where = "models[" + std::to_string(i) + "]";
-    YAML::Node n;
-    set_if(n, "name", m.name);
-    n["card"] = m.card;
-    set_if(n, "views", m.views);
-    set_if(n, "prompt", m.prompt);
-    set_if(n, "chunk", m.chunk);
-    set_if(n, "steps", m.steps);
-    set_if(n, "batch", m.batch);
-    set_if(n, "dtype", m.dtype);
-    if (!m.placement.empty()) {
-      YAML::Node rules(YAML::NodeType::Sequence);
-      for (const auto& p : m.placement) {
-        YAML::Node r;
-        r["stages"] = flow_list(p.stages);
-        if (p.blocks) {
-          YAML::Node b(YAML::NodeType::Sequence);
-          b.push_back(p.blocks->first);
-          b.push_back(p.blocks->second);
-          r["blocks"] = b;
-        }
-        r["device"] = p.device;
-        rules.push_back(r);
-      }
-      n["placement"] = rules;
-    }
-    if (!m.partition.name.empty()) n["partition"] = part_node(m.partition, file, where + ".partition");
-    if (!m.dynamic_zone.name.empty())
-      n["dynamic_zone"] = part_node(m.dynamic_zone, file, where + ".dynamic_zone");
-    models.push_back(n);
+    models.push_back(builder_model_node(models_[i], file, "models[" + std::to_string(i) + "]"));
   }
   root["models"] = models;
 

@@ -170,7 +170,24 @@ LockstepDecl parse_lockstep(const ConfigNode& n, const DeviceInstance& d) {
   return l;
 }
 
-PolicyDecl parse_policy(const ConfigNode& pol, const std::string& key, const std::string& fallback);
+PolicyDecl parse_policy(const ConfigNode& pol, const std::string& key, const std::string& fallback) {
+  PolicyDecl d;
+  ConfigNode n = pol.defined() ? pol.optional(key) : ConfigNode();
+  d.where = n.defined() ? n : pol;
+  if (!n.defined()) {
+    d.name = fallback;
+    return d;
+  }
+  if (n.is_scalar()) {
+    d.name = n.as_string();
+    return d;
+  }
+  n.check_keys({"name", "params"});
+  d.name = n.required("name").as_string();
+  d.where = n.required("name");
+  d.params = Params(n.optional("params"));
+  return d;
+}
 
 // A link's `profile: FILE` and `entry: NAME` (a network profile, sim/measured/gpu_network.h, as `vlasim
 // import vidur-network` writes it): the entry's measured latency and bandwidth replace the
@@ -456,23 +473,221 @@ void parse_placement(const ConfigNode& pn, const Scenario& s, ModelInstance& mi)
   }
 }
 
-PolicyDecl parse_policy(const ConfigNode& pol, const std::string& key, const std::string& fallback) {
-  PolicyDecl d;
-  ConfigNode n = pol.defined() ? pol.optional(key) : ConfigNode();
-  d.where = n.defined() ? n : pol;
-  if (!n.defined()) {
-    d.name = fallback;
-    return d;
+// One entry of models: its card, shape and options; a name already in `model_names` is refused.
+ModelInstance parse_model_instance(const ConfigNode& m, const std::string& cards_dir, const Scenario& s,
+                                   std::set<std::string>& model_names) {
+  m.check_keys({"name", "card", "views", "prompt", "chunk", "steps", "batch", "dtype",
+                "placement", "partition", "dynamic_zone", "dp_cache", "passes", "v_aefusion", "handoff"});
+  ModelInstance mi;
+  mi.where = m;
+  mi.card = find_card(cards_dir, m.required("card").as_string(), m.required("card"));
+  mi.name = m.get_string("name", mi.card.name);
+  check_name(m, mi.name);
+  if (!model_names.insert(mi.name).second)
+    m.fail("duplicate model instance '" + mi.name + "'; give each a distinct name");
+  mi.shape = parse_shape(m, mi.card);
+  if (m.has("dp_cache")) mi.shape.dp_cache = parse_dp_cache(m.required("dp_cache"), mi.shape.steps, mi.card);
+  if (m.has("passes")) mi.shape.passes = parse_passes(m.required("passes"), mi.card, mi.shape);
+  if (m.has("v_aefusion")) {
+    const ConfigNode v = m.required("v_aefusion");
+    if (!v.is_map()) v.fail("expected {stale_steps: K}: the first K denoising steps run on the previous frame's features");
+    v.check_keys({"stale_steps"});
+    mi.v_aefusion_where = v;
+    mi.v_aefusion = static_cast<int>(v.get_count("stale_steps", 0, 1, 1000000));
+    if (!v.has("stale_steps")) v.required("stale_steps");
+    if (mi.v_aefusion >= mi.shape.steps)
+      v.required("stale_steps").fail("stale_steps " + std::to_string(mi.v_aefusion) + " leaves no fresh step of the " +
+                                     std::to_string(mi.shape.steps) + " the model runs; give fewer");
   }
-  if (n.is_scalar()) {
-    d.name = n.as_string();
-    return d;
+  if (m.has("handoff")) {
+    mi.handoff_where = m.required("handoff");
+    const std::string h = mi.handoff_where.as_string();
+    if (h != "host" && h != "device")
+      mi.handoff_where.fail("unknown handoff '" + h + "'; valid values are: device (stages share the GPU's memory), "
+                            "host (separate processes: data between stages goes through host memory)");
+    mi.handoff_host = h == "host";
   }
-  n.check_keys({"name", "params"});
-  d.name = n.required("name").as_string();
-  d.where = n.required("name");
-  d.params = Params(n.optional("params"));
-  return d;
+  mi.dtype_where = m.has("dtype") ? m.required("dtype") : m;
+  mi.dtype_auto = mi.dtype_pending = m.has("dtype") && m.required("dtype").as_string() == "auto";
+  if (m.has("placement") && m.has("partition"))
+    m.fail("give either placement or partition, not both");
+  parse_placement(m.optional("placement"), s, mi);
+  if (m.has("partition")) {
+    PolicyDecl d = parse_policy(m, "partition", "");
+    mi.partition = partition_policies().make(d.name, d.params, d.where);
+    mi.partition_where = m.required("partition");
+    // Check the devices it names now, where the error can point at them.
+    for (const char* key : {"first", "second"}) {
+      ConfigNode dn = d.params.node().required(key);
+      std::string dev, unit;
+      resolve_device_ref(s, dn.as_string(), dn, &dev, &unit);
+    }
+  }
+  if (m.has("dynamic_zone")) {
+    if (!mi.partition) m.required("dynamic_zone").fail("a dynamic zone moves blocks around a partition's cut; give partition too");
+    PolicyDecl z = parse_policy(m, "dynamic_zone", "");
+    zone_policies().make(z.name, z.params, z.where);  // validates name and parameters
+    mi.zone_name = z.name;
+    mi.zone_params = z.params;
+    mi.zone_where = z.where;
+    mi.zone_width = static_cast<int>(z.params.get_int("width", 2));
+    if (mi.zone_width < 1 || mi.zone_width > 64)
+      z.params.node().required("width").fail("must be between 1 and 64");
+  }
+  return mi;
+}
+
+// The controller: a placement problem file (relative to the scenario's), its interval and strategy.
+void parse_controller(const ConfigNode& c, Scenario& s) {
+  if (!c.is_map()) c.fail("expected {problem: FILE, interval_s: 1, strategy: ilp}");
+  c.check_keys({"problem", "interval_s", "strategy"});
+  s.controller.where = c;
+  const ConfigNode pn = c.required("problem");
+  fs::path problem(pn.as_string());
+  if (problem.is_relative() && !s.file.empty()) problem = fs::path(s.file).parent_path() / problem;
+  std::error_code ec;  // a name too long or unreadable is "not found" too, not an exception
+  if (!fs::is_regular_file(problem, ec))
+    pn.fail("placement problem '" + pn.as_string() + "' not found (looked at " + problem.string() + ")");
+  s.controller.problem = problem.string();
+  s.controller.interval_s = c.get_positive("interval_s", 1);
+  // The floor keeps the interval's index (now / interval_s) exact in a long long up to the
+  // simulator's time limit, and a placement solve per interval within reason (issue 28).
+  if (s.controller.interval_s < 1e-3)
+    c.required("interval_s").fail("interval_s must be at least 0.001 s (1 ms)");
+  if (s.controller.interval_s > 3600) c.required("interval_s").fail("interval_s must be at most 3600 s");
+  s.controller.strategy = c.get_string("strategy", "ilp");
+  if (s.controller.strategy != "ilp" && s.controller.strategy != "even" && s.controller.strategy != "dedicated")
+    c.required("strategy").fail("unknown strategy '" + s.controller.strategy + "'; valid are: ilp, even, dedicated");
+}
+
+// Sets sd.model to the instance a workload entry names, or to a controller group's (sd.group), or fails.
+void resolve_stream_model(const ConfigNode& w, const std::string& mname, const Scenario& s,
+                          const std::vector<std::string>& mnames, StreamDecl& sd) {
+  sd.model = -1;
+  for (size_t i = 0; i < s.models.size(); ++i)
+    if (s.models[i].name == mname) sd.model = static_cast<int>(i);
+  if (sd.model < 0 && s.controller.on()) {  // a group: its instances are MODEL-DEVICE
+    for (size_t i = 0; i < s.models.size() && sd.model < 0; ++i)
+      for (const DeviceInstance& d : s.devices)
+        if (s.models[i].name == instance_name(mname, d.name)) sd.model = static_cast<int>(i);
+    if (sd.model >= 0) sd.group = mname;
+    if (sd.model >= 0 && w.has("stages"))
+      w.required("stages").fail("a workload the controller routes runs whole requests; stage streams of a group "
+                                "would be routed apart from their VLM's");
+  }
+  if (sd.model < 0)
+    w.required("model").fail("unknown model '" + mname + "'; valid names are: " + join_names(mnames) +
+                             (s.controller.on() ? " (or a group: the instances MODEL-GPU the controller routes to)" : ""));
+}
+
+// One workload entry, appended to s.streams `count` times (named NAME0, NAME1, ... when count > 1).
+void parse_workload_stream(const ConfigNode& w, const std::vector<std::string>& mnames, Scenario& s) {
+  w.check_keys({"name", "model", "rate_hz", "load", "jitter_ms", "deadline_ms", "start_s",
+                "duration_s", "count", "arrival", "control", "stages"});
+  StreamDecl sd;
+  sd.where = w;
+  std::string mname = w.required("model").as_string();
+  resolve_stream_model(w, mname, s, mnames, sd);
+  if (w.has("control")) {
+    sd.control = parse_control(w.required("control"), s.models[static_cast<size_t>(sd.model)]);
+    if (w.has("rate_hz") || w.has("load"))
+      w.required(w.has("rate_hz") ? "rate_hz" : "load")
+          .fail("a control stream asks for a chunk every control.execute actions: its rate is control.hz / "
+                "control.execute; drop this key");
+    sd.rate_hz = sd.control.hz / sd.control.execute;
+  } else if (w.has("rate_hz") == w.has("load")) {
+    w.fail("give exactly one of rate_hz (requests per second) or load (a fraction of the model's "
+           "alone throughput on its planned units), or control");
+  }
+  if (w.has("load") && !w.has("control")) {
+    sd.load = w.get_positive("load");
+    if (sd.load > 100) w.required("load").fail("a load of at most 100 times the alone throughput");
+    sd.rate_pending = true;
+  } else if (!w.has("control")) {
+    sd.rate_hz = w.get_positive("rate_hz");
+  }
+  sd.jitter_s = w.get_nonneg("jitter_ms", 0) * 1e-3;
+  if (sd.jitter_s * sd.rate_hz >= 0.5)
+    w.required("jitter_ms").fail("jitter must be under half the period");
+  sd.deadline_s = w.get_nonneg("deadline_ms", 0) * 1e-3;
+  sd.start_s = w.get_nonneg("start_s", 0);
+  sd.duration_s = w.get_positive("duration_s");
+  if (sd.start_s + sd.duration_s > kMaxSimulatedSeconds)
+    w.required("duration_s").fail("start_s + duration_s is " + fmt_seconds(sd.start_s + sd.duration_s) +
+                                  "; a scenario may span at most " + fmt_seconds(kMaxSimulatedSeconds));
+  if (!sd.rate_pending && sd.duration_s * sd.rate_hz < 1)
+    w.required("duration_s").fail(fmt_seconds(sd.duration_s) + " is shorter than one period of rate_hz " +
+                                  fmt_number(sd.rate_hz) + ": the stream would issue no request");
+  if (w.has("stages")) {
+    const ConfigNode st = w.required("stages");
+    if (!st.is_sequence()) st.fail("expected a list of stages, e.g. [vision, prefix]");
+    for (const ConfigNode& i : st.items()) {
+      Stage stage;
+      if (!parse_stage(i.as_string(), &stage))
+        i.fail("unknown stage '" + i.as_string() + "'; valid are: vision, prefix, action, decode, head");
+      sd.stages |= static_cast<uint8_t>(1u << static_cast<int>(stage));
+    }
+    if (sd.stages == 0) st.fail("an empty list runs nothing; leave the key out to run every stage");
+  }
+  sd.arrival = w.get_string("arrival", "periodic");
+  if (!workloads().find(sd.arrival))
+    w.required("arrival").fail("unknown workload '" + sd.arrival + "'; valid names are: " +
+                               join_names(workloads().names()));
+  long long count = w.get_count("count", 1, 1, kMaxStreams);
+  if (static_cast<long long>(s.streams.size()) + count > kMaxStreams)
+    w.required("count").fail("the workload would have " +
+                             std::to_string(static_cast<long long>(s.streams.size()) + count) +
+                             " streams; a scenario has at most " + std::to_string(kMaxStreams));
+  std::string base = w.get_string("name", mname);
+  for (long long i = 0; i < count; ++i) {
+    StreamDecl c = sd;
+    c.name = count > 1 ? base + std::to_string(i) : base;
+    s.streams.push_back(c);
+  }
+}
+
+// The background section: loads that take a share (at most 0.95) of a device's compute and/or memory.
+void parse_background(const ConfigNode& root, Scenario& s) {
+  ConfigNode bg = root.optional("background");
+  if (!bg.defined()) return;
+  for (auto& b : bg.items()) {
+    b.check_keys({"device", "compute", "memory", "start_s", "end_s"});
+    BackgroundLoad l;
+    l.where = b;
+    resolve_device_ref(s, b.required("device").as_string(), b.required("device"), &l.device, &l.unit);
+    auto share = [&](const char* key) {
+      double v = b.get_nonneg(key, 0);
+      if (v > 0.95) b.required(key).fail("a background load takes at most 0.95 of a resource");
+      return v;
+    };
+    l.compute = share("compute");
+    l.memory = share("memory");
+    if (l.compute == 0 && l.memory == 0) b.fail("give compute and/or memory (fractions of the resource)");
+    l.start_s = b.get_nonneg("start_s", 0);
+    l.end_s = b.get_positive("end_s", 1e300);
+    if (l.end_s <= l.start_s) b.required("end_s").fail("must be after start_s");
+    s.background.push_back(l);
+  }
+}
+
+// The policies section, each validated now; a unit given no batch takes the batching policy's default.
+void parse_policies(const ConfigNode& root, Scenario& s) {
+  ConfigNode pol = root.optional("policies");
+  if (pol.defined()) pol.check_keys({"queue", "pipeline", "cost_model", "batching"});
+  s.queue = parse_policy(pol, "queue", "fifo");
+  s.pipeline = parse_policy(pol, "pipeline", "serial");
+  s.cost_model = parse_policy(pol, "cost_model", "roofline");
+  s.batching = parse_policy(pol, "batching", "dynamic");
+  // Validate the policy names and parameters now, where the error can point at the file.
+  queue_policies().make(s.queue.name, s.queue.params, s.queue.where);
+  pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
+  const int batch = batch_policies().make(s.batching.name, s.batching.params, s.batching.where)->default_size();
+  for (DeviceInstance& d : s.devices)
+    for (UnitDecl& u : d.units)
+      if (!u.batch_given) {
+        u.batch = batch;
+        if (batch > 1) u.batch_where = s.batching.where;
+      }
 }
 
 }  // namespace
@@ -499,170 +714,12 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   parse_hardware(root.required("hardware"), catalog, s);
 
   std::set<std::string> model_names;
-  for (auto& m : root.required("models").items()) {
-    m.check_keys({"name", "card", "views", "prompt", "chunk", "steps", "batch", "dtype",
-                  "placement", "partition", "dynamic_zone", "dp_cache", "passes", "v_aefusion", "handoff"});
-    ModelInstance mi;
-    mi.where = m;
-    mi.card = find_card(cards_dir, m.required("card").as_string(), m.required("card"));
-    mi.name = m.get_string("name", mi.card.name);
-    check_name(m, mi.name);
-    if (!model_names.insert(mi.name).second)
-      m.fail("duplicate model instance '" + mi.name + "'; give each a distinct name");
-    mi.shape = parse_shape(m, mi.card);
-    if (m.has("dp_cache")) mi.shape.dp_cache = parse_dp_cache(m.required("dp_cache"), mi.shape.steps, mi.card);
-    if (m.has("passes")) mi.shape.passes = parse_passes(m.required("passes"), mi.card, mi.shape);
-    if (m.has("v_aefusion")) {
-      const ConfigNode v = m.required("v_aefusion");
-      if (!v.is_map()) v.fail("expected {stale_steps: K}: the first K denoising steps run on the previous frame's features");
-      v.check_keys({"stale_steps"});
-      mi.v_aefusion_where = v;
-      mi.v_aefusion = static_cast<int>(v.get_count("stale_steps", 0, 1, 1000000));
-      if (!v.has("stale_steps")) v.required("stale_steps");
-      if (mi.v_aefusion >= mi.shape.steps)
-        v.required("stale_steps").fail("stale_steps " + std::to_string(mi.v_aefusion) + " leaves no fresh step of the " +
-                                       std::to_string(mi.shape.steps) + " the model runs; give fewer");
-    }
-    if (m.has("handoff")) {
-      mi.handoff_where = m.required("handoff");
-      const std::string h = mi.handoff_where.as_string();
-      if (h != "host" && h != "device")
-        mi.handoff_where.fail("unknown handoff '" + h + "'; valid values are: device (stages share the GPU's memory), "
-                              "host (separate processes: data between stages goes through host memory)");
-      mi.handoff_host = h == "host";
-    }
-    mi.dtype_where = m.has("dtype") ? m.required("dtype") : m;
-    mi.dtype_auto = mi.dtype_pending = m.has("dtype") && m.required("dtype").as_string() == "auto";
-    if (m.has("placement") && m.has("partition"))
-      m.fail("give either placement or partition, not both");
-    parse_placement(m.optional("placement"), s, mi);
-    if (m.has("partition")) {
-      PolicyDecl d = parse_policy(m, "partition", "");
-      mi.partition = partition_policies().make(d.name, d.params, d.where);
-      mi.partition_where = m.required("partition");
-      // Check the devices it names now, where the error can point at them.
-      for (const char* key : {"first", "second"}) {
-        ConfigNode dn = d.params.node().required(key);
-        std::string dev, unit;
-        resolve_device_ref(s, dn.as_string(), dn, &dev, &unit);
-      }
-    }
-    if (m.has("dynamic_zone")) {
-      if (!mi.partition) m.required("dynamic_zone").fail("a dynamic zone moves blocks around a partition's cut; give partition too");
-      PolicyDecl z = parse_policy(m, "dynamic_zone", "");
-      zone_policies().make(z.name, z.params, z.where);  // validates name and parameters
-      mi.zone_name = z.name;
-      mi.zone_params = z.params;
-      mi.zone_where = z.where;
-      mi.zone_width = static_cast<int>(z.params.get_int("width", 2));
-      if (mi.zone_width < 1 || mi.zone_width > 64)
-        z.params.node().required("width").fail("must be between 1 and 64");
-    }
-    s.models.push_back(std::move(mi));
-  }
+  for (auto& m : root.required("models").items())
+    s.models.push_back(parse_model_instance(m, cards_dir, s, model_names));
   if (s.models.empty()) root.required("models").fail("at least one model is needed");
-
   std::vector<std::string> mnames(model_names.begin(), model_names.end());
-  if (root.has("controller")) {
-    const ConfigNode c = root.required("controller");
-    if (!c.is_map()) c.fail("expected {problem: FILE, interval_s: 1, strategy: ilp}");
-    c.check_keys({"problem", "interval_s", "strategy"});
-    s.controller.where = c;
-    const ConfigNode pn = c.required("problem");
-    fs::path problem(pn.as_string());
-    if (problem.is_relative() && !s.file.empty()) problem = fs::path(s.file).parent_path() / problem;
-    std::error_code ec;  // a name too long or unreadable is "not found" too, not an exception
-    if (!fs::is_regular_file(problem, ec))
-      pn.fail("placement problem '" + pn.as_string() + "' not found (looked at " + problem.string() + ")");
-    s.controller.problem = problem.string();
-    s.controller.interval_s = c.get_positive("interval_s", 1);
-    // The floor keeps the interval's index (now / interval_s) exact in a long long up to the
-    // simulator's time limit, and a placement solve per interval within reason (issue 28).
-    if (s.controller.interval_s < 1e-3)
-      c.required("interval_s").fail("interval_s must be at least 0.001 s (1 ms)");
-    if (s.controller.interval_s > 3600) c.required("interval_s").fail("interval_s must be at most 3600 s");
-    s.controller.strategy = c.get_string("strategy", "ilp");
-    if (s.controller.strategy != "ilp" && s.controller.strategy != "even" && s.controller.strategy != "dedicated")
-      c.required("strategy").fail("unknown strategy '" + s.controller.strategy + "'; valid are: ilp, even, dedicated");
-  }
-  for (auto& w : root.required("workload").items()) {
-    w.check_keys({"name", "model", "rate_hz", "load", "jitter_ms", "deadline_ms", "start_s",
-                  "duration_s", "count", "arrival", "control", "stages"});
-    StreamDecl sd;
-    sd.where = w;
-    std::string mname = w.required("model").as_string();
-    sd.model = -1;
-    for (size_t i = 0; i < s.models.size(); ++i)
-      if (s.models[i].name == mname) sd.model = static_cast<int>(i);
-    if (sd.model < 0 && s.controller.on()) {  // a group: its instances are MODEL-DEVICE
-      for (size_t i = 0; i < s.models.size() && sd.model < 0; ++i)
-        for (const DeviceInstance& d : s.devices)
-          if (s.models[i].name == instance_name(mname, d.name)) sd.model = static_cast<int>(i);
-      if (sd.model >= 0) sd.group = mname;
-      if (sd.model >= 0 && w.has("stages"))
-        w.required("stages").fail("a workload the controller routes runs whole requests; stage streams of a group "
-                                  "would be routed apart from their VLM's");
-    }
-    if (sd.model < 0)
-      w.required("model").fail("unknown model '" + mname + "'; valid names are: " + join_names(mnames) +
-                               (s.controller.on() ? " (or a group: the instances MODEL-GPU the controller routes to)" : ""));
-    if (w.has("control")) {
-      sd.control = parse_control(w.required("control"), s.models[static_cast<size_t>(sd.model)]);
-      if (w.has("rate_hz") || w.has("load"))
-        w.required(w.has("rate_hz") ? "rate_hz" : "load")
-            .fail("a control stream asks for a chunk every control.execute actions: its rate is control.hz / "
-                  "control.execute; drop this key");
-      sd.rate_hz = sd.control.hz / sd.control.execute;
-    } else if (w.has("rate_hz") == w.has("load")) {
-      w.fail("give exactly one of rate_hz (requests per second) or load (a fraction of the model's "
-             "alone throughput on its planned units), or control");
-    }
-    if (w.has("load") && !w.has("control")) {
-      sd.load = w.get_positive("load");
-      if (sd.load > 100) w.required("load").fail("a load of at most 100 times the alone throughput");
-      sd.rate_pending = true;
-    } else if (!w.has("control")) {
-      sd.rate_hz = w.get_positive("rate_hz");
-    }
-    sd.jitter_s = w.get_nonneg("jitter_ms", 0) * 1e-3;
-    if (sd.jitter_s * sd.rate_hz >= 0.5)
-      w.required("jitter_ms").fail("jitter must be under half the period");
-    sd.deadline_s = w.get_nonneg("deadline_ms", 0) * 1e-3;
-    sd.start_s = w.get_nonneg("start_s", 0);
-    sd.duration_s = w.get_positive("duration_s");
-    if (sd.start_s + sd.duration_s > kMaxSimulatedSeconds)
-      w.required("duration_s").fail("start_s + duration_s is " + fmt_seconds(sd.start_s + sd.duration_s) +
-                                    "; a scenario may span at most " + fmt_seconds(kMaxSimulatedSeconds));
-    if (!sd.rate_pending && sd.duration_s * sd.rate_hz < 1)
-      w.required("duration_s").fail(fmt_seconds(sd.duration_s) + " is shorter than one period of rate_hz " +
-                                    fmt_number(sd.rate_hz) + ": the stream would issue no request");
-    if (w.has("stages")) {
-      const ConfigNode st = w.required("stages");
-      if (!st.is_sequence()) st.fail("expected a list of stages, e.g. [vision, prefix]");
-      for (const ConfigNode& i : st.items()) {
-        Stage stage;
-        if (!parse_stage(i.as_string(), &stage))
-          i.fail("unknown stage '" + i.as_string() + "'; valid are: vision, prefix, action, decode, head");
-        sd.stages |= static_cast<uint8_t>(1u << static_cast<int>(stage));
-      }
-      if (sd.stages == 0) st.fail("an empty list runs nothing; leave the key out to run every stage");
-    }
-    sd.arrival = w.get_string("arrival", "periodic");
-    if (!workloads().find(sd.arrival))
-      w.required("arrival").fail("unknown workload '" + sd.arrival + "'; valid names are: " +
-                                 join_names(workloads().names()));
-    long long count = w.get_count("count", 1, 1, kMaxStreams);
-    if (static_cast<long long>(s.streams.size()) + count > kMaxStreams)
-      w.required("count").fail("the workload would have " +
-                               std::to_string(static_cast<long long>(s.streams.size()) + count) +
-                               " streams; a scenario has at most " + std::to_string(kMaxStreams));
-    std::string base = w.get_string("name", mname);
-    for (long long i = 0; i < count; ++i) {
-      StreamDecl c = sd;
-      c.name = count > 1 ? base + std::to_string(i) : base;
-      s.streams.push_back(c);
-    }
-  }
+  if (root.has("controller")) parse_controller(root.required("controller"), s);
+  for (auto& w : root.required("workload").items()) parse_workload_stream(w, mnames, s);
   if (s.streams.empty()) root.required("workload").fail("at least one stream is needed");
   if (s.arrivals_end() + s.drain_s > kMaxSimulatedSeconds)
     (root.has("drain_s") ? root.required("drain_s") : root.required("workload"))
@@ -681,43 +738,8 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
           ": arrivals would fall on the same tick; lower the rate");
     }
 
-  ConfigNode bg = root.optional("background");
-  if (bg.defined())
-    for (auto& b : bg.items()) {
-      b.check_keys({"device", "compute", "memory", "start_s", "end_s"});
-      BackgroundLoad l;
-      l.where = b;
-      resolve_device_ref(s, b.required("device").as_string(), b.required("device"), &l.device, &l.unit);
-      auto share = [&](const char* key) {
-        double v = b.get_nonneg(key, 0);
-        if (v > 0.95) b.required(key).fail("a background load takes at most 0.95 of a resource");
-        return v;
-      };
-      l.compute = share("compute");
-      l.memory = share("memory");
-      if (l.compute == 0 && l.memory == 0) b.fail("give compute and/or memory (fractions of the resource)");
-      l.start_s = b.get_nonneg("start_s", 0);
-      l.end_s = b.get_positive("end_s", 1e300);
-      if (l.end_s <= l.start_s) b.required("end_s").fail("must be after start_s");
-      s.background.push_back(l);
-    }
-
-  ConfigNode pol = root.optional("policies");
-  if (pol.defined()) pol.check_keys({"queue", "pipeline", "cost_model", "batching"});
-  s.queue = parse_policy(pol, "queue", "fifo");
-  s.pipeline = parse_policy(pol, "pipeline", "serial");
-  s.cost_model = parse_policy(pol, "cost_model", "roofline");
-  s.batching = parse_policy(pol, "batching", "dynamic");
-  // Validate the policy names and parameters now, where the error can point at the file.
-  queue_policies().make(s.queue.name, s.queue.params, s.queue.where);
-  pipeline_policies().make(s.pipeline.name, s.pipeline.params, s.pipeline.where);
-  const int batch = batch_policies().make(s.batching.name, s.batching.params, s.batching.where)->default_size();
-  for (DeviceInstance& d : s.devices)
-    for (UnitDecl& u : d.units)
-      if (!u.batch_given) {
-        u.batch = batch;
-        if (batch > 1) u.batch_where = s.batching.where;
-      }
+  parse_background(root, s);
+  parse_policies(root, s);
   return s;
 }
 

@@ -48,14 +48,56 @@ constexpr int kLoadSearchNodes = 1000;
   throw std::invalid_argument("placement: " + why);
 }
 
-}  // namespace
+// Solves `mat` (solve_placement's rows, perhaps with more) with costs `c`, the first 2 M G variables
+// integer; the best solution's values. CBC runs with its default strategy (cut generators,
+// heuristics; not its preprocessing, below): without them it branches on a weak relaxation
+// (issue 30: 8 models on 4 GPUs took 17 s of CPU). `max_nodes` > 0: stop after that many
+// nodes of the search (a count, not a time, so the answer is the same on any machine) and
+// take the best placement found, setting *proven to whether it was proven the best (no
+// placement found in time: an empty vector); 0: prove it or throw.
+// `n` is 2 M G; `nodes` adds the search nodes CBC took.
+std::vector<double> cbc_solve(const PlacementProblem& p, int n, const CoinPackedMatrix& mat, const std::vector<double>& vlo,
+                              const std::vector<double>& vhi, const std::vector<double>& c,
+                              const std::vector<double>& row_lo, const std::vector<double>& row_hi, int max_nodes,
+                              bool* proven, long long& nodes) {
+  OsiClpSolverInterface lp;
+  lp.loadProblem(mat, vlo.data(), vhi.data(), c.data(), row_lo.data(), row_hi.data());
+  for (int i = 0; i < n; ++i) lp.setInteger(i);
+  lp.messageHandler()->setLogLevel(0);
+  CbcModel model(lp);
+  CbcStrategyDefault strategy(1, 5, 0, 0);
+  strategy.setupPreProcessing(0);  // CBC's preprocessing, run from a CbcModel, lost solutions (wrong counts)
+  model.setStrategy(strategy);
+  model.setLogLevel(0);
+  model.messageHandler()->setLogLevel(0);
+  model.setNumberThreads(0);
+  model.setMaximumSeconds(60);
+  if (max_nodes > 0) model.setMaximumNodes(max_nodes);
+  model.branchAndBound();
+  if (max_nodes > 0 && !model.isProvenInfeasible() && !model.bestSolution() && !model.maximumSecondsReached()) {
+    nodes += model.getNodeCount();
+    if (proven) *proven = false;
+    return {};
+  }
+  if (model.isProvenInfeasible() || !model.bestSolution())
+    refuse(p, "no placement serves every robot: the GPUs cannot hold the models' robots together within "
+              "their capacities (sum of robots / capacity per GPU at most 1); add GPUs or lower the demand");
+  nodes += model.getNodeCount();
+  if (proven) *proven = model.isProvenOptimal();
+  if (!model.isProvenOptimal() && (max_nodes == 0 || model.maximumSecondsReached()))
+    throw std::runtime_error("placement: CBC did not prove its placement the best within 60 s (" +
+                             std::to_string(p.models.size()) + " models on " + std::to_string(p.gpus.size()) +
+                             " GPUs); try fewer GPUs or models");
+  return std::vector<double>(model.bestSolution(), model.bestSolution() + mat.getNumCols());
+}
 
-Placement solve_placement(const PlacementProblem& p) {
+// Refuses, with a clear reason, a problem the solver cannot take: sizes that disagree, or (quick
+// checks before the solver) a model with nowhere to go, or more robots than every GPU together
+// holds for it alone.
+void check_placement_problem(const PlacementProblem& p) {
   const size_t M = p.models.size(), G = p.gpus.size();
   if (p.robots.size() != M || p.capacity.size() != M)
     throw std::invalid_argument("placement: robots and capacity need one entry per model");
-  // Quick checks with a clear reason before the solver: a model with nowhere to go, or more
-  // robots than every GPU together holds for it alone.
   for (size_t m = 0; m < M; ++m) {
     if (p.capacity[m].size() != G) throw std::invalid_argument("placement: capacity needs one entry per GPU");
     long long total = 0;
@@ -64,6 +106,13 @@ Placement solve_placement(const PlacementProblem& p) {
       refuse(p, "model '" + p.models[m] + "' has " + std::to_string(p.robots[m]) + " robots but the GPUs hold at most " +
                     std::to_string(total) + " of them even with nothing else on them");
   }
+}
+
+}  // namespace
+
+Placement solve_placement(const PlacementProblem& p) {
+  const size_t M = p.models.size(), G = p.gpus.size();
+  check_placement_problem(p);
   // Variables: x[m][g] (robots, integer) then y[m][g] (instance, binary), index m * G + g.
   const int n = static_cast<int>(2 * M * G);
   auto x = [&](size_t m, size_t g) { return static_cast<int>(m * G + g); };
@@ -104,49 +153,10 @@ Placement solve_placement(const PlacementProblem& p) {
     rlo.push_back(-COIN_DBL_MAX);
     rhi.push_back(1.0 + 1e-9);
   }
-  // Solves `mat` (the rows above, perhaps with more) with costs `c`, the first 2 M G variables
-  // integer; the best solution's values. CBC runs with its default strategy (cut generators,
-  // heuristics; not its preprocessing, below): without them it branches on a weak relaxation
-  // (issue 30: 8 models on 4 GPUs took 17 s of CPU). `max_nodes` > 0: stop after that many
-  // nodes of the search (a count, not a time, so the answer is the same on any machine) and
-  // take the best placement found, setting *proven to whether it was proven the best (no
-  // placement found in time: an empty vector); 0: prove it or throw.
   long long nodes = 0;  // CBC's search nodes over every solve
-  auto solve = [&](const CoinPackedMatrix& mat, const std::vector<double>& vlo, const std::vector<double>& vhi,
-                   const std::vector<double>& c, const std::vector<double>& row_lo,
-                   const std::vector<double>& row_hi, int max_nodes, bool* proven) -> std::vector<double> {
-    OsiClpSolverInterface lp;
-    lp.loadProblem(mat, vlo.data(), vhi.data(), c.data(), row_lo.data(), row_hi.data());
-    for (int i = 0; i < n; ++i) lp.setInteger(i);
-    lp.messageHandler()->setLogLevel(0);
-    CbcModel model(lp);
-    CbcStrategyDefault strategy(1, 5, 0, 0);
-    strategy.setupPreProcessing(0);  // CBC's preprocessing, run from a CbcModel, lost solutions (wrong counts)
-    model.setStrategy(strategy);
-    model.setLogLevel(0);
-    model.messageHandler()->setLogLevel(0);
-    model.setNumberThreads(0);
-    model.setMaximumSeconds(60);
-    if (max_nodes > 0) model.setMaximumNodes(max_nodes);
-    model.branchAndBound();
-    if (max_nodes > 0 && !model.isProvenInfeasible() && !model.bestSolution() && !model.maximumSecondsReached()) {
-      nodes += model.getNodeCount();
-      if (proven) *proven = false;
-      return {};
-    }
-    if (model.isProvenInfeasible() || !model.bestSolution())
-      refuse(p, "no placement serves every robot: the GPUs cannot hold the models' robots together within "
-                "their capacities (sum of robots / capacity per GPU at most 1); add GPUs or lower the demand");
-    nodes += model.getNodeCount();
-    if (proven) *proven = model.isProvenOptimal();
-    if (!model.isProvenOptimal() && (max_nodes == 0 || model.maximumSecondsReached()))
-      throw std::runtime_error("placement: CBC did not prove its placement the best within 60 s (" +
-                               std::to_string(M) + " models on " + std::to_string(G) + " GPUs); try fewer GPUs or models");
-    return std::vector<double>(model.bestSolution(), model.bestSolution() + mat.getNumCols());
-  };
   // First the fewest instances; then, among placements with that many, the one whose most
   // loaded GPU is the least loaded (headroom where capacity was measured at the SLO's edge).
-  const std::vector<double> first = solve(rows, lo, hi, cost, rlo, rhi, 0, nullptr);
+  const std::vector<double> first = cbc_solve(p, n, rows, lo, hi, cost, rlo, rhi, 0, nullptr, nodes);
   double instances = 0;
   for (size_t m = 0; m < M; ++m)
     for (size_t g = 0; g < G; ++g) instances += std::lround(first[y(m, g)]);
@@ -175,7 +185,7 @@ Placement solve_placement(const PlacementProblem& p) {
   // The least load is a refinement (headroom), not the paper's objective, and proving it is a
   // bin-packing proof that can take CBC minutes on 8 alike GPUs: a bounded search.
   bool load_proven = true, ties_proven = true;
-  std::vector<double> second = solve(rows2, lo2, hi2, cost2, rlo2, rhi2, kLoadSearchNodes, &load_proven);
+  std::vector<double> second = cbc_solve(p, n, rows2, lo2, hi2, cost2, rlo2, rhi2, kLoadSearchNodes, &load_proven, nodes);
   if (second.empty()) {  // none found in the bounded search: the fewest-instance placement, at its load
     second = first;
     std::vector<double> load(G, 0.0);
@@ -194,7 +204,7 @@ Placement solve_placement(const PlacementProblem& p) {
       const bool kept = m < p.before.size() && g < p.before[m].size() && p.before[m][g] > 0;
       cost3[y(m, g)] = (kept ? 0.0 : instances * static_cast<double>(G) + 1) + static_cast<double>(g);
     }
-  std::vector<double> best = solve(rows2, lo2, hi2, cost3, rlo2, rhi2, kLoadSearchNodes, &ties_proven);
+  std::vector<double> best = cbc_solve(p, n, rows2, lo2, hi2, cost3, rlo2, rhi2, kLoadSearchNodes, &ties_proven, nodes);
   if (best.empty()) best = second;  // none found in the bounded search: the least-load one
   std::vector<std::vector<int>> robots(M, std::vector<int>(G, 0));
   for (size_t m = 0; m < M; ++m)
@@ -524,6 +534,28 @@ void move_device_refs(YAML::Node n, const std::map<std::string, std::string>& to
   }
 }
 
+// The fleet's links: one touching a slot device is copied per GPU (its ends renamed, and its name
+// given the GPU's); one between shared devices is kept once.
+YAML::Node fleet_links(const ConfigNode& link_list, const PlacementProblem& p,
+                       std::vector<std::map<std::string, std::string>>& slot_names) {
+  YAML::Node links(YAML::NodeType::Sequence);
+  for (const ConfigNode& l : link_list.items()) {
+    const std::vector<std::string> ends = l.required("between").as_strings();
+    const bool per_gpu = std::any_of(ends.begin(), ends.end(), [&](const std::string& e) { return slot_names[0].count(e) > 0; });
+    for (size_t g = 0; g < (per_gpu ? p.gpus.size() : 1); ++g) {
+      YAML::Node li = YAML::Clone(l.raw());
+      if (per_gpu) {
+        YAML::Node between(YAML::NodeType::Sequence);
+        for (const std::string& e : ends) between.push_back(slot_names[g].count(e) ? slot_names[g][e] : e);
+        li["between"] = between;
+        if (l.has("name")) li["name"] = l.required("name").as_string() + "-" + p.gpus[g];
+      }
+      links.push_back(li);
+    }
+  }
+  return links;
+}
+
 }  // namespace
 
 // Sets a fleet workload entry to run through phase k of p: from the phase's start (start_s
@@ -603,26 +635,8 @@ std::string fleet_scenario_yaml(const PlacementProblem& p, const std::vector<Pla
     }
   for (const ConfigNode& sd : shared) devices.push_back(YAML::Clone(sd.raw()));
   out["hardware"]["devices"] = devices;
-  // Links: one touching a slot device is copied per GPU (its ends renamed, and its name given
-  // the GPU's); one between shared devices is kept once.
-  if (root.required("hardware").has("links")) {
-    YAML::Node links(YAML::NodeType::Sequence);
-    for (const ConfigNode& l : root.required("hardware").required("links").items()) {
-      const std::vector<std::string> ends = l.required("between").as_strings();
-      const bool per_gpu = std::any_of(ends.begin(), ends.end(), [&](const std::string& e) { return slot_names[0].count(e) > 0; });
-      for (size_t g = 0; g < (per_gpu ? p.gpus.size() : 1); ++g) {
-        YAML::Node li = YAML::Clone(l.raw());
-        if (per_gpu) {
-          YAML::Node between(YAML::NodeType::Sequence);
-          for (const std::string& e : ends) between.push_back(slot_names[g].count(e) ? slot_names[g][e] : e);
-          li["between"] = between;
-          if (l.has("name")) li["name"] = l.required("name").as_string() + "-" + p.gpus[g];
-        }
-        links.push_back(li);
-      }
-    }
-    out["hardware"]["links"] = links;
-  }
+  if (root.required("hardware").has("links"))
+    out["hardware"]["links"] = fleet_links(root.required("hardware").required("links"), p, slot_names);
   YAML::Node model_list(YAML::NodeType::Sequence), workload(YAML::NodeType::Sequence);
   for (size_t m = 0; m < p.models.size(); ++m)
     for (size_t g = 0; g < p.gpus.size(); ++g) {
