@@ -103,6 +103,51 @@ std::vector<KernelSample> merge(std::vector<KernelSample> in) {
   return out;
 }
 
+// Reads a Vidur mlp.csv header row: its column names in order, each name's index, and the ops
+// with time columns; refuses an unknown or repeated column, a missing one, and a header with no
+// time columns.
+void read_vidur_header(const std::vector<CsvField>& f, const std::string& path, std::vector<std::string>* header,
+                       std::map<std::string, int>* col, std::set<std::string>* ops_present) {
+  for (size_t i = 0; i < f.size(); ++i) {
+    const std::string& name = f[i].text;
+    bool known = std::find(kVidurShape.begin(), kVidurShape.end(), name) != kVidurShape.end();
+    if (name.rfind("time_stats.", 0) == 0) {
+      const std::string rest = name.substr(11);
+      const size_t dot = rest.rfind('.');
+      const std::string op = dot == std::string::npos ? rest : rest.substr(0, dot);
+      const std::string stat = dot == std::string::npos ? "" : rest.substr(dot + 1);
+      if (std::find(kVidurOps.begin(), kVidurOps.end(), op) == kVidurOps.end())
+        throw ConfigError(path, 1, f[i].column, name,
+                          "unknown op '" + op + "' in a time column; Vidur mlp.csv ops are " +
+                              join_names(kVidurOps));
+      if (std::find(kVidurStats.begin(), kVidurStats.end(), stat) == kVidurStats.end())
+        throw ConfigError(path, 1, f[i].column, name,
+                          "unknown statistic '" + stat + "'; expected " + join_names(kVidurStats) +
+                              " (milliseconds)");
+      ops_present->insert(op);
+      known = true;
+    }
+    if (!known)
+      throw ConfigError(path, 1, f[i].column, name,
+                        "unknown column '" + name + "'; expected time_stats.<op>.<stat> and " +
+                            join_names(kVidurShape));
+    if (!col->emplace(name, int(i)).second)
+      throw ConfigError(path, 1, f[i].column, name, "column '" + name + "' appears twice");
+    header->push_back(name);
+  }
+  for (const std::string& need : kVidurShape)
+    if (!col->count(need))
+      throw ConfigError(path, 1, 0, need, "missing column '" + need + "'");
+  for (const std::string& op : *ops_present)
+    for (const std::string& st : kVidurStats)
+      if (!col->count("time_stats." + op + "." + st))
+        throw ConfigError(path, 1, 0, "time_stats." + op + "." + st,
+                          "missing column 'time_stats." + op + "." + st + "' (op " + op +
+                              " has other statistics)");
+  if (ops_present->empty())
+    throw ConfigError(path, 1, 0, "", "no time_stats.<op>.<stat> columns: not a Vidur mlp.csv");
+}
+
 void parse_vidur_file(const std::string& text, const std::string& path, std::vector<KernelSample>* out) {
   std::string body = text;
   drop_utf8_bom(&body);  // a spreadsheet's byte order mark is not part of the first column's name
@@ -118,44 +163,7 @@ void parse_vidur_file(const std::string& text, const std::string& path, std::vec
     if (!line.empty() && line.back() == '\r') line.pop_back();
     std::vector<CsvField> f = split_csv(line);
     if (lineno == 1) {
-      for (size_t i = 0; i < f.size(); ++i) {
-        const std::string& name = f[i].text;
-        bool known = std::find(kVidurShape.begin(), kVidurShape.end(), name) != kVidurShape.end();
-        if (name.rfind("time_stats.", 0) == 0) {
-          const std::string rest = name.substr(11);
-          const size_t dot = rest.rfind('.');
-          const std::string op = dot == std::string::npos ? rest : rest.substr(0, dot);
-          const std::string stat = dot == std::string::npos ? "" : rest.substr(dot + 1);
-          if (std::find(kVidurOps.begin(), kVidurOps.end(), op) == kVidurOps.end())
-            throw ConfigError(path, 1, f[i].column, name,
-                              "unknown op '" + op + "' in a time column; Vidur mlp.csv ops are " +
-                                  join_names(kVidurOps));
-          if (std::find(kVidurStats.begin(), kVidurStats.end(), stat) == kVidurStats.end())
-            throw ConfigError(path, 1, f[i].column, name,
-                              "unknown statistic '" + stat + "'; expected " + join_names(kVidurStats) +
-                                  " (milliseconds)");
-          ops_present.insert(op);
-          known = true;
-        }
-        if (!known)
-          throw ConfigError(path, 1, f[i].column, name,
-                            "unknown column '" + name + "'; expected time_stats.<op>.<stat> and " +
-                                join_names(kVidurShape));
-        if (!col.emplace(name, int(i)).second)
-          throw ConfigError(path, 1, f[i].column, name, "column '" + name + "' appears twice");
-        header.push_back(name);
-      }
-      for (const std::string& need : kVidurShape)
-        if (!col.count(need))
-          throw ConfigError(path, 1, 0, need, "missing column '" + need + "'");
-      for (const std::string& op : ops_present)
-        for (const std::string& st : kVidurStats)
-          if (!col.count("time_stats." + op + "." + st))
-            throw ConfigError(path, 1, 0, "time_stats." + op + "." + st,
-                              "missing column 'time_stats." + op + "." + st + "' (op " + op +
-                                  " has other statistics)");
-      if (ops_present.empty())
-        throw ConfigError(path, 1, 0, "", "no time_stats.<op>.<stat> columns: not a Vidur mlp.csv");
+      read_vidur_header(f, path, &header, &col, &ops_present);
       continue;
     }
     if (line.empty()) continue;

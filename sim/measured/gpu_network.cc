@@ -38,6 +38,49 @@ double quantile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (at - double(lo));
 }
 
+// Reads a Vidur network profile's header row: each named column's index and the one collective of
+// its time columns; refuses an unknown or repeated column, time columns of two collectives or of
+// none, and a missing column.
+void read_network_header(const std::vector<CsvField>& f, const std::string& path, std::map<std::string, int>* col,
+                         std::string* coll) {
+  for (size_t i = 0; i < f.size(); ++i) {
+    const std::string& name = f[i].text;
+    bool known = (i == 0 && name.empty()) ||  // pandas' index column
+                 std::find(kShape.begin(), kShape.end(), name) != kShape.end();
+    if (name.rfind("time_stats.", 0) == 0) {
+      const std::string rest = name.substr(11);
+      const size_t dot = rest.rfind('.');
+      const std::string c = dot == std::string::npos ? rest : rest.substr(0, dot);
+      const std::string st = dot == std::string::npos ? "" : rest.substr(dot + 1);
+      if (std::find(kCollectives.begin(), kCollectives.end(), c) == kCollectives.end())
+        throw ConfigError(path, 1, f[i].column, name,
+                          "unknown collective '" + c + "'; Vidur network profiles hold " + join_names(kCollectives));
+      if (!coll->empty() && c != *coll)
+        throw ConfigError(path, 1, f[i].column, name,
+                          "time columns of two collectives ('" + *coll + "' and '" + c + "'): one file per collective");
+      if (std::find(kStats.begin(), kStats.end(), st) == kStats.end())
+        throw ConfigError(path, 1, f[i].column, name,
+                          "unknown statistic '" + st + "'; expected " + join_names(kStats) + " (milliseconds)");
+      *coll = c;
+      known = true;
+    }
+    if (!known)
+      throw ConfigError(path, 1, f[i].column, name,
+                        "unknown column '" + name + "'; expected time_stats.<collective>.<stat> and " +
+                            join_names(kShape));
+    if (!name.empty() && !col->emplace(name, int(i)).second)
+      throw ConfigError(path, 1, f[i].column, name, "column '" + name + "' appears twice");
+  }
+  if (coll->empty())
+    throw ConfigError(path, 1, 1, "", "no time_stats.<collective>.<stat> columns: not a Vidur send_recv.csv or all_reduce.csv");
+  for (const std::string& need : kShape)
+    if (!col->count(need)) throw ConfigError(path, 1, 0, need, "missing column '" + need + "'");
+  for (const std::string& st : kStats)
+    if (!col->count("time_stats." + *coll + "." + st))
+      throw ConfigError(path, 1, 0, "time_stats." + *coll + "." + st,
+                        "missing column 'time_stats." + *coll + "." + st + "'");
+}
+
 }  // namespace
 
 std::string NetworkGroup::name() const {
@@ -64,43 +107,8 @@ std::vector<NetworkGroup> parse_vidur_network(const std::string& text, const std
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const std::vector<CsvField> f = split_csv(line);
     if (lineno == 1) {
-      for (size_t i = 0; i < f.size(); ++i) {
-        const std::string& name = f[i].text;
-        bool known = (i == 0 && name.empty()) ||  // pandas' index column
-                     std::find(kShape.begin(), kShape.end(), name) != kShape.end();
-        if (name.rfind("time_stats.", 0) == 0) {
-          const std::string rest = name.substr(11);
-          const size_t dot = rest.rfind('.');
-          const std::string c = dot == std::string::npos ? rest : rest.substr(0, dot);
-          const std::string st = dot == std::string::npos ? "" : rest.substr(dot + 1);
-          if (std::find(kCollectives.begin(), kCollectives.end(), c) == kCollectives.end())
-            throw ConfigError(path, 1, f[i].column, name,
-                              "unknown collective '" + c + "'; Vidur network profiles hold " + join_names(kCollectives));
-          if (!coll.empty() && c != coll)
-            throw ConfigError(path, 1, f[i].column, name,
-                              "time columns of two collectives ('" + coll + "' and '" + c + "'): one file per collective");
-          if (std::find(kStats.begin(), kStats.end(), st) == kStats.end())
-            throw ConfigError(path, 1, f[i].column, name,
-                              "unknown statistic '" + st + "'; expected " + join_names(kStats) + " (milliseconds)");
-          coll = c;
-          known = true;
-        }
-        if (!known)
-          throw ConfigError(path, 1, f[i].column, name,
-                            "unknown column '" + name + "'; expected time_stats.<collective>.<stat> and " +
-                                join_names(kShape));
-        if (!name.empty() && !col.emplace(name, int(i)).second)
-          throw ConfigError(path, 1, f[i].column, name, "column '" + name + "' appears twice");
-      }
+      read_network_header(f, path, &col, &coll);
       width = f.size();
-      if (coll.empty())
-        throw ConfigError(path, 1, 1, "", "no time_stats.<collective>.<stat> columns: not a Vidur send_recv.csv or all_reduce.csv");
-      for (const std::string& need : kShape)
-        if (!col.count(need)) throw ConfigError(path, 1, 0, need, "missing column '" + need + "'");
-      for (const std::string& st : kStats)
-        if (!col.count("time_stats." + coll + "." + st))
-          throw ConfigError(path, 1, 0, "time_stats." + coll + "." + st,
-                            "missing column 'time_stats." + coll + "." + st + "'");
       continue;
     }
     if (line.empty()) continue;
