@@ -59,54 +59,56 @@ std::string yaml_list(const std::vector<int>& v) {
   return s + "]";
 }
 
-}  // namespace
+using Units = std::vector<std::unique_ptr<UnitRunner>>;
 
-void check_cpu_dtypes(const Scenario& s) {
-  for (const ModelInstance& mi : s.models)
-    if (model_uses_cpu(s, mi))
-      if (std::string why = cpu_dtype_problem(mi.shape.dtype); !why.empty())
-        mi.dtype_where.fail("model '" + mi.name + "': dtype " + to_string(mi.shape.dtype) + ": " + why);
-}
-
-ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
+// Refuses a run with a live traffic controller, one whose work passes the simulator's limits,
+// and one whose arrivals end past o.max_seconds (at the stream that ends last).
+void check_runnable(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   if (s.controller.on())
     s.controller.where.fail("the live traffic controller runs in the simulator (vlasim simulate, sweep); a real run "
                             "serves fixed placements: drop `controller:` and name instances in the workload");
-  {
-    SimOptions limits;
-    limits.max_requests = o.max_requests;
-    limits.max_memory_bytes = o.max_memory_bytes;
-    check_work(s, estimate_work(s, p, o.trace_limit), limits);
-    if (!(s.arrivals_end() <= o.max_seconds)) {
-      size_t last = 0;
-      for (size_t i = 0; i < s.streams.size(); ++i)
-        if (s.streams[i].start_s + s.streams[i].duration_s >
-            s.streams[last].start_s + s.streams[last].duration_s)
-          last = i;
-      const std::string why = "a real run issues arrivals in wall-clock time, and these end at " +
-                              std::to_string(s.arrivals_end()) + " s; the limit is " +
-                              std::to_string(o.max_seconds) + " s (--max-run-s raises it)";
-      if (s.streams[last].where.defined()) s.streams[last].where.fail(why);
-      throw std::invalid_argument("execute: " + why);
-    }
+  SimOptions limits;
+  limits.max_requests = o.max_requests;
+  limits.max_memory_bytes = o.max_memory_bytes;
+  check_work(s, estimate_work(s, p, o.trace_limit), limits);
+  if (!(s.arrivals_end() <= o.max_seconds)) {
+    size_t last = 0;
+    for (size_t i = 0; i < s.streams.size(); ++i)
+      if (s.streams[i].start_s + s.streams[i].duration_s >
+          s.streams[last].start_s + s.streams[last].duration_s)
+        last = i;
+    const std::string why = "a real run issues arrivals in wall-clock time, and these end at " +
+                            std::to_string(s.arrivals_end()) + " s; the limit is " +
+                            std::to_string(o.max_seconds) + " s (--max-run-s raises it)";
+    if (s.streams[last].where.defined()) s.streams[last].where.fail(why);
+    throw std::invalid_argument("execute: " + why);
   }
-  ExecResult out;
-  SimResult& r = out.result;
-  r.horizon = s.arrivals_end();
-  // Asks o.should_stop (at most every kAskEvery; from this thread only) unless it has
-  // answered already; true once it has, its answer in r.stopped.
-  Clock::time_point last_ask = Clock::now() - kAskEvery;
-  auto stop_asked = [&]() -> bool {
-    if (!r.stopped.empty()) return true;
-    if (!o.should_stop || Clock::now() - last_ask < kAskEvery) return false;
-    last_ask = Clock::now();
-    r.stopped = o.should_stop();
-    return !r.stopped.empty();
-  };
+}
 
-  // Which units run which segments.
-  std::vector<std::unique_ptr<UnitRunner>> units(p.units.size());
-  for (size_t m = 0; m < p.models.size(); ++m)  // plans, dynamic-zone variants included
+// Asks o.should_stop (at most every kAskEvery; from the calling thread only) unless it has
+// answered already; true once it has, its answer in `stopped`.
+class StopAsker {
+ public:
+  StopAsker(const ExecuteOptions& o, std::string& stopped) : o_(o), stopped_(stopped) {}
+  bool operator()() {
+    if (!stopped_.empty()) return true;
+    if (!o_.should_stop || Clock::now() - last_ask_ < kAskEvery) return false;
+    last_ask_ = Clock::now();
+    stopped_ = o_.should_stop();
+    return !stopped_.empty();
+  }
+
+ private:
+  const ExecuteOptions& o_;
+  std::string& stopped_;
+  Clock::time_point last_ask_ = Clock::now() - kAskEvery;
+};
+
+// A runner for each unit some segment (of any plan, dynamic-zone variants included) runs on,
+// its transfer buffers as large as its largest transfer; null for the other units.
+Units make_units(const Plan& p) {
+  Units units(p.units.size());
+  for (size_t m = 0; m < p.models.size(); ++m)
     for (const Segment& seg : p.models[m].segments) {
       if (!units[seg.unit]) units[seg.unit] = std::make_unique<UnitRunner>();
       if (seg.transfer) {
@@ -117,67 +119,113 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         }
       }
     }
-  // The scenario's GPUs are the process's CUDA devices in order.
-  auto cuda_index = [&](int device) {
-    int index = 0;
-    for (int d = 0; d < device; ++d) index += s.devices[static_cast<size_t>(d)].spec.type == DeviceType::Gpu;
-    return index;
-  };
+  return units;
+}
+
+// The CUDA device index of scenario device `device`: the scenario's GPUs are the process's
+// CUDA devices in order.
+int cuda_index(const Scenario& s, int device) {
+  int index = 0;
+  for (int d = 0; d < device; ++d) index += s.devices[static_cast<size_t>(d)].spec.type == DeviceType::Gpu;
+  return index;
+}
+
+// A link between this host and a GPU copies for real, direction 0 towards the GPU
+// (sim/engine/plan.cc): gives `ur` its CUDA copier (and drops its memcpy buffers). Other links
+// (GPU to GPU) stay host memcpy. Throws ConfigError at the link when this host cannot copy.
+void bind_link(const Scenario& s, const UnitInfo& ui, UnitRunner& ur, ExecResult& out) {
+  const LinkInstance& link = s.links[static_cast<size_t>(ui.link)];
+  const int a = s.device_index(link.a), b = s.device_index(link.b);
+  const bool a_gpu = s.devices[static_cast<size_t>(a)].spec.type == DeviceType::Gpu;
+  const bool b_gpu = s.devices[static_cast<size_t>(b)].spec.type == DeviceType::Gpu;
+  if (a_gpu == b_gpu) return;
+  const int gpu = a_gpu ? a : b;
+  try {
+    ur.copier = make_cuda_link_copier(cuda_index(s, gpu), ui.unit == 0, link.pinned,
+                                      static_cast<int64_t>(ur.src.size()));
+  } catch (const std::exception& e) {
+    throw ConfigError(s.file, link.line, 0, "hardware.links",
+                      "link '" + link.name + "' (" + ui.name + ") copies to and from GPU '" +
+                          s.devices[static_cast<size_t>(gpu)].name + "' for real, which this host cannot do: " +
+                          e.what());
+  }
+  ur.src.clear();
+  ur.dst.clear();
+  out.devices.push_back(ui.name + ": " + ur.copier->device());
+}
+
+// A GPU stream runs on the cuda executor, a CUDA stream of its own, limited to its share of
+// the SMs by a green context: sets `ur`'s device, SM limit and which end its SMs come from.
+void bind_gpu_stream(const Scenario& s, const UnitInfo& ui, UnitRunner& ur) {
+  const DeviceInstance& dev = s.devices[ui.device];
+  ur.cuda_device = cuda_index(s, ui.device);
+  const UnitDecl& stream = dev.units[static_cast<size_t>(ui.unit)];
+  if (stream.sm_fraction < 1) ur.sms = stream_sms(dev, stream);
+  // The first stream's SMs come from the front of the GPU, the others' from its end, so
+  // the two streams of a split (or a lockstep) share none; a third may share.
+  ur.sms_from_end = dev.lockstep.on() ? ui.unit == dev.lockstep.second : ui.unit > 0;
+}
+
+// Gives a CPU core group's runner its CPUs; throws ConfigError at the device when this
+// process may not run on them.
+void bind_core_group(const Scenario& s, const UnitInfo& ui, UnitRunner& ur) {
+  const DeviceInstance& dev = s.devices[ui.device];
+  const UnitDecl& ud = dev.units[ui.unit];
+  for (int c = 0; c < ud.cores; ++c) ur.cpus.push_back(ud.first_core + c);
+  try {
+    check_cpus(ur.cpus);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(s.file, dev.line, 0, "hardware.devices",
+                      "device '" + dev.name + "': " + "core group '" + ud.name + "' needs CPUs " +
+                          yaml_list(ur.cpus) + " that this process may not run on: " + e.what());
+  }
+}
+
+// Binds every used unit to what it runs on: a link's copier, a GPU stream's device, a core
+// group's CPUs.
+void bind_units(const Scenario& s, const Plan& p, Units& units, ExecResult& out) {
   for (size_t u = 0; u < p.units.size(); ++u) {
     if (!units[u]) continue;
     const UnitInfo& ui = p.units[u];
-    if (ui.type == DeviceType::Link) {
-      // A link between this host and a GPU copies for real, direction 0 towards the GPU
-      // (sim/engine/plan.cc); other links (GPU to GPU) stay host memcpy.
-      const LinkInstance& link = s.links[static_cast<size_t>(ui.link)];
-      const int a = s.device_index(link.a), b = s.device_index(link.b);
-      const bool a_gpu = s.devices[static_cast<size_t>(a)].spec.type == DeviceType::Gpu;
-      const bool b_gpu = s.devices[static_cast<size_t>(b)].spec.type == DeviceType::Gpu;
-      if (a_gpu == b_gpu) continue;
-      const int gpu = a_gpu ? a : b;
-      try {
-        units[u]->copier = make_cuda_link_copier(cuda_index(gpu), ui.unit == 0, link.pinned,
-                                                 static_cast<int64_t>(units[u]->src.size()));
-      } catch (const std::exception& e) {
-        throw ConfigError(s.file, link.line, 0, "hardware.links",
-                          "link '" + link.name + "' (" + ui.name + ") copies to and from GPU '" +
-                              s.devices[static_cast<size_t>(gpu)].name + "' for real, which this host cannot do: " +
-                              e.what());
-      }
-      units[u]->src.clear();
-      units[u]->dst.clear();
-      out.devices.push_back(ui.name + ": " + units[u]->copier->device());
-      continue;
-    }
-    const DeviceInstance& dev = s.devices[ui.device];
-    auto fail = [&](const std::string& msg) {
-      throw ConfigError(s.file, dev.line, 0, "hardware.devices", "device '" + dev.name + "': " + msg);
-    };
-    if (dev.spec.type == DeviceType::Gpu) {
-      // A GPU stream runs on the cuda executor, a CUDA stream of its own, limited to its share
-      // of the SMs by a green context.
-      units[u]->cuda_device = cuda_index(ui.device);
-      const UnitDecl& stream = dev.units[static_cast<size_t>(ui.unit)];
-      if (stream.sm_fraction < 1) units[u]->sms = stream_sms(dev, stream);
-      // The first stream's SMs come from the front of the GPU, the others' from its end, so
-      // the two streams of a split (or a lockstep) share none; a third may share.
-      units[u]->sms_from_end = dev.lockstep.on() ? ui.unit == dev.lockstep.second : ui.unit > 0;
-      continue;
-    }
-    const UnitDecl& ud = dev.units[ui.unit];
-    for (int c = 0; c < ud.cores; ++c) units[u]->cpus.push_back(ud.first_core + c);
-    try {
-      check_cpus(units[u]->cpus);
-    } catch (const std::invalid_argument& e) {
-      fail("core group '" + ud.name + "' needs CPUs " + yaml_list(units[u]->cpus) +
-           " that this process may not run on: " + e.what());
-    }
+    if (ui.type == DeviceType::Link) bind_link(s, ui, *units[u], out);
+    else if (s.devices[ui.device].spec.type == DeviceType::Gpu) bind_gpu_stream(s, ui, *units[u]);
+    else bind_core_group(s, ui, *units[u]);
   }
+}
 
-  check_cpu_dtypes(s);  // before any work starts
+// The cuda executor of GPU stream `unit` at `dtype`; throws ConfigError at the device when
+// this host cannot start it.
+std::unique_ptr<Executor> make_stream_executor(const Scenario& s, const Plan& p, int unit, const UnitRunner& ur,
+                                               DType dtype) {
+  const DeviceInstance& dev = s.devices[static_cast<size_t>(p.units[unit].device)];
+  const std::string yaml = "{dtype: " + std::string(to_string(dtype)) + ", device: " +
+                           std::to_string(ur.cuda_device) + ", seed: " + std::to_string(s.seed) +
+                           ", graph: " + (dev.graph_capture ? "true" : "false") +
+                           ", sms: " + std::to_string(ur.sms) +
+                           ", sms_from_end: " + (ur.sms_from_end ? "true" : "false") + "}";
+  ConfigNode n = ConfigNode::load_string(yaml, "<execute>");
+  try {
+    return executor_registry().make("cuda", Params(n), n);
+  } catch (const std::exception& e) {
+    throw ConfigError(s.file, dev.line, 0, "hardware.devices",
+                      "device '" + dev.name + "' (" + dev.spec.name + ", stream " + p.units[unit].name +
+                          ") runs on the cuda executor, which this host cannot start: " + e.what());
+  }
+}
 
-  // Executors (one per unit and dtype) and prepared segments, at every batch size the
-  // batching policy may run on their unit.
+// The executor of a core group at `dtype` on its CPUs: o.make_executor's, else the registry's
+// o.executor.
+std::unique_ptr<Executor> make_core_executor(const Scenario& s, const ExecuteOptions& o, const UnitRunner& ur,
+                                             DType dtype) {
+  std::string yaml = "{dtype: " + std::string(to_string(dtype)) + ", cpus: " +
+                     yaml_list(ur.cpus) + ", seed: " + std::to_string(s.seed) + "}";
+  ConfigNode n = ConfigNode::load_string(yaml, "<execute>");
+  return o.make_executor ? o.make_executor(Params(n), n) : executor_registry().make(o.executor, Params(n), n);
+}
+
+// Executors (one per unit and dtype) and prepared segments, at every batch size the batching
+// policy may run on their unit; each executor's device joins out.devices as it is made.
+void prepare_segments(const Scenario& s, const Plan& p, const ExecuteOptions& o, Units& units, ExecResult& out) {
   auto batching = scenario_batch_policy(s);
   for (size_t m = 0; m < p.models.size(); ++m) {
     const ModelPlan& mp = p.models[m];
@@ -188,28 +236,11 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       UnitRunner& ur = *units[seg.unit];
       auto& ex = ur.executors[dtype];
       if (!ex && ur.cuda_device >= 0) {
-        const DeviceInstance& dev = s.devices[static_cast<size_t>(p.units[seg.unit].device)];
-        const std::string yaml = "{dtype: " + std::string(to_string(dtype)) + ", device: " +
-                                 std::to_string(ur.cuda_device) + ", seed: " + std::to_string(s.seed) +
-                                 ", graph: " + (dev.graph_capture ? "true" : "false") +
-                                 ", sms: " + std::to_string(ur.sms) +
-                                 ", sms_from_end: " + (ur.sms_from_end ? "true" : "false") + "}";
-        ConfigNode n = ConfigNode::load_string(yaml, "<execute>");
-        try {
-          ex = executor_registry().make("cuda", Params(n), n);
-        } catch (const std::exception& e) {
-          throw ConfigError(s.file, dev.line, 0, "hardware.devices",
-                            "device '" + dev.name + "' (" + dev.spec.name + ", stream " + p.units[seg.unit].name +
-                                ") runs on the cuda executor, which this host cannot start: " + e.what());
-        }
+        ex = make_stream_executor(s, p, seg.unit, ur, dtype);
         out.devices.push_back(p.units[seg.unit].name + ": " + ex->device());
       }
       if (!ex) {
-        std::string yaml = "{dtype: " + std::string(to_string(dtype)) + ", cpus: " +
-                           yaml_list(ur.cpus) + ", seed: " + std::to_string(s.seed) + "}";
-        ConfigNode n = ConfigNode::load_string(yaml, "<execute>");
-        ex = o.make_executor ? o.make_executor(Params(n), n)
-                             : executor_registry().make(o.executor, Params(n), n);
+        ex = make_core_executor(s, o, ur, dtype);
         out.devices.push_back(p.units[seg.unit].name + ": " + ex->device());
       }
       const int max_batch = p.units[static_cast<size_t>(seg.unit)].batch;
@@ -217,10 +248,12 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
         ur.handles[{static_cast<int>(m), static_cast<int>(k), b}] = {ex.get(), ex->prepare(mp.graph_at(b), seg.ops)};
     }
   }
-  // The SM limits each GPU stream may run with: its own, and on a lockstep GPU every split
-  // the table may choose (the first stream's, the rest for the second) and the whole GPU for
-  // a lone batch. Each is made and warmed before the clock starts, so no request pays for a
-  // green context's creation or a graph's capture.
+}
+
+// The SM limits each GPU stream may run with: its own (0), and on a lockstep GPU every split
+// the table may choose (the first stream's, the rest for the second) and the whole GPU for a
+// lone batch. Empty for other units.
+std::vector<std::set<int>> sm_limits_used(const Plan& p, const Units& units) {
   std::vector<std::set<int>> limits(units.size());
   for (size_t u = 0; u < units.size(); ++u)
     if (units[u] && units[u]->cuda_device >= 0) limits[u].insert(0);
@@ -233,22 +266,35 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       if (lp.static_first > 0) limits[u].insert(side(lp.static_first));
       for (const auto& [pair, first] : lp.lut) limits[u].insert(side(first));
     }
+  return limits;
+}
+
+// The catalog's SM count must be the GPU's (lockstep splits and lone batches ask for it):
+// throws ConfigError at the device when GPU stream `u`'s CUDA device is not its catalog entry.
+void check_catalog_sms(const Scenario& s, const Plan& p, size_t u, UnitRunner& ur) {
+  const DeviceInstance& dev = s.devices[static_cast<size_t>(p.units[u].device)];
+  for (auto& [dtype, ex] : ur.executors) try {
+      ex->set_sm_limit(dev.spec.sms);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(s.file, dev.line, 0, "hardware.devices",
+                        "device '" + dev.name + "' is catalog entry " + dev.spec.name + " (" +
+                            std::to_string(dev.spec.sms) + " SMs), which CUDA device " +
+                            std::to_string(ur.cuda_device) + " is not: " + e.what() +
+                            "; use the catalog entry of the GPU present");
+    }
+}
+
+// Runs every prepared segment o.warmup times (fewer once a stop is asked) under each SM limit
+// its unit may run with, so that no request pays for a green context's creation or a graph's
+// capture; then puts GPU streams back on their own limit. Each stream's limits asked ->
+// granted join out.devices.
+void warm_up(const Scenario& s, const Plan& p, const ExecuteOptions& o, Units& units, StopAsker& stop_asked,
+             ExecResult& out) {
+  const std::vector<std::set<int>> limits = sm_limits_used(p, units);
   for (size_t u = 0; u < units.size(); ++u) {
     if (!units[u]) continue;
     UnitRunner& ur = *units[u];
-    if (ur.cuda_device >= 0) {
-      // The catalog's SM count must be the GPU's: lockstep splits and lone batches ask for it.
-      const DeviceInstance& dev = s.devices[static_cast<size_t>(p.units[u].device)];
-      for (auto& [dtype, ex] : ur.executors) try {
-          ex->set_sm_limit(dev.spec.sms);
-        } catch (const std::invalid_argument& e) {
-          throw ConfigError(s.file, dev.line, 0, "hardware.devices",
-                            "device '" + dev.name + "' is catalog entry " + dev.spec.name + " (" +
-                                std::to_string(dev.spec.sms) + " SMs), which CUDA device " +
-                                std::to_string(ur.cuda_device) + " is not: " + e.what() +
-                                "; use the catalog entry of the GPU present");
-        }
-    }
+    if (ur.cuda_device >= 0) check_catalog_sms(s, p, u, ur);
     std::string granted;  // "96 -> 96 SMs, 132 -> 132 SMs": what each limit got
     for (int limit : ur.cuda_device >= 0 ? limits[u] : std::set<int>{0}) {
       for (auto& [dtype, ex] : ur.executors)
@@ -265,95 +311,145 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
     for (auto& [dtype, ex] : ur.executors)
       if (ur.cuda_device >= 0) ex->set_sm_limit(0);
   }
+}
 
+// The timed part of a run: the request flow, one worker thread per unit that runs the items
+// the flow starts on it, background load threads, and the clock they share (t0: the start).
+struct TimedRun {
+  TimedRun(const Scenario& s, const Plan& p, Units& units, ExecResult& out, size_t trace_limit)
+      : s(s), p(p), units(units), out(out), samples(sized_samples(s, p)),
+        flow(s, p, out.result, trace_limit, [this](int unit, const WorkItem& w) {
+          UnitRunner& ur = *this->units[unit];
+          ur.item = w;
+          ur.has_item = true;
+          ur.cv.notify_one();
+        }) {}
+
+  const Scenario& s;
+  const Plan& p;
+  Units& units;
+  ExecResult& out;
   // Per-op samples, per scenario model (its variants share the graph and its op ids).
-  std::vector<std::vector<std::vector<double>>> samples(s.models.size());
-  for (size_t m = 0; m < s.models.size(); ++m) samples[m].resize(p.models[m].graph.size());
-
+  std::vector<std::vector<std::vector<double>>> samples;
   std::mutex mu;
   std::condition_variable done_cv;  // a request ended, or a worker stopped
   bool stop = false;  // the run has ended: units start nothing more
   int workers = 0;    // worker threads not yet stopped
   double flow_clock = 0;  // the latest time handed to the flow (guarded by mu)
   const Clock::time_point t0 = Clock::now();
-  auto now = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-
-  RequestFlow flow(s, p, r, o.trace_limit, [&](int unit, const WorkItem& w) {
-    UnitRunner& ur = *units[unit];
-    ur.item = w;
-    ur.has_item = true;
-    ur.cv.notify_one();
-  });
-
-  for (const auto& u : units) workers += u != nullptr;
-  for (size_t u = 0; u < units.size(); ++u) {
-    if (!units[u]) continue;
-    UnitRunner& ur = *units[u];
-    ur.thread = std::thread([&, u] {
-      std::unique_lock<std::mutex> lock(mu);
-      for (;;) {
-        ur.cv.wait(lock, [&] { return ur.has_item || stop; });
-        if (stop) break;  // the run has ended: the item handed over does not start
-        WorkItem w = ur.item;
-        ur.has_item = false;
-        const Segment& seg = p.models[w.plan].segment_at(w.segment, w.batch);
-        lock.unlock();
-        double start = now();
-        double stage[kStages] = {0, 0, 0, 0, 0};
-        const SegmentTiming* timing = nullptr;
-        std::string error;
-        try {
-          // The engine's per-step host work (BatchPolicy::step_overhead_seconds): the unit idles.
-          if (seg.overhead > 0)
-            std::this_thread::sleep_until(std::chrono::steady_clock::now() + std::chrono::duration<double>(seg.overhead));
-          if (seg.transfer) {
-            if (ur.copier) ur.copier->copy(static_cast<int64_t>(seg.bytes));
-            else std::memcpy(ur.dst.data(), ur.src.data(), static_cast<size_t>(seg.bytes));
-          } else {
-            auto [ex, handle] = ur.handles.at({w.plan, w.segment, w.batch});
-            if (ur.cuda_device >= 0) ex->set_sm_limit(w.sms);  // a lockstep's split, else the stream's own
-            timing = &ex->run(handle);
-          }
-        } catch (const std::exception& e) {
-          error = e.what();
-        } catch (...) {
-          error = "an exception that is not a std::exception";
-        }
-        double end = now();
-        lock.lock();
-        // The run ended while this segment ran: it is not recorded, and its requests stay
-        // unfinished, as in a simulation cut at that time.
-        if (stop) break;
-        // The flow's clock never runs backwards: an arrival handed to it while this thread
-        // waited for the lock may carry a later time than `end`.
-        end = std::max(end, flow_clock);
-        flow_clock = end;
-        if (!error.empty()) {
-          if (out.first_error.empty()) out.first_error = p.units[u].name + ": " + error;
-          flow.segment_failed(static_cast<int>(u), w, start, end);
-          done_cv.notify_all();
-          continue;
-        }
-        if (timing) {
-          const OpGraph& g = p.models[w.plan].graph;
-          for (size_t i = 0; i < timing->ops.size(); ++i) {
-            // Per-op figures are of one request: batched runs give only their stage shares.
-            if (w.batch == 1) samples[w.model][timing->ops[i]].push_back(timing->seconds[i]);
-            stage[static_cast<int>(g.op(timing->ops[i]).stage)] += timing->seconds[i];
-          }
-        }
-        flow.segment_done(static_cast<int>(u), w, start, end, stage);
-        done_cv.notify_all();
-      }
-      --workers;
-      done_cv.notify_all();
-    });
-  }
-
-  // Background load on CPU core groups: one spinning thread per core, busy for `compute` of
-  // every 2 ms while the load lasts. (Memory-bandwidth load is not reproduced for real.)
+  RequestFlow flow;
   std::atomic<bool> bg_stop{false};
   std::vector<std::thread> bg_threads;
+
+  // Seconds since t0.
+  double now() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+  // Per scenario model, an empty sample list per op of its graph.
+  static std::vector<std::vector<std::vector<double>>> sized_samples(const Scenario& s, const Plan& p);
+  // Starts one worker thread per used unit.
+  void start_workers();
+  // Unit u's worker: runs each item handed to it and reports it to the flow, until stop.
+  void work(size_t u);
+  // Runs the segment of item w on unit `ur`; an exception's message, else "" with *timing
+  // set for a compute segment.
+  static std::string run_segment(UnitRunner& ur, const Segment& seg, const WorkItem& w,
+                                 const SegmentTiming** timing);
+  // Under mu: records a segment of w that ran on unit u over [start, end] (per-op samples of
+  // a lone request, stage shares) with the flow.
+  void segment_ran(size_t u, const WorkItem& w, const SegmentTiming* timing, double start, double end);
+  // Background load on CPU core groups: one spinning thread per core, busy for `compute` of
+  // every 2 ms while the load lasts. (Memory-bandwidth load is not reproduced for real.)
+  void start_background_load();
+  // Issues the arrivals, merged over streams in (time, stream) order, at their times, until
+  // a stop is asked.
+  void issue_arrivals(const ExecuteOptions& o, StopAsker& stop_asked);
+  // Waits until every issued request has ended, the drain's end, or a stop; then the workers
+  // stop taking work, and this waits for the segments still running and joins every thread.
+  void drain(StopAsker& stop_asked);
+};
+
+std::vector<std::vector<std::vector<double>>> TimedRun::sized_samples(const Scenario& s, const Plan& p) {
+  std::vector<std::vector<std::vector<double>>> samples(s.models.size());
+  for (size_t m = 0; m < s.models.size(); ++m) samples[m].resize(p.models[m].graph.size());
+  return samples;
+}
+
+void TimedRun::start_workers() {
+  for (const auto& u : units) workers += u != nullptr;
+  for (size_t u = 0; u < units.size(); ++u)
+    if (units[u]) units[u]->thread = std::thread([this, u] { work(u); });
+}
+
+void TimedRun::work(size_t u) {
+  UnitRunner& ur = *units[u];
+  std::unique_lock<std::mutex> lock(mu);
+  for (;;) {
+    ur.cv.wait(lock, [&] { return ur.has_item || stop; });
+    if (stop) break;  // the run has ended: the item handed over does not start
+    WorkItem w = ur.item;
+    ur.has_item = false;
+    const Segment& seg = p.models[w.plan].segment_at(w.segment, w.batch);
+    lock.unlock();
+    double start = now();
+    const SegmentTiming* timing = nullptr;
+    const std::string error = run_segment(ur, seg, w, &timing);
+    double end = now();
+    lock.lock();
+    // The run ended while this segment ran: it is not recorded, and its requests stay
+    // unfinished, as in a simulation cut at that time.
+    if (stop) break;
+    // The flow's clock never runs backwards: an arrival handed to it while this thread
+    // waited for the lock may carry a later time than `end`.
+    end = std::max(end, flow_clock);
+    flow_clock = end;
+    if (!error.empty()) {
+      if (out.first_error.empty()) out.first_error = p.units[u].name + ": " + error;
+      flow.segment_failed(static_cast<int>(u), w, start, end);
+      done_cv.notify_all();
+      continue;
+    }
+    segment_ran(u, w, timing, start, end);
+    done_cv.notify_all();
+  }
+  --workers;
+  done_cv.notify_all();
+}
+
+std::string TimedRun::run_segment(UnitRunner& ur, const Segment& seg, const WorkItem& w,
+                                  const SegmentTiming** timing) {
+  try {
+    // The engine's per-step host work (BatchPolicy::step_overhead_seconds): the unit idles.
+    if (seg.overhead > 0)
+      std::this_thread::sleep_until(std::chrono::steady_clock::now() + std::chrono::duration<double>(seg.overhead));
+    if (seg.transfer) {
+      if (ur.copier) ur.copier->copy(static_cast<int64_t>(seg.bytes));
+      else std::memcpy(ur.dst.data(), ur.src.data(), static_cast<size_t>(seg.bytes));
+    } else {
+      auto [ex, handle] = ur.handles.at({w.plan, w.segment, w.batch});
+      if (ur.cuda_device >= 0) ex->set_sm_limit(w.sms);  // a lockstep's split, else the stream's own
+      *timing = &ex->run(handle);
+    }
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+  return "";
+}
+
+void TimedRun::segment_ran(size_t u, const WorkItem& w, const SegmentTiming* timing, double start, double end) {
+  double stage[kStages] = {0, 0, 0, 0, 0};
+  if (timing) {
+    const OpGraph& g = p.models[w.plan].graph;
+    for (size_t i = 0; i < timing->ops.size(); ++i) {
+      // Per-op figures are of one request: batched runs give only their stage shares.
+      if (w.batch == 1) samples[w.model][timing->ops[i]].push_back(timing->seconds[i]);
+      stage[static_cast<int>(g.op(timing->ops[i]).stage)] += timing->seconds[i];
+    }
+  }
+  flow.segment_done(static_cast<int>(u), w, start, end, stage);
+}
+
+void TimedRun::start_background_load() {
   for (const auto& l : s.background) {
     const DeviceInstance& dev = s.devices[s.device_index(l.device)];
     for (const auto& ud : dev.units) {
@@ -361,7 +457,7 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       for (int c = 0; c < ud.cores; ++c) {
         int cpu = ud.first_core + c;
         double duty = l.compute, a = l.start_s, b = l.end_s;
-        bg_threads.emplace_back([&, cpu, duty, a, b] {
+        bg_threads.emplace_back([this, cpu, duty, a, b] {
           cpu_set_t set;
           CPU_ZERO(&set);
           CPU_SET(cpu, &set);
@@ -382,8 +478,10 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       }
     }
   }
+}
 
-  // Arrivals, merged over streams in (time, stream) order, issued at their times.
+void TimedRun::issue_arrivals(const ExecuteOptions& o, StopAsker& stop_asked) {
+  SimResult& r = out.result;
   std::vector<std::pair<double, int>> arrivals;
   for (size_t i = 0; i < s.streams.size(); ++i) {
     auto a = make_arrivals(s.streams[i], s.seed, i);
@@ -405,10 +503,11 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
     if (o.progress && (++issued % 16 == 0 || issued == arrivals.size()))
       o.progress(static_cast<double>(issued) / static_cast<double>(arrivals.size()));
   }
-  if (!r.stopped.empty()) r.horizon = std::min(r.horizon, now());  // as a simulation stopped early
+}
+
+void TimedRun::drain(StopAsker& stop_asked) {
+  SimResult& r = out.result;
   {
-    // Until every issued request has ended, the drain's end, or a stop; then the workers stop
-    // taking work, and this thread waits for the segments still running.
     std::unique_lock<std::mutex> lock(mu);
     const Clock::time_point limit = t0 + seconds(s.arrivals_end() + s.drain_s);
     auto ask = [&] {  // without the lock: the hook may take its time
@@ -434,8 +533,13 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   out.failed = flow.failed();
   bg_stop = true;
   for (auto& t : bg_threads) t.join();
+}
 
-  // Device busy time: the union of its units' busy time is not tracked; report the largest.
+// Device busy time (the union of its units' busy time is not tracked: the largest), and per
+// scenario model and op the median of its samples (NaN for an op never run at batch 1).
+void summarize(const Scenario& s, const Plan& p, std::vector<std::vector<std::vector<double>>>& samples,
+               ExecResult& out) {
+  SimResult& r = out.result;
   r.domains.resize(p.domains);
   for (size_t u = 0; u < p.units.size(); ++u) {
     DomainStats& d = r.domains[p.units[u].domain];
@@ -451,6 +555,37 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
       out.op_seconds[m][i] = v[v.size() / 2];
     }
   }
+}
+
+}  // namespace
+
+void check_cpu_dtypes(const Scenario& s) {
+  for (const ModelInstance& mi : s.models)
+    if (model_uses_cpu(s, mi))
+      if (std::string why = cpu_dtype_problem(mi.shape.dtype); !why.empty())
+        mi.dtype_where.fail("model '" + mi.name + "': dtype " + to_string(mi.shape.dtype) + ": " + why);
+}
+
+ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
+  check_runnable(s, p, o);
+  ExecResult out;
+  SimResult& r = out.result;
+  r.horizon = s.arrivals_end();
+  StopAsker stop_asked(o, r.stopped);
+
+  Units units = make_units(p);
+  bind_units(s, p, units, out);
+  check_cpu_dtypes(s);  // before any work starts
+  prepare_segments(s, p, o, units, out);
+  warm_up(s, p, o, units, stop_asked, out);
+
+  TimedRun run(s, p, units, out, o.trace_limit);
+  run.start_workers();
+  run.start_background_load();
+  run.issue_arrivals(o, stop_asked);
+  if (!r.stopped.empty()) r.horizon = std::min(r.horizon, run.now());  // as a simulation stopped early
+  run.drain(stop_asked);
+  summarize(s, p, run.samples, out);
   return out;
 }
 

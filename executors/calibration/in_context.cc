@@ -1,0 +1,440 @@
+// In-context calibration (calibrate.h calibrate_in_context): each scenario run through the
+// real runtime one request at a time, its batched segments and its co-run pass, folded into
+// a device profile.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "executors/calibration/calibrate.h"
+#include "executors/calibration/calibrate_internal.h"
+#include "executors/runtime/runtime.h"
+#include "sim/costs/cost_models.h"
+#include "sim/engine/planner.h"
+
+namespace vlasim {
+
+namespace {
+
+using calib::CorunSamples;
+using calib::quantile;
+
+// Quantiles kept of the run-to-run variation (every percentile), and the segment runs a
+// section needs before they are kept.
+constexpr int kServiceQuantiles = 101;
+constexpr size_t kMinVariabilitySamples = 20;
+
+// One (cores, dtype) section's in-context samples over every scenario.
+struct SectionSamples {
+  std::map<std::string, std::vector<double>> op;  // signature -> per-op-instance medians
+  std::map<std::string, Op> example;              // signature -> an op with it
+  double overhead_s = 0;                          // dispatch time attributed to the section
+  double ops = 0;                                 // op runs it is spread over
+  std::vector<double> ratios;  // segment run time / that segment's median (alone requests)
+};
+
+// One model of one scenario run alone: its median latency and its ops by section.
+struct ModelRun {
+  double latency_s = 0;
+  std::vector<std::pair<std::pair<int, DType>, std::string>> ops;  // (section, signature)
+};
+
+// `s` made to run one request at a time: serial pipeline, no background load, one periodic
+// stream per model with no jitter, model m's first arrival at offset[m], a new request of
+// every model each `period` seconds, `count` of them.
+Scenario alone_runs(const Scenario& s, const std::vector<double>& offset, double period, int count) {
+  Scenario c = s;
+  c.pipeline = PolicyDecl{"serial", Params(), ConfigNode()};
+  c.queue = PolicyDecl{"fifo", Params(), ConfigNode()};
+  c.background.clear();
+  c.streams.clear();
+  for (size_t m = 0; m < s.models.size(); ++m) {
+    StreamDecl sd;
+    sd.name = "calib." + s.models[m].name;
+    sd.model = static_cast<int>(m);
+    sd.rate_hz = 1 / period;
+    sd.start_s = offset[m];
+    sd.duration_s = period * (count - 0.5);
+    c.streams.push_back(sd);
+  }
+  // The run ends as soon as every request has; the drain only bounds one that does not, and
+  // is wide because a real run cuts off what is still running at its end (a large model's
+  // request on a few cores can take seconds), which would leave the probe with no latency.
+  c.drain_s = 600 + 4 * period;
+  return c;
+}
+
+// Per (cores, dtype) section: its in-context samples over every scenario.
+using Sections = std::map<std::pair<int, DType>, SectionSamples>;
+// Per section and op signature: the figure stored.
+using Pooled = std::map<std::pair<int, DType>, std::map<std::string, double>>;
+
+// Throws ConfigError at the first device of `s` whose catalog entry is not the profile's.
+void check_profile_device(const DeviceProfile& prof, const Scenario& s) {
+  for (const DeviceInstance& d : s.devices)
+    if (d.spec.name != prof.catalog_device)
+      throw ConfigError(s.file, d.line, 0, "hardware.devices",
+                        "device '" + d.name + "' is catalog device '" + d.spec.name +
+                            "' but the profile stands for '" + prof.catalog_device + "'");
+}
+
+// Probe: one request per model, far apart; each model's alone latency, the least of its
+// finished requests (0.05 s when none finished).
+std::vector<double> probe_alone_latencies(const Scenario& base, const Plan& plan, const ExecuteOptions& eo,
+                                          size_t nm) {
+  std::vector<double> offset(nm), alone(nm, 0.05);
+  for (size_t m = 0; m < nm; ++m) offset[m] = 0.25 * static_cast<double>(m);
+  ExecResult r = execute(alone_runs(base, offset, 0.25 * static_cast<double>(nm), 2), plan, eo);
+  for (size_t m = 0; m < nm; ++m) {
+    std::vector<double> lat;
+    for (const auto& q : r.result.requests)
+      if (q.model == static_cast<int>(m) && q.finished()) lat.push_back(q.latency());
+    if (!lat.empty()) alone[m] = *std::min_element(lat.begin(), lat.end());
+  }
+  return alone;
+}
+
+// The timed run's requests: model m's first at offset[m], one of every model each `period`
+// seconds, `count` of them (o.warmup more are added to the run).
+struct TimedRequests {
+  std::vector<double> offset;
+  double period = 0;
+  int count = 0;
+};
+
+// Timed: models in turn, each with room for 1.5x its alone latency (+2 ms), and no
+// faster than the scenario's own arrivals: the idle time before a request decides how
+// cold its first ops start (caches, sleeping OpenMP threads), so it should be alike.
+// o.repetitions requests, fewer (not under o.min_repetitions) past o.max_seconds.
+TimedRequests timed_requests(const Scenario& s, const std::vector<double>& alone, const InContextOptions& o) {
+  const size_t nm = s.models.size();
+  TimedRequests t;
+  t.offset.resize(nm);
+  double rate = 0;
+  for (size_t m = 0; m < nm; ++m) {
+    t.offset[m] = t.period;
+    t.period += 1.5 * alone[m] + 0.002;
+  }
+  for (const StreamDecl& sd : s.streams)  // a load: its share of the alone throughput just probed
+    rate += sd.rate_pending ? sd.load / alone[static_cast<size_t>(sd.model)] : sd.rate_hz;
+  if (rate > 0) t.period = std::max(t.period, static_cast<double>(nm) / rate);
+  t.count = o.repetitions;
+  if (t.period * t.count > o.max_seconds)
+    t.count = std::max(o.min_repetitions, static_cast<int>(o.max_seconds / t.period));
+  return t;
+}
+
+// Adds the runtime's op medians of model m's compute segments in `r` to their (unit cores,
+// dtype) sections, and each op's (section, signature) to run.ops; returns their sum.
+double record_op_medians(const Scenario& s, const Plan& plan, size_t m, const ExecResult& r, Sections& samples,
+                         ModelRun& run) {
+  const ModelPlan& mp = plan.models[m];
+  const DType dtype = s.models[m].shape.dtype;
+  double op_total = 0;
+  for (const Segment& seg : mp.segments) {
+    if (seg.transfer) continue;
+    const UnitInfo& ui = plan.units[seg.unit];
+    const int cores = s.devices[ui.device].units[ui.unit].cores;
+    SectionSamples& ss = samples[{cores, dtype}];
+    for (int id : seg.ops) {
+      const double t = r.op_seconds[m][id];
+      if (!std::isfinite(t)) continue;
+      Op op = mp.graph.op(id);
+      op.dtype = dtype;
+      const std::string sig = op_signature(op);
+      ss.op[sig].push_back(t);
+      ss.example.emplace(sig, op);
+      op_total += t;
+      run.ops.push_back({{cores, dtype}, sig});
+    }
+  }
+  return op_total;
+}
+
+// Model m's finished requests past the first `warmup` that ran alone: a request's latency
+// counts only when nothing of another request ran between its arrival and its end (no
+// queueing behind a slow neighbour when the machine is busy). Their latencies, sums of
+// segment wall times and ids.
+void alone_requests(const ExecResult& r, size_t m, int warmup, std::vector<double>& lat, std::vector<double>& wall,
+                    std::set<uint64_t>& alone_ids) {
+  std::map<uint64_t, double> seg_wall;
+  for (const auto& e : r.result.trace)
+    if (e.model == static_cast<int>(m)) seg_wall[e.request] += e.end - e.start;
+  int k = 0;
+  for (const auto& q : r.result.requests) {
+    if (q.model != static_cast<int>(m) || !q.finished()) continue;
+    if (k++ < warmup) continue;
+    bool alone_run = true;
+    for (const auto& e : r.result.trace)
+      if (e.request != q.id && e.start < q.end && e.end > q.arrival) alone_run = false;
+    if (!alone_run) continue;
+    lat.push_back(q.latency());
+    wall.push_back(seg_wall[q.id]);
+    alone_ids.insert(q.id);
+  }
+}
+
+// Run-to-run variation: each compute segment's runs in the alone requests over its median
+// run, into its section's ratios.
+void record_variability(const Scenario& s, const Plan& plan, size_t m, const ExecResult& r,
+                        const std::set<uint64_t>& alone_ids, Sections& samples) {
+  const ModelPlan& mp = plan.models[m];
+  const DType dtype = s.models[m].shape.dtype;
+  std::map<int, std::vector<double>> runs_of;  // segment index -> run seconds
+  for (const auto& e : r.result.trace)
+    if (e.plan == static_cast<int>(m) && alone_ids.count(e.request))
+      runs_of[e.segment].push_back(e.end - e.start);
+  for (auto& [si, d] : runs_of) {
+    const Segment& seg = mp.segments[si];
+    for (double& x : d) x -= seg.overhead;  // the engine's host time is the plan's, not the ops'
+    if (seg.transfer) continue;
+    std::sort(d.begin(), d.end());
+    const double med = quantile(d, 0.5);
+
+    if (!(med > 0)) continue;
+    const UnitInfo& ui = plan.units[seg.unit];
+    SectionSamples& ss = samples[{s.devices[ui.device].units[ui.unit].cores, dtype}];
+    for (double x : d) ss.ratios.push_back(std::max(x, 1e-12) / med);
+  }
+}
+
+// Model m's part of the timed run `r` (its first `warmup` requests left out of the latency
+// figures): its op medians and run-to-run variation into `samples`, and, when a request ran
+// alone, its median latency beyond the engine's host time into `runs` and its figures into `sum`.
+void record_model(const Scenario& s, const Plan& plan, size_t m, const ExecResult& r, int warmup,
+                  Sections& samples, std::vector<ModelRun>& runs, InContextSummary& sum) {
+  const ModelPlan& mp = plan.models[m];
+  // Sum of op medians per section, and the request's op total.
+  ModelRun run;
+  const double op_total = record_op_medians(s, plan, m, r, samples, run);
+  std::vector<double> lat, wall;
+  std::set<uint64_t> alone_ids;
+  alone_requests(r, m, warmup, lat, wall, alone_ids);
+  if (lat.empty()) return;
+  record_variability(s, plan, m, r, alone_ids, samples);
+
+  std::sort(lat.begin(), lat.end());
+  std::sort(wall.begin(), wall.end());
+  const double med_lat = quantile(lat, 0.5);
+  // The engine's per-step host time (Segment::overhead) is the plan's own; what is left
+  // beyond the ops is dispatch.
+  double engine_s = 0;
+  for (const Segment& seg : mp.segments) engine_s += seg.overhead;
+  run.latency_s = med_lat - engine_s;
+  runs.push_back(std::move(run));
+  sum.requests += static_cast<int>(lat.size());
+  sum.segments += static_cast<int>(lat.size() * mp.segments.size());
+  sum.op_seconds += op_total;
+  sum.wall_seconds += quantile(wall, 0.5);
+  sum.latency_seconds += med_lat;
+}
+
+// Batched segments (units with a batch size): the runs above are one request at a time,
+// so each segment also runs at every batch size its unit may run, on an executor of the
+// unit's cores: a warm-up run each, then rounds that run every batched segment once in
+// turn (as in the scenario, where one segment's weights have left the caches by the time
+// it runs again), `repetitions` rounds or about max_seconds; each op's median joins the
+// section under its batched shape.
+void measure_batched(const Scenario& s, const Plan& plan, const InContextOptions& o, Sections& samples) {
+  struct BatchedRun {
+    Executor* ex;
+    int handle, cores;
+    DType dtype;
+    const OpGraph* graph;
+    std::map<int, std::vector<double>> times;
+  };
+  const size_t nm = s.models.size();
+  std::map<std::pair<int, DType>, std::unique_ptr<Executor>> executors;
+  std::vector<BatchedRun> jobs;
+  for (size_t m = 0; m < nm; ++m) {
+    const ModelPlan& mp = plan.models[m];
+    const DType dtype = s.models[m].shape.dtype;
+    for (const BatchVariant& v : mp.batched)
+      for (const Segment& seg : v.segments) {
+        if (seg.transfer) continue;
+        const UnitInfo& ui = plan.units[static_cast<size_t>(seg.unit)];
+        if (ui.batch < v.size) continue;  // a size of another unit the model visits
+        const int cores = s.devices[static_cast<size_t>(ui.device)].units[static_cast<size_t>(ui.unit)].cores;
+        auto& ex = executors[{cores, dtype}];
+        if (!ex) ex = make_calibration_executor(o.executor, cores, dtype);
+        jobs.push_back({ex.get(), ex->prepare(v.graph, seg.ops), cores, dtype, &v.graph, {}});
+      }
+  }
+  double round = 0;
+  for (BatchedRun& j : jobs) {
+    const auto t0 = std::chrono::steady_clock::now();
+    j.ex->run(j.handle);
+    round += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  const int rounds = jobs.empty() ? 0 : std::max(1, std::min(o.repetitions, static_cast<int>(o.max_seconds / std::max(round, 1e-6))));
+  for (int r = 0; r < rounds; ++r)
+    for (BatchedRun& j : jobs) {
+      const SegmentTiming& st = j.ex->run(j.handle);
+      for (size_t i = 0; i < st.ops.size(); ++i) j.times[st.ops[i]].push_back(st.seconds[i]);
+    }
+  for (BatchedRun& j : jobs) {
+    SectionSamples& ss = samples[{j.cores, j.dtype}];
+    for (auto& [id, xs] : j.times) {
+      std::sort(xs.begin(), xs.end());
+      Op op = j.graph->op(id);
+      op.dtype = j.dtype;
+      const std::string sig = op_signature(op);
+      ss.op[sig].push_back(quantile(xs, 0.5));
+      ss.example.emplace(sig, op);
+    }
+  }
+}
+
+// Runs scenario `s` in context (probe, timed run, batched segments, and the co-run pass when
+// prof.host is measured) on a plan made with `roofline`, adding its samples to `samples`,
+// `runs` and `corun`; returns its summary.
+InContextSummary run_in_context(const Scenario& s, const CostModel& roofline, const DeviceProfile& prof,
+                                const InContextOptions& o, Sections& samples, std::vector<ModelRun>& runs,
+                                std::map<std::string, CorunSamples>& corun) {
+  check_profile_device(prof, s);
+  Scenario base = s;
+  base.pipeline = PolicyDecl{"serial", Params(), ConfigNode()};
+  const Plan plan = make_plan(base, roofline, std::vector<int>(s.models.size(), 1));
+  const size_t nm = s.models.size();  // each model's own plan (not dynamic-zone variants)
+  ExecuteOptions eo;
+  eo.executor = o.executor;
+  eo.warmup = 2;
+  eo.trace_limit = 1 << 20;
+
+  const std::vector<double> alone = probe_alone_latencies(base, plan, eo, nm);
+  const TimedRequests t = timed_requests(s, alone, o);
+  ExecResult r = execute(alone_runs(base, t.offset, t.period, t.count + o.warmup), plan, eo);
+  // The first o.warmup requests of each model are left out of the latency figures; the
+  // runtime's op medians include them (it ran every segment eo.warmup times before its
+  // clock started, and medians shrug off a few slow first runs).
+  InContextSummary sum;
+  sum.scenario = s.name;
+  for (size_t m = 0; m < nm; ++m) record_model(s, plan, m, r, o.warmup, samples, runs, sum);
+  measure_batched(s, plan, o, samples);
+  if (o.corun_seconds > 0 && !prof.host.empty()) calib::corun_pass(s, plan, o.corun_seconds, o.executor, corun);
+  return sum;
+}
+
+// Per signature: the mean over its occurrences (and scenarios) of the runtime's per-op
+// medians, so that a request's predicted op total is the sum of its ops' medians even when
+// occurrences differ (the first block after another stage runs colder than the rest).
+Pooled pooled_op_means(const Sections& samples) {
+  Pooled pooled;
+  for (auto& [key, ss] : samples)
+    for (auto& [sig, v] : ss.op) {
+      double sum = 0;
+      for (double x : v) sum += x;
+      pooled[key][sig] = std::max(sum / static_cast<double>(v.size()), 1e-9);
+    }
+  return pooled;
+}
+
+// Dispatch overhead: what a median alone request takes beyond its ops' predicted times,
+// split among its sections by op count.
+void attribute_overhead(const std::vector<ModelRun>& runs, Pooled& pooled, Sections& samples) {
+  for (const ModelRun& run : runs) {
+    double predicted = 0;
+    std::map<std::pair<int, DType>, double> n_by_section;
+    for (const auto& [key, sig] : run.ops) {
+      predicted += pooled[key][sig];
+      n_by_section[key] += 1;
+    }
+    const double gap = run.latency_s - predicted;
+    for (const auto& [key, n] : n_by_section) {
+      samples[key].overhead_s += gap * n / static_cast<double>(run.ops.size());
+      samples[key].ops += n;
+    }
+  }
+}
+
+// The profile's section for (cores, dtype); one is added when missing (its executor's device
+// recorded, cores and dtype joining the profile's lists).
+ProfileSection& section_for(DeviceProfile& prof, int cores, DType dtype, const std::string& executor) {
+  ProfileSection* sec = nullptr;
+  for (ProfileSection& x : prof.sections)
+    if (x.threads == cores && x.dtype == dtype) sec = &x;
+  if (!sec) {
+    ProfileSection x;
+    x.threads = cores;
+    x.dtype = dtype;
+    x.executor_device = make_calibration_executor(executor, cores, dtype)->device();
+    prof.sections.push_back(std::move(x));
+    sec = &prof.sections.back();
+    if (std::find(prof.threads.begin(), prof.threads.end(), cores) == prof.threads.end())
+      prof.threads.push_back(cores);
+    if (std::find(prof.dtypes.begin(), prof.dtypes.end(), dtype) == prof.dtypes.end())
+      prof.dtypes.push_back(dtype);
+  }
+  return *sec;
+}
+
+// Stores each section's samples in its profile section: per signature the pooled figure
+// (source "in-context", replacing a grid or graph one), the dispatch overhead per op, the
+// service-time quantiles when there are enough ratios; then refits it.
+void fold_sections(DeviceProfile& prof, Sections& samples, Pooled& pooled, const std::string& executor) {
+  for (auto& [key, ss] : samples) {
+    const auto [cores, dtype] = key;
+    ProfileSection* sec = &section_for(prof, cores, dtype, executor);
+    for (auto& [sig, v] : ss.op) {
+      std::sort(v.begin(), v.end());
+      const Op& op = ss.example.at(sig);
+      Measurement m;
+      m.kind = op.kind;
+      m.fn = op.fn;
+      m.work = op_work(op);
+      m.median_s = pooled[key][sig];
+      m.spread = (quantile(v, 0.75) - quantile(v, 0.25)) / m.median_s;
+      m.reps = static_cast<int>(v.size());
+      m.source = "in-context";
+      sec->table[sig] = m;
+      sec->skipped.erase(sig);
+    }
+    sec->op_overhead_s = ss.ops > 0 ? std::max(0.0, ss.overhead_s / ss.ops) : 0;
+    if (ss.ratios.size() >= kMinVariabilitySamples) {
+      std::sort(ss.ratios.begin(), ss.ratios.end());
+      sec->service_quantiles.clear();
+      for (int i = 0; i < kServiceQuantiles; ++i)
+        sec->service_quantiles.push_back(quantile(ss.ratios, i / double(kServiceQuantiles - 1)));
+    }
+    sec->refit();
+  }
+}
+
+// Co-run slowdowns (corun_figure): at full overlap, in CPU time on 1-core groups; merged into
+// prof.host when it is measured, and what lies behind each to o.corun_details.
+void store_corun_figures(DeviceProfile& prof, const std::map<std::string, CorunSamples>& corun,
+                         const InContextOptions& o) {
+  std::vector<CorunSlowdown> measured;
+  for (auto& [key, cs] : corun) {
+    CorunDetail d;
+    if (auto c = calib::corun_figure(key, cs, &d)) {
+      measured.push_back(*c);
+      if (o.corun_details) o.corun_details->push_back(d);
+    }
+  }
+  if (!prof.host.empty()) prof.host.merge_corun(measured);
+}
+
+}  // namespace
+
+std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const std::vector<Scenario>& scenarios,
+                                                   const InContextOptions& o) {
+  auto roofline = cost_models().make("roofline", Params(), ConfigNode());
+  Sections samples;
+  std::vector<ModelRun> runs;
+  std::vector<InContextSummary> out;
+  std::map<std::string, CorunSamples> corun;  // by corun_key, over every scenario
+  int done = 0;
+  for (const Scenario& s : scenarios) {
+    out.push_back(run_in_context(s, *roofline, prof, o, samples, runs, corun));
+    if (o.progress) o.progress(++done, static_cast<int>(scenarios.size()), s.name);
+  }
+  Pooled pooled = pooled_op_means(samples);
+  attribute_overhead(runs, pooled, samples);
+  fold_sections(prof, samples, pooled, o.executor);
+  store_corun_figures(prof, corun, o);
+  return out;
+}
+
+}  // namespace vlasim
