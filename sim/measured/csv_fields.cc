@@ -46,4 +46,13 @@ int64_t csv_whole(const std::string& file, int line, const CsvField& f, const st
   return int64_t(v);
 }
 
+bool split_time_stats_column(const std::string& name, std::string* what, std::string* stat) {
+  if (name.rfind("time_stats.", 0) != 0) return false;
+  const std::string rest = name.substr(11);
+  const size_t dot = rest.rfind('.');
+  *what = dot == std::string::npos ? rest : rest.substr(0, dot);
+  *stat = dot == std::string::npos ? "" : rest.substr(dot + 1);
+  return true;
+}
+
 }  // namespace vlasim

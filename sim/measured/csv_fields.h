@@ -17,6 +17,10 @@ struct CsvField {
   int column = 1;  // 1-based character column of its first character
 };
 
+// A Vidur time column's name, "time_stats.<what>.<stat>", split: `what` (an op or a
+// collective) and `stat` ("" when the name has no second dot). false for any other name.
+bool split_time_stats_column(const std::string& name, std::string* what, std::string* stat);
+
 // Removes a UTF-8 byte order mark (EF BB BF) at the start of `text`, which spreadsheet programs
 // write and which would otherwise be read as part of the first column's name.
 void drop_utf8_bom(std::string* text);

@@ -111,11 +111,7 @@ void read_vidur_header(const std::vector<CsvField>& f, const std::string& path, 
   for (size_t i = 0; i < f.size(); ++i) {
     const std::string& name = f[i].text;
     bool known = std::find(kVidurShape.begin(), kVidurShape.end(), name) != kVidurShape.end();
-    if (name.rfind("time_stats.", 0) == 0) {
-      const std::string rest = name.substr(11);
-      const size_t dot = rest.rfind('.');
-      const std::string op = dot == std::string::npos ? rest : rest.substr(0, dot);
-      const std::string stat = dot == std::string::npos ? "" : rest.substr(dot + 1);
+    if (std::string op, stat; split_time_stats_column(name, &op, &stat)) {
       if (std::find(kVidurOps.begin(), kVidurOps.end(), op) == kVidurOps.end())
         throw ConfigError(path, 1, f[i].column, name,
                           "unknown op '" + op + "' in a time column; Vidur mlp.csv ops are " +

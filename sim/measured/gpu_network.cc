@@ -47,11 +47,7 @@ void read_network_header(const std::vector<CsvField>& f, const std::string& path
     const std::string& name = f[i].text;
     bool known = (i == 0 && name.empty()) ||  // pandas' index column
                  std::find(kShape.begin(), kShape.end(), name) != kShape.end();
-    if (name.rfind("time_stats.", 0) == 0) {
-      const std::string rest = name.substr(11);
-      const size_t dot = rest.rfind('.');
-      const std::string c = dot == std::string::npos ? rest : rest.substr(0, dot);
-      const std::string st = dot == std::string::npos ? "" : rest.substr(dot + 1);
+    if (std::string c, st; split_time_stats_column(name, &c, &st)) {
       if (std::find(kCollectives.begin(), kCollectives.end(), c) == kCollectives.end())
         throw ConfigError(path, 1, f[i].column, name,
                           "unknown collective '" + c + "'; Vidur network profiles hold " + join_names(kCollectives));
