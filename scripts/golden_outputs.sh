@@ -10,8 +10,8 @@
 # --check exits 1 and names every file that differs, is new or is missing. A change meant to
 # move outputs runs --update and commits the manifest, so the diff shows what moved; to see how
 # a file moved, run the script into two folders with the old and the new binary and diff them.
-# Runs from the repository root (the outputs hold paths relative to it). About 145 s on 2 cores,
-# 107 s of it gpu-eval's leave-one-GPU-out fits (216 s in CI beside the other tests).
+# Runs from the repository root (the outputs hold paths relative to it). About 60 s on 2 cores,
+# 22 s of it gpu-eval's leave-one-GPU-out fits.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 [[ $# -eq 2 ]] || { sed -n 2,13p "$0" >&2; exit 2; }

@@ -215,6 +215,10 @@ GemmTiling gemm_tiling(const Op& op, const DeviceSpec& d, const KernelClassFit& 
       g.memory_s = memory;
       g.reduce_s = s > 1 ? 2.0 * 4.0 * double(M) * double(N) * s / dram : 0;
       g.latency_s = f.latency_s;
+      // combine() is at least max(memory, compute), and adding is monotone in floating point
+      // too: a candidate whose bound already reaches the best cannot beat it, and skipping its
+      // pow() calls (most of a fit's time) leaves the result bit for bit the same.
+      if (best.seconds >= 0 && g.latency_s + std::max(g.memory_s, g.compute_s) + g.reduce_s >= best.seconds) continue;
       g.seconds = g.latency_s + combine(g.memory_s, g.compute_s, f.p) + g.reduce_s;
       if (best.seconds < 0 || g.seconds < best.seconds) best = g;
     }
