@@ -344,6 +344,7 @@ class Reader : public nlohmann::json_sax<json> {
         dev.push_back({c, ev_.ts, ev_.dur, ev_.corr, ev_.stream, t.events - 1});
         break;
       case Cat::Launch:
+        if (ev_.name.find("Synchronize") != std::string::npos) t.syncs.push_back({ev_.ts, ev_.dur, thread_of(ev_)});
         if (ev_.has_corr)
           launches.push_back({ev_.ts, thread_of(ev_), ev_.corr, t.events - 1,
                               ev_.name.find("Launch") != std::string::npos || ev_.name.find("Memcpy") != std::string::npos ||
@@ -440,6 +441,7 @@ LaunchDevice add_device_events(const Reader& r, TorchTrace& t, const std::string
     *sum += d.dur;
     ++*count;
     ++t.streams[d.stream];
+    t.device.push_back({d.ts, d.dur, d.stream, -1, -1, false, d.corr});
     auto it = launch_of.find(d.corr);
     if (it == launch_of.end() && any_launching && launched_before(d) && d.corr < lowest_corr) {
       ++t.inflight;
@@ -457,7 +459,11 @@ LaunchDevice add_device_events(const Reader& r, TorchTrace& t, const std::string
                             ", or its correlation is not below every launch call's): a broken trace");
     ld.us[it->second] += d.dur;
     ld.end[it->second] = std::max(ld.end[it->second], d.ts + d.dur);
-    if (r.launches[it->second].graph) t.graph_us += d.dur;
+    const LaunchEv& l = r.launches[it->second];
+    if (l.graph) t.graph_us += d.dur;
+    t.device.back().launch_us = l.ts;
+    t.device.back().thread = l.thread;
+    t.device.back().graph = l.graph;
   }
   return ld;
 }
@@ -573,6 +579,12 @@ TorchTrace finish(Reader& r, const std::string& name) {
   std::stable_sort(t.ranges.begin(), t.ranges.end(), ByStart{});
   const LaunchDevice ld = add_device_events(r, t, name);
   set_range_device_ends(nest_ops(r, t, ld), t);
+  std::stable_sort(t.device.begin(), t.device.end(), [](const TraceDeviceEvent& a, const TraceDeviceEvent& b) {
+    return a.stream != b.stream ? a.stream < b.stream : a.ts_us < b.ts_us;
+  });
+  std::stable_sort(t.syncs.begin(), t.syncs.end(), [](const TraceSync& a, const TraceSync& b) {
+    return a.thread != b.thread ? a.thread < b.thread : a.ts_us < b.ts_us;
+  });
   return t;
 }
 

@@ -74,6 +74,23 @@ struct TraceRange {
   double device_end_us = -1;  // end of the last kernel launched inside it, -1 when none
 };
 
+// One kernel, copy or set as the device ran it, with the launch call that launched it.
+struct TraceDeviceEvent {
+  double ts_us = 0, dur_us = 0;
+  int64_t stream = -1;
+  double launch_us = -1;  // start of its launch call; -1: launched before the trace
+  int thread = -1;        // the launch call's thread (TorchTrace::threads); -1 as above
+  bool graph = false;     // launched by a graph replay (cudaGraphLaunch, hipGraphLaunch)
+  int64_t corr = 0;       // its correlation (one graph replay launches many events of one)
+};
+
+// A host call that waits for the device (cudaDeviceSynchronize, cudaStreamSynchronize,
+// cudaEventSynchronize and HIP's): its span on its thread.
+struct TraceSync {
+  double ts_us = 0, dur_us = 0;
+  int thread = 0;
+};
+
 struct TorchTrace {
   std::string path;
   bool kineto = false;   // the Kineto form (else legacy)
@@ -94,6 +111,8 @@ struct TorchTrace {
   // whole captured graph, usually outside any op, so it is tied to the op around the call if any.
   double graph_us = 0;
   std::map<int64_t, size_t> streams;  // CUDA stream -> kernels, copies and sets on it
+  std::vector<TraceDeviceEvent> device;  // every kernel, copy and set, by stream, then start
+  std::vector<TraceSync> syncs;          // by thread, then start
   size_t events = 0;                  // events in the file
 };
 
