@@ -15,6 +15,7 @@
 #include "sim/measured/gpu_import.h"
 #include "sim/measured/gpu_network.h"
 #include "sim/costs/gpu_kernel_model.h"
+#include "sim/costs/stack_eval.h"
 #include "sim/measured/torch_trace.h"
 
 namespace vlasim::cli {
@@ -349,9 +350,31 @@ const std::vector<DataSet> kDataSets = {
 };
 
 struct EvalArgs {
-  std::string data = "data/gpu_profiles", out = "reports", fit_out;
+  std::string data = "data/gpu_profiles", out = "reports", fit_out, traces, stack_out;
   bool quiet = false;
 };
+
+// gpu-eval --traces DIR: the software stack model on real traces (sim/costs/stack_eval.h).
+int run_trace_eval(const Common& c, const EvalArgs& a, const Catalog& cat, const std::vector<GpuSamples>& data) {
+  if (!a.stack_out.empty()) check_output_file("--stack-out", a.stack_out);
+  const TraceManifest m = load_trace_manifest(a.traces, c.cards, cat);
+  const StackEvaluation e = evaluate_stacks(m, data, cat, [&](const std::string& s) {
+    if (!a.quiet) std::cerr << "gpu-eval: " << s << "\n";
+  });
+  fs::create_directories(a.out);
+  const std::string cmd = "vlasim gpu-eval --traces " + a.traces;
+  write_file(a.out + "/gpu_stack.md", stack_evaluation_markdown(e, cmd));
+  write_file(a.out + "/gpu_stack.csv", stack_evaluation_csv(e));
+  if (!a.stack_out.empty())
+    write_file(a.stack_out, stack_params_csv(e.all_fit,
+                                             "Software stack model parameters (sim/costs/stack_model.h), fitted on every trace of\n"
+                                             "# data/gpu_traces/ by `vlasim gpu-eval --traces data/gpu_traces --stack-out`. Generated: rebuild\n"
+                                             "# with scripts/gpu_profiles.sh, do not edit. Read by the `stack` registry's entries."));
+  if (!a.quiet)
+    std::printf("wrote %s/gpu_stack.md, gpu_stack.csv: wall time held out by GPU, median |error| %.1f%%, worst %.1f%%\n",
+                a.out.c_str(), 100 * e.median_wall, 100 * e.worst_wall);
+  return 0;
+}
 
 int run_gpu_eval(const Common& c, const EvalArgs& a) {
   const Catalog cat = Catalog::load_dir(c.catalog);
@@ -363,6 +386,7 @@ int run_gpu_eval(const Common& c, const EvalArgs& a) {
     const std::string p = a.data + "/" + ds.path;
     data.push_back({ds.gpu, ds.what, ds.format == "vidur" ? import_vidur(p) : import_apxinf(p), ds.event_timed});
   }
+  if (!a.traces.empty()) return run_trace_eval(c, a, cat, data);
   const GpuEvaluation e = evaluate_gpus(data, cat);
   fs::create_directories(a.out);
   write_file(a.out + "/gpu_cost_model.md", gpu_evaluation_markdown(e, data));
@@ -436,6 +460,10 @@ Command add_gpu_eval(CLI::App& app) {
   cmd->add_option("-o,--out", a->out, "folder for gpu_cost_model.md and .csv (default: reports)");
   cmd->add_option("--fit-out", a->fit_out,
                   "also write the kernel model fitted on every GPU, as the kernel cost model reads it");
+  cmd->add_option("--traces", a->traces,
+                  "instead: evaluate the software stack model on the Kineto traces DIR/traces.yaml lists, leaving "
+                  "each trace's GPU out (writes gpu_stack.md and .csv; e.g. data/gpu_traces)");
+  cmd->add_option("--stack-out", a->stack_out, "with --traces: also write the stack fitted on every trace");
   cmd->add_flag("-q,--quiet", a->quiet, "no summary line");
   return {cmd, [a](const Common& c) { return run_gpu_eval(c, *a); }};
 }

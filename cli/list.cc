@@ -15,6 +15,7 @@
 #include "scheduler/policy.h"
 #include "scheduler/zone.h"
 #include "sim/costs/cost_models.h"
+#include "sim/costs/stack_model.h"
 #include "sim/costs/gpu_sharing.h"
 #include "executors/executor_registry.h"
 
@@ -34,7 +35,7 @@ void list_registry(const R& reg) {
 }
 
 int run_list(const Common& c, const std::string& what) {
-  const std::vector<std::string> families = {"host", "cost_models", "gpu_sharing", "queue_policies", "pipeline_policies",
+  const std::vector<std::string> families = {"host", "cost_models", "stacks", "gpu_sharing", "queue_policies", "pipeline_policies",
                                              "batching_policies", "partition_policies", "zone_policies", "executors", "devices", "cards", "workloads",
                                              "passes"};
   bool all = what.empty() || what == "all";
@@ -68,6 +69,7 @@ int run_list(const Common& c, const std::string& what) {
     }
   }
   if (all || what == "cost_models") list_registry(cost_models());
+  if (all || what == "stacks") list_registry(stack_registry());
   if (all || what == "gpu_sharing") list_registry(gpu_sharing_models());
   if (all || what == "queue_policies") list_registry(queue_policies());
   if (all || what == "pipeline_policies") list_registry(pipeline_policies());
@@ -100,7 +102,7 @@ Command add_list(CLI::App& app) {
   auto family = std::make_shared<std::string>();
   CLI::App* list = app.add_subcommand("list", "list the registered parts and their parameters");
   list->add_option("family", *family,
-                   "host (this machine's CPU, ISA, bf16, NUMA), cost_models, gpu_sharing, queue_policies, pipeline_policies, batching_policies, partition_policies, zone_policies, executors, devices, cards, workloads or passes (default: all)");
+                   "host (this machine's CPU, ISA, bf16, NUMA), cost_models, stacks, gpu_sharing, queue_policies, pipeline_policies, batching_policies, partition_policies, zone_policies, executors, devices, cards, workloads or passes (default: all)");
   return {list, [family](const Common& c) { return run_list(c, *family); }};
 }
 

@@ -4,7 +4,7 @@
 # include directory and SystemC define. Install layout (fixed, so that code finds its data at
 # <binary dir>/../share/vlasim; see scenarios/config/data_dir.h):
 #   P/lib/libvlasim.so  P/bin/vlasim  P/include/vlasim/<folder>/*.h
-#   P/share/vlasim/{cards,catalog}/*.yaml  P/share/vlasim/kernel_fit/kernel_model.csv  P/lib/cmake/vlasim/
+#   P/share/vlasim/{cards,catalog}/*.yaml  P/share/vlasim/kernel_fit/{kernel,stack}_model.csv  P/lib/cmake/vlasim/
 # The in-tree static libraries stay as they are (tests, CLI and benchmarks link them).
 include(CMakePackageConfigHelpers)
 
@@ -59,7 +59,8 @@ install(FILES ${_cards} DESTINATION share/vlasim/cards)
 file(GLOB _catalog CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/sim/catalog/*.yaml)
 install(FILES ${_catalog} DESTINATION share/vlasim/catalog)
 # The kernel GPU cost model's shipped fit, which an installed vlasim finds beside its catalog.
-install(FILES ${PROJECT_SOURCE_DIR}/sim/kernel_fit/kernel_model.csv DESTINATION share/vlasim/kernel_fit)
+install(FILES ${PROJECT_SOURCE_DIR}/sim/kernel_fit/kernel_model.csv ${PROJECT_SOURCE_DIR}/sim/kernel_fit/stack_model.csv
+        DESTINATION share/vlasim/kernel_fit)
 
 install(EXPORT vlasimTargets NAMESPACE vlasim:: DESTINATION lib/cmake/vlasim)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/vlasimConfig.cmake.in

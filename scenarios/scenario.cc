@@ -673,10 +673,11 @@ void parse_background(const ConfigNode& root, Scenario& s) {
 // The policies section, each validated now; a unit given no batch takes the batching policy's default.
 void parse_policies(const ConfigNode& root, Scenario& s) {
   ConfigNode pol = root.optional("policies");
-  if (pol.defined()) pol.check_keys({"queue", "pipeline", "cost_model", "batching"});
+  if (pol.defined()) pol.check_keys({"queue", "pipeline", "cost_model", "batching", "stack"});
   s.queue = parse_policy(pol, "queue", "fifo");
   s.pipeline = parse_policy(pol, "pipeline", "serial");
   s.cost_model = parse_policy(pol, "cost_model", "roofline");
+  s.stack = parse_policy(pol, "stack", "none");
   s.batching = parse_policy(pol, "batching", "dynamic");
   // Validate the policy names and parameters now, where the error can point at the file.
   queue_policies().make(s.queue.name, s.queue.params, s.queue.where);

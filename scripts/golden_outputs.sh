@@ -57,6 +57,8 @@ run place/maximize place -q scenarios/placement/robion_4xh100.yaml --maximize \
 run validate-papers validate-papers -q -o "$out/validate-papers"
 mkdir -p "$out/gpu-eval"
 run gpu-eval gpu-eval -q -o "$out/gpu-eval" --fit-out "$out/gpu-eval/kernel_model.csv"
+mkdir -p "$out/gpu-eval-traces"
+run gpu-eval-traces gpu-eval -q --traces data/gpu_traces -o "$out/gpu-eval-traces" --stack-out "$out/gpu-eval-traces/stack_model.csv"
 for c in $(ls models/cards | sed 's/\.yaml$//' | LC_ALL=C sort); do
   run "graph/$c" graph "$c" --ops
   run "roofline/$c" roofline "$c" --device h100-sxm -q -o "$out/roofline/$c"

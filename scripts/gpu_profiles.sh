@@ -21,3 +21,6 @@ done
 "$vlasim" import apxinf "$d/apxinf/configs/pi05/rtx4090_sm89_bf16_v2_v3_h10_tactics.json" \
   --device rtx4090 -o "$out/apxinf-rtx4090.json"
 "$vlasim" gpu-eval "$d" -o reports --fit-out sim/kernel_fit/kernel_model.csv
+# The software stack model on real Kineto traces, each GPU left out (reports/gpu_stack.md), and
+# the stack fitted on every trace as the `stack` registry's entries read it.
+"$vlasim" gpu-eval "$d" --traces data/gpu_traces -o reports --stack-out sim/kernel_fit/stack_model.csv

@@ -22,6 +22,10 @@ struct OpCost {
   // timer (thread hand-offs spread over ops; ProfileSection::op_overhead_s). A measured op
   // time compares with seconds - dispatch_seconds.
   double dispatch_seconds = 0;
+  // The op's kernels alone on the device: no host time, no gap between kernels (what a
+  // software stack, sim/costs/stack_model.h, queues). < 0: seconds - overhead_seconds.
+  double kernel_seconds = -1;
+  double kernel_only() const { return kernel_seconds >= 0 ? kernel_seconds : seconds - overhead_seconds; }
   // The kernel's time is a measured one (a measured GPU profile the cost model was given), not
   // a model's; reports count these ops.
   bool measured = false;

@@ -608,6 +608,7 @@ OpCost KernelCost::op_cost(const Op& op, const DeviceInstance& dev, const UnitDe
   const double with_gap = kernel + dev.spec.graph_launch_s;
   c.seconds = dev.graph_capture ? with_gap : std::max(with_gap, host_op_s_);
   c.overhead_seconds = c.seconds - (kernel - latency);  // the latency, the gap, the host floor
+  c.kernel_seconds = kernel;
   return c;
 }
 

@@ -135,6 +135,7 @@ OpCost shaped_gpu_op_cost(const Op& op, const DeviceSpec& d, int sms, bool graph
   const double kernel = std::max(k.seconds(), d.kernels.kernel_s) + d.graph_launch_s;
   c.seconds = graph ? kernel : std::max(kernel, p.host_op_s);
   c.overhead_seconds = c.seconds - k.seconds();
+  c.kernel_seconds = std::max(k.seconds(), d.kernels.kernel_s);
   return c;
 }
 

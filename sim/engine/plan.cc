@@ -7,14 +7,42 @@
 
 namespace vlasim {
 
-void finish_segment(Segment& seg, const OpGraph& g, const std::vector<OpCost>& costs) {
+bool first_on_unit(const ModelPlan& mp, int k) {
+  for (int j = 0; j < k; ++j)
+    if (mp.segments[size_t(j)].unit == mp.segments[size_t(k)].unit) return false;
+  return true;
+}
+
+void finish_segment(Segment& seg, const OpGraph& g, const std::vector<OpCost>& costs, const StackModel* stack,
+                    bool first_segment) {
   double compute = 0, memory = 0;
+  std::vector<StackOp> ops;
   for (int id : seg.ops) {
     const OpCost& c = costs[id];
     seg.seconds += c.seconds;
     compute += c.compute_seconds;
     memory += c.memory_seconds;
     seg.stage_seconds[static_cast<int>(g.op(id).stage)] += c.seconds - c.dispatch_seconds;
+    if (stack && stack->fused()) ops.push_back({stack_op_class(g.op(id)), std::max(0.0, c.kernel_only())});
+  }
+  if (stack && !stack->fused()) {
+    // Eager: the ATen kernels PyTorch launches. A synthetic activation after a GEMM moves its
+    // bytes at the rate the GEMM's own memory traffic was priced at.
+    const Op* gemm = nullptr;
+    ops = eager_lowering(g, seg.ops, [&](const Op& op) {
+      if (op.id >= 0) {
+        if (op.kind == OpKind::Gemm) gemm = &op;
+        return std::max(0.0, costs[size_t(op.id)].kernel_only());
+      }
+      if (!gemm) return 0.0;
+      const double gb = gemm->bytes_read + gemm->bytes_written;
+      return gb > 0 ? costs[size_t(gemm->id)].memory_seconds * (op.bytes_read + op.bytes_written) / gb : 0.0;
+    });
+  }
+  if (stack && seg.seconds > 0) {
+    const double wall = stack->run(ops, first_segment).wall_s;
+    for (double& st : seg.stage_seconds) st *= wall / seg.seconds;
+    seg.seconds = wall;
   }
   // Fractions of the ops' time: the engine's host time before them (overhead) uses neither.
   if (seg.seconds > 0) {
@@ -56,7 +84,7 @@ Segment cost_segment(const Scenario& s, const Plan& p, const CostModel& cost, co
   seg.ops = base.ops;
   seg.overhead = base.overhead;
   seg.kind = base.kind;
-  finish_segment(seg, g, costs);
+  finish_segment(seg, g, costs, u.type == DeviceType::Gpu ? p.stack.get() : nullptr, first_on_unit(mp, k));
   seg.variability = base.variability;
   return seg;
 }

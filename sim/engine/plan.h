@@ -14,6 +14,7 @@
 #include "scheduler/policy.h"
 #include "sim/costs/cost_model.h"
 #include "sim/costs/gpu_sharing.h"
+#include "sim/costs/stack_model.h"
 
 namespace vlasim {
 
@@ -146,6 +147,9 @@ struct Plan {
   // SMs its streams without a partition share (the GPU's less its partitions').
   std::vector<GpuSharingModel> sharing;
   std::vector<int> shared_sms;
+  // The scenario's software stack (policies.stack) around GPU streams' kernels; null: none
+  // (each op's cost carries its own launch and host time).
+  std::shared_ptr<const StackModel> stack;
 };
 
 // The scenario's batching policy (dynamic when a scenario built in code names none).
@@ -157,7 +161,13 @@ Segment cost_segment(const Scenario& s, const Plan& p, const CostModel& cost, co
                      double sm_fraction);
 
 // Fills seg's time (its ops' `costs`, indexed by op id, plus seg.overhead), its compute and
-// memory fractions, stage times and label, from seg.ops of graph g.
-void finish_segment(Segment& seg, const OpGraph& g, const std::vector<OpCost>& costs);
+// memory fractions, stage times and label, from seg.ops of graph g. With a `stack` (a GPU
+// stream's segment under a scenario's stack), the ops' time is the stack's wall time over their
+// kernel times (OpCost::kernel_only), the step's own host time charged when `first` (the
+// request's first segment on its unit); stage times split it in proportion to the ops' costs.
+void finish_segment(Segment& seg, const OpGraph& g, const std::vector<OpCost>& costs,
+                    const StackModel* stack = nullptr, bool first = false);
+// Whether segment k of `mp` is the first on its unit.
+bool first_on_unit(const ModelPlan& mp, int k);
 
 }  // namespace vlasim

@@ -248,8 +248,9 @@ void finish_segments(const Scenario& s, const Plan& p, const CostModel& cost, Mo
   int stages = 0, prev = -1;
   for (auto& seg : mp.segments) {
     if (!seg.transfer) {
-      finish_segment(seg, mp.graph, mp.op_costs);
       const UnitInfo& u = p.units[seg.unit];
+      finish_segment(seg, mp.graph, mp.op_costs, u.type == DeviceType::Gpu ? p.stack.get() : nullptr,
+                     first_on_unit(mp, int(&seg - mp.segments.data())));
       const DeviceInstance& dev = s.devices[u.device];
       seg.variability = cost.service_variability(dev, dev.units[u.unit], g.op(seg.ops.front()).dtype);
     }
@@ -421,6 +422,7 @@ using WindowFn = std::function<int(int model, int stages)>;
 
 Plan make_plan_with(const Scenario& s, const CostModel& cost, const WindowFn& in_flight) {
   Plan p;
+  if (s.stack.name != "none") p.stack = stack_registry().make(s.stack.name, s.stack.params, s.stack.where);
   add_units(s, p);
   plan_gpu_sharing(s, p);
   p.memory.resize(s.devices.size());
