@@ -130,7 +130,8 @@ std::vector<double> nelder_mead(F fn, std::vector<double> x0, int iters) {
 // Fits one class: latency, DRAM fraction, (gemm) compute fraction and combination exponent,
 // and, when `pts` mixes CUDA-event-timed and kernel-timed samples, the event timing overhead.
 // `per_sm`: a non-GEMM class with the per-SM row term (latency and per-SM rate fitted, b = 1).
-std::pair<KernelClassFit, double> fit_class(const std::vector<FitPoint>& pts, bool gemm, bool per_sm) {
+std::pair<KernelClassFit, double> fit_class(const std::vector<FitPoint>& pts, bool gemm, bool per_sm,
+                                            bool attention = false) {
   bool events = false, kernels = false;
   for (const FitPoint& q : pts) (q.event_timed ? events : kernels) = true;
   const bool fit_events = events && kernels;
@@ -140,6 +141,12 @@ std::pair<KernelClassFit, double> fit_class(const std::vector<FitPoint>& pts, bo
     if (per_sm) {
       f.bw_frac = f.compute_frac = f.p = 1;
       f.sm_rate = std::exp(std::clamp(x[1], -3.0, 8.0)) * 1e9;  // GB/s per SM
+      return f;
+    }
+    if (attention) {  // few shapes: a latency and a tensor-rate fraction; DRAM and p fixed
+      f.compute_frac = std::clamp(std::exp(x[1]), 0.01, 1.5);
+      f.bw_frac = 0.8;
+      f.p = 2;
       return f;
     }
     f.bw_frac = std::clamp(std::exp(x[1]), 0.01, 1.5);
@@ -228,6 +235,10 @@ GemmTiling gemm_tiling(const Op& op, const DeviceSpec& d, const KernelClassFit& 
 
 double kernel_class_seconds(const Op& op, const DeviceSpec& d, const KernelClassFit& f) {
   if (op.kind == OpKind::Gemm) return gemm_tiling(op, d, f).seconds;
+  if (op.kind == OpKind::Attention) {
+    const double mem = op_bytes(op) / dram_rate(d, f), comp = op.flops / gemm_compute_rate(op.dtype, d, f);
+    return f.latency_s + std::pow(std::pow(mem, f.p) + std::pow(comp, f.p), 1 / f.p);
+  }
   if (f.sm_rate <= 0) return f.latency_s + op_bytes(op) / dram_rate(d, f);
   // Rows one per SM in waves (a row: its share of the bytes), and all bytes through DRAM at the
   // catalog's streaming-copy rate.
@@ -288,9 +299,10 @@ GpuKernelParams parse_kernel_params(const std::string& text_in, const std::strin
       throw ConfigError(where, line, 0, "", "expected " + std::to_string(cols.size()) + " fields, got " +
                                                 std::to_string(f.size()));
     const std::string& cls = f[0].text;
-    if (cls != "cuda_events" &&
+    if (cls != "cuda_events" && cls != "attention" &&
         std::find(std::begin(kKernelFitClasses), std::end(kKernelFitClasses), cls) == std::end(kKernelFitClasses))
-      throw ConfigError(where, line, 1, "class", "unknown class '" + cls + "' (gemm, norm, layernorm, elementwise or cuda_events)");
+      throw ConfigError(where, line, 1, "class",
+                        "unknown class '" + cls + "' (gemm, norm, layernorm, elementwise, attention or cuda_events)");
     if (!seen.insert(cls).second) throw ConfigError(where, line, 1, "class", "class '" + cls + "' is given twice");
     // Each figure within what the fitter can produce (fit_class) and a GPU can do: a latency of
     // 1 ns to 10 ms, fractions of the datasheet's DRAM and tensor rates of 0.01 to 1.5, a
@@ -391,7 +403,7 @@ GpuKernelParams fit_kernel_model(const std::vector<const GpuSamples*>& fit, cons
     // RMSNorm miss in opposite directions under one fit; held out, this split has the lowest
     // norm error on every Vidur GPU of the forms tried).
     const bool per_sm = c == "elementwise" || c == "norm";
-    auto [f, event_s] = fit_class(pts, c == "gemm", per_sm);
+    auto [f, event_s] = fit_class(pts, c == "gemm", per_sm, c == "attention");
     p.by_class[c] = f;
     if (c == "gemm") p.event_timing_s = event_s;
   }

@@ -17,6 +17,10 @@
 //   compute = waves x block,  waves = ceil(tiles x s / SMs)
 //   reduce  = 8 M N s / (b x bw)                    (split-K fp32 partial sums, s > 1)
 //   t = L + (memory^p + compute^p)^(1/p) + reduce
+// Attention (class "attention", fitted only where measured attention kernels are given, e.g. from
+// traces: sim/costs/stack_eval.h): t = L + (memory^p + compute^p)^(1/p), memory = bytes / (b x bw),
+// compute = FLOPs / rate (rate as the GEMMs'), fitting L and f with b = 0.8 and p = 2 fixed; a fit
+// without it leaves attention to the shaped model.
 // LayerNorm and GroupNorm (class "layernorm"): t = L + bytes / (b x bw). RMSNorm ("norm") and
 // elementwise ops (fitted with a per-SM rate r > 0): rows go
 // one per SM in waves, each SM moving its row's bytes at r, and all bytes once through DRAM at
@@ -109,7 +113,7 @@ double kernel_model_seconds(const Op& op, const DeviceSpec& d, const GpuKernelPa
 // The writer gives a row for every class of kKernelFitClasses (defaults for one not fitted).
 // The parser promises a complete, plausible fit or a ConfigError naming `where`, the line,
 // column and column name: one header, then exactly one row for each of kKernelFitClasses
-// (at most one cuda_events row), every field a number within the bounds the fitter produces
+// (at most one cuda_events row, at most one optional attention row), every field a number within the bounds the fitter produces
 // (latency 1 ns to 10 ms, bw_frac and compute_frac 0.01 to 1.5, p 1 to 64, sm_gbs 0 or 0.01
 // to 10000); an empty field, a repeated or unknown class, a header-only or truncated file is
 // refused. A UTF-8 byte order mark and CR line ends are ignored.

@@ -32,14 +32,21 @@ TraceManifest load_trace_manifest(const std::string& dir, const std::string& car
     c.file = n.required("file").as_string();
     c.path = dir + "/" + c.file;
     if (!fs::is_regular_file(c.path)) n.required("file").fail("cannot read '" + c.path + "': no such file");
-    c.card = n.required("card").as_string();
-    find_card(m.cards_dir, c.card, n.required("card"));
-    c.gpu = n.required("gpu").as_string();
-    const DeviceSpec* d = cat.find(c.gpu);
-    if (!d || d->type != DeviceType::Gpu) n.required("gpu").fail("'" + c.gpu + "' is no catalog GPU");
     c.stack = n.get_string("stack", "eager");
     if (!stack_registry().find(c.stack))
       n.required("stack").fail("unknown stack '" + c.stack + "'; valid names are: " + join_names(stack_registry().names()));
+    if (n.has("card")) {
+      c.card = n.required("card").as_string();
+      find_card(m.cards_dir, c.card, n.required("card"));
+    } else if (c.stack == "eager") {
+      n.fail("an eager trace needs its `card` (only graph and compiled traces are read without one, for their "
+             "launch figures)");
+    } else if (!n.has("inference")) {
+      n.fail("a trace without a card needs `inference`: the range its figures are read in");
+    }
+    c.gpu = n.required("gpu").as_string();
+    const DeviceSpec* d = cat.find(c.gpu);
+    if (!d || d->type != DeviceType::Gpu) n.required("gpu").fail("'" + c.gpu + "' is no catalog GPU");
     c.inference = n.get_string("inference", c.inference);
     m.cases.push_back(std::move(c));
   }
@@ -71,10 +78,25 @@ TraceFitData read_case(const TraceCase& c, const std::string& cards_dir) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return f.steps[a].wall_s < f.steps[b].wall_s; });
   f.step = f.steps[order[order.size() / 2]];
+  if (c.card.empty()) return f;
   const ModelCard card = find_card(cards_dir, c.card, c.where.required("card"));
   RunShape shape = card.defaults;
   if (c.stack == "eager") shape.passes = std::vector<std::string>{};
   f.graph = build_graph(card, shape);
+  if (t.shapes) {
+    const TraceMatch m = match_trace(t, f.graph, inf);
+    for (size_t i = 0; i < f.graph.size(); ++i) {
+      const Op& op = f.graph.op(static_cast<int>(i));
+      if (op.kind != OpKind::Attention || m.op_occurrences[i] == 0) continue;
+      KernelSample s;
+      s.op = op;
+      s.label = "attention";
+      s.seconds = m.op_seconds[i];
+      s.source = c.file;
+      f.attention.push_back(s);
+      f.attention_meas_s += s.seconds;
+    }
+  }
   return f;
 }
 
@@ -88,21 +110,26 @@ StackParams fit_stack(const std::vector<const TraceFitData*>& fit, const StackPa
   std::map<std::string, int> ops;
   double all_owned = 0;
   int all_ops = 0;
-  std::vector<double> step, launch, gap;
+  std::vector<double> step, launch, gap, compiled, node_launch;
   for (const TraceFitData* f : fit) {
+    gap.insert(gap.end(), f->step.node_gap_s.begin(), f->step.node_gap_s.end());
+    if (f->c && f->c->stack == "compiled" && f->step.device_events > 0)
+      compiled.push_back(f->step.host_span_s / f->step.device_events);
+    if (f->step.graph_nodes > 0) node_launch.push_back(f->step.graph_launch_s / f->step.graph_nodes);
+    if (f->c && (f->c->card.empty() || f->c->stack != "eager")) continue;
     for (const auto& [c, s] : f->step.class_host_s) owned[c] += s, all_owned += s;
     for (const auto& [c, n] : f->graph_ops) ops[c] += n, all_ops += n;
     step.push_back(f->step.step_host_s);
     launch.insert(launch.end(), f->step.launch_latency_s.begin(), f->step.launch_latency_s.end());
-    gap.insert(gap.end(), f->step.node_gap_s.begin(), f->step.node_gap_s.end());
   }
-  if (fit.empty() || all_ops == 0) return p;
+  if (!compiled.empty()) p.compiled_dispatch_s = median(compiled);
+  if (!node_launch.empty()) p.graph_node_launch_s = median(node_launch);
+  if (!gap.empty()) p.node_gap_s = median(gap);
+  if (all_ops == 0) return p;
   const double mean = all_owned / all_ops;
-  for (const char* c : kStackClasses)
-    p.dispatch_s[c] = owned[c] > 0 && ops[c] > 0 ? owned[c] / ops[c] : mean;
+  for (const char* c : kStackClasses) p.dispatch_s[c] = owned[c] > 0 && ops[c] > 0 ? owned[c] / ops[c] : mean;
   p.step_s = median(step);
   if (!launch.empty()) p.launch_s = median(launch);
-  if (!gap.empty()) p.node_gap_s = median(gap);
   return p;
 }
 
@@ -110,7 +137,7 @@ std::vector<StackOp> stack_ops(const OpGraph& g, const DeviceSpec& d, const GpuK
   const ShapedParams sp;
   auto price = [&](const Op& op) {
     const bool half = op.dtype == DType::BF16 || op.dtype == DType::F16;
-    if (half && find_fit(kp, op) && kernel_class(op) != "attention") return kernel_model_seconds(op, d, kp);
+    if (half && find_fit(kp, op)) return kernel_model_seconds(op, d, kp);
     return std::max(0.0, shaped_gpu_op_cost(op, d, d.sms, true, sp).seconds - d.graph_launch_s);
   };
   std::vector<int> ids;
@@ -130,6 +157,7 @@ StackEvaluation evaluate_stacks(const TraceManifest& m, const std::vector<GpuSam
   for (const TraceCase& c : m.cases) {
     if (progress) progress("reading " + c.file);
     data.push_back(read_case(c, m.cards_dir));
+    if (c.card.empty()) continue;
     // The stack's operators by class (lowered as the trace's stack runs them).
     GpuKernelParams none;
     for (const StackOp& o : stack_ops(data.back().graph, *cat.find(c.gpu), none, c.stack == "eager"))
@@ -146,9 +174,21 @@ StackEvaluation evaluate_stacks(const TraceManifest& m, const std::vector<GpuSam
   for (const TraceFitData& d : data) everything.push_back(&d);
   e.all_fit = fit_stack(everything, prior);
   std::map<std::string, GpuKernelParams> kernel_fits;  // by GPU
-  std::vector<double> ew, em, eb;
+  // Measured attention kernels by GPU, from the traces.
+  std::vector<GpuSamples> trace_attention;
+  for (const TraceFitData& d : data) {
+    auto g = std::find_if(trace_attention.begin(), trace_attention.end(),
+                          [&](const GpuSamples& s) { return s.gpu == d.c->gpu; });
+    if (g == trace_attention.end()) g = trace_attention.insert(trace_attention.end(), {d.c->gpu, "trace attention", {}, false});
+    g->samples.insert(g->samples.end(), d.attention.begin(), d.attention.end());
+  }
+  std::vector<double> ew, em, eb, en;
   for (const TraceFitData& d : data) {
     const TraceCase& c = *d.c;
+    if (c.card.empty()) {
+      e.fit_only.push_back({c.file, c.gpu, c.stack, d.step});
+      continue;
+    }
     const DeviceSpec& spec = *cat.find(c.gpu);
     StackEvalRow r;
     r.trace = c.file, r.card = c.card, r.gpu = c.gpu, r.stack = c.stack;
@@ -166,12 +206,21 @@ StackEvaluation evaluate_stacks(const TraceManifest& m, const std::vector<GpuSam
       std::vector<const GpuSamples*> f;
       for (const GpuSamples& s : kernel_data)
         if (s.gpu != c.gpu) f.push_back(&s);
+      for (const GpuSamples& s : trace_attention)
+        if (s.gpu != c.gpu) f.push_back(&s);
       kernel_fits[c.gpu] = fit_kernel_model(f, cat);
     }
     r.kernel_fit = has_own ? "held out (its kernels left out)" : "every GPU (none of its kernels measured)";
     const std::vector<StackOp> ops = stack_ops(d.graph, spec, kernel_fits[c.gpu], c.stack == "eager");
     r.fold = fit_where([&](const TraceFitData& x) { return x.c->gpu != c.gpu; });
     const StackTiming t = make_stack(c.stack, r.fold)->run(ops);
+    // Before the stack model: each graph op alone at max(kernel + the catalog's gap, the eager
+    // host floor), as the kernel cost model prices an eager GPU (host_op_us 25).
+    for (const StackOp& o : stack_ops(d.graph, spec, kernel_fits[c.gpu], false))
+      r.pred_wall_per_op += std::max(o.kernel_s + spec.graph_launch_s, ShapedParams{}.host_op_s);
+    r.meas_attention = d.attention_meas_s;
+    for (const StackOp& o : ops)
+      if (o.cls == "attention") r.pred_attention += o.kernel_s;
     r.pred_wall = t.wall_s, r.pred_busy = t.gpu_busy_s, r.pred_host_share = t.host_bound_share();
     r.pred_wall_model_out =
         make_stack(c.stack, fit_where([&](const TraceFitData& x) { return x.c->card != c.card; }))->run(ops).wall_s;
@@ -180,11 +229,13 @@ StackEvaluation evaluate_stacks(const TraceManifest& m, const std::vector<GpuSam
     ew.push_back(std::fabs(r.err_wall()));
     em.push_back(std::fabs(err(r.pred_wall_model_out, r.meas_wall)));
     eb.push_back(std::fabs(r.err_busy()));
+    en.push_back(std::fabs(err(r.pred_wall_per_op, r.meas_wall)));
     e.rows.push_back(std::move(r));
   }
   e.median_wall = median(ew), e.worst_wall = *std::max_element(ew.begin(), ew.end());
   e.median_model_out = median(em), e.worst_model_out = *std::max_element(em.begin(), em.end());
   e.median_busy = median(eb);
+  e.median_no_stack = median(en), e.worst_no_stack = *std::max_element(en.begin(), en.end());
   return e;
 }
 
@@ -219,25 +270,41 @@ std::string stack_evaluation_markdown(const StackEvaluation& e, const std::strin
     << "synchronise calls waiting for work launched before it. Host-bound share: the part of the wall the GPU "
     << "is idle.\n\n"
     << "| trace | card | GPU | stack | wall meas (ms) | wall pred (ms) | error | GPU busy meas / pred (ms) | busy error "
-       "| host-bound meas / pred | model out: error | in sample: error |\n"
-    << "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+       "| attention meas / pred (ms) | host-bound meas / pred | model out: error | in sample: error | no stack: error |\n"
+    << "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const StackEvalRow& r : e.rows)
     o << "| " << r.trace << " | " << r.card << " | " << r.gpu << " | " << r.stack << " | " << fixed(r.meas_wall * 1e3, 3)
       << " | " << fixed(r.pred_wall * 1e3, 3) << " | " << pct_signed(r.err_wall()) << " | " << fixed(r.meas_busy * 1e3, 3)
       << " / " << fixed(r.pred_busy * 1e3, 3) << " | " << pct_signed(r.err_busy()) << " | "
+      << fixed(r.meas_attention * 1e3, 3) << " / " << fixed(r.pred_attention * 1e3, 3) << " | "
       << fixed(100 * r.meas_host_share, 0) << "% / " << fixed(100 * r.pred_host_share, 0) << "% | "
-      << pct_signed(r.pred_wall_model_out / r.meas_wall - 1) << " | " << pct_signed(r.pred_wall_in / r.meas_wall - 1) << " |\n";
+      << pct_signed(r.pred_wall_model_out / r.meas_wall - 1) << " | " << pct_signed(r.pred_wall_in / r.meas_wall - 1)
+      << " | " << pct_signed(r.pred_wall_per_op / r.meas_wall - 1) << " |\n";
   o << "\nWall time, held out by GPU: median |error| " << fixed(100 * e.median_wall, 1) << "%, worst "
     << fixed(100 * e.worst_wall, 1) << "% (targets 10% and 20%). Leaving the model out instead: median "
     << fixed(100 * e.median_model_out, 1) << "%, worst " << fixed(100 * e.worst_model_out, 1)
-    << "%. GPU busy time (the kernel model alone): median |error| " << fixed(100 * e.median_busy, 1) << "%.\n\n";
+    << "%. GPU busy time (the kernel model alone): median |error| " << fixed(100 * e.median_busy, 1)
+    << "%. Without a stack (each op at max(kernel + gap, 25 us), as the kernel cost model prices eager GPUs): "
+       "median |error| "
+    << fixed(100 * e.median_no_stack, 1) << "%, worst " << fixed(100 * e.worst_no_stack, 1) << "%.\n\n";
   o << "## The stacks that predicted each trace (fitted without its GPU)\n\n| trace | kernel fit | stack |\n|---|---|---|\n";
   for (const StackEvalRow& r : e.rows)
     o << "| " << r.trace << " | " << r.kernel_fit << " | " << params_text(r.fold) << " |\n";
   o << "\nFitted on every trace (shipped as sim/kernel_fit/stack_model.csv): " << params_text(e.all_fit)
-    << ". Not shown by these traces, kept at their priors: compiled_dispatch " << fixed(e.all_fit.compiled_dispatch_s * 1e6, 1)
-    << " us, graph_launch " << fixed(e.all_fit.graph_launch_s * 1e6, 1) << " us, node_gap "
-    << fixed(e.all_fit.node_gap_s * 1e6, 1) << " us.\n";
+    << "; from the traces without a card: compiled_dispatch " << fixed(e.all_fit.compiled_dispatch_s * 1e6, 1)
+    << " us, graph_node_launch " << fixed(e.all_fit.graph_node_launch_s * 1e6, 2) << " us, node_gap "
+    << fixed(e.all_fit.node_gap_s * 1e6, 2) << " us; not shown by any trace, kept at its prior: graph_launch "
+    << fixed(e.all_fit.graph_launch_s * 1e6, 1) << " us.\n";
+  if (!e.fit_only.empty()) {
+    o << "\n## Traces without a card: launch figures\n\n| trace | GPU | stack | host span (us) | kernels | graph launch "
+         "host (us) | graph nodes | node gap median (us) |\n|---|---|---|---:|---:|---:|---:|---:|\n";
+    for (const auto& f : e.fit_only) {
+      std::vector<double> g = f.step.node_gap_s;
+      o << "| " << f.trace << " | " << f.gpu << " | " << f.stack << " | " << fixed(f.step.host_span_s * 1e6, 1) << " | "
+        << f.step.device_events << " | " << fixed(f.step.graph_launch_s * 1e6, 1) << " | " << f.step.graph_nodes
+        << " | " << (g.empty() ? std::string("-") : fixed(median(g) * 1e6, 2)) << " |\n";
+    }
+  }
   if (!e.refused.empty()) {
     o << "\n## Traces not evaluated\n\n| trace | why |\n|---|---|\n";
     for (const auto& [f, why] : e.refused) o << "| " << f << " | " << why << " |\n";
@@ -248,13 +315,16 @@ std::string stack_evaluation_markdown(const StackEvaluation& e, const std::strin
 std::string stack_evaluation_csv(const StackEvaluation& e) {
   std::ostringstream o;
   o << "trace,card,gpu,stack,steps,graph_ops,launching_ops,meas_wall_ms,pred_wall_ms,err_wall,meas_busy_ms,"
-       "pred_busy_ms,err_busy,meas_host_share,pred_host_share,pred_wall_model_out_ms,pred_wall_in_sample_ms\n";
+       "pred_busy_ms,err_busy,meas_attention_ms,pred_attention_ms,meas_host_share,pred_host_share,pred_wall_model_out_ms,"
+       "pred_wall_in_sample_ms,pred_wall_no_stack_ms\n";
   o << std::setprecision(6);
   for (const StackEvalRow& r : e.rows)
     o << r.trace << ',' << r.card << ',' << r.gpu << ',' << r.stack << ',' << r.steps << ',' << r.graph_ops << ','
       << r.launching_ops << ',' << r.meas_wall * 1e3 << ',' << r.pred_wall * 1e3 << ',' << r.err_wall() << ','
-      << r.meas_busy * 1e3 << ',' << r.pred_busy * 1e3 << ',' << r.err_busy() << ',' << r.meas_host_share << ','
-      << r.pred_host_share << ',' << r.pred_wall_model_out * 1e3 << ',' << r.pred_wall_in * 1e3 << '\n';
+      << r.meas_busy * 1e3 << ',' << r.pred_busy * 1e3 << ',' << r.err_busy() << ',' << r.meas_attention * 1e3 << ','
+      << r.pred_attention * 1e3 << ',' << r.meas_host_share << ','
+      << r.pred_host_share << ',' << r.pred_wall_model_out * 1e3 << ',' << r.pred_wall_in * 1e3 << ','
+      << r.pred_wall_per_op * 1e3 << '\n';
   return o.str();
 }
 

@@ -3,7 +3,10 @@
 //
 // DIR/traces.yaml lists the traces: each with its file (relative to DIR), the card its model
 // follows (in DIR/cards, else the cards folder), the catalog GPU it ran on, its stack (eager,
-// graph, compiled), and the record_function range of a step (default "ProfilerStep#*"):
+// graph, compiled), and the record_function range of a step (default "ProfilerStep#*"). A
+// graph or compiled trace may have no card: it is not predicted, only read for the figures no
+// eager trace shows (compiled_dispatch: host span / kernels of a compiled step; graph_node_launch:
+// graph launch calls' host time / the nodes they ran; node_gap):
 //   traces:
 //     - {file: tracelens/h100_bert.json.gz, card: bert_small, gpu: h100-sxm, stack: eager}
 //   refused:
@@ -13,6 +16,8 @@
 // measured kernels but the trace's own; attention and ops the kernel model does not price: the
 // shaped model, replayed), then run through the stack fitted on every other GPU's traces.
 //
+// Attention: the kernel model's attention class is fitted on the traces' attention kernels (the
+// graph's attention ops matched to the trace's by shape), each GPU left out as for the others.
 // The fit, over a set of traces (their median step each):
 //   dispatch_<class> = host time the trace's keyed launching ops of that class own /
 //                      the graph ops of that class (sim/measured/trace_step.h), summed over the
@@ -21,8 +26,9 @@
 //   step   = median of the steps' own host time;
 //   launch = median of launch-to-start delays on an idle stream;
 //   node_gap = median gap inside graph replays, where the set has any; else the prior's.
-// Figures no trace of the set shows (compiled_dispatch, graph_launch, and node_gap without a
-// replay) keep the prior's (StackParams' defaults), and the report says so.
+// The eager figures come from the set's eager traces with cards only. Figures no trace of the
+// set shows (graph_launch always; compiled_dispatch, graph_node_launch, node_gap without such a
+// trace) keep the prior's (StackParams' defaults), and the report says so.
 #pragma once
 
 #include <functional>
@@ -62,6 +68,11 @@ struct TraceFitData {
   TraceStep step;                   // the median step
   OpGraph graph;
   std::map<std::string, int> graph_ops;  // the stack's operators by class (eager: lowered)
+  // The graph's attention ops matched to the trace's (match_trace: the median device time of
+  // the trace's ops of each one's key): measured attention kernels the kernel model's attention
+  // class is fitted on, leaving this trace's GPU out.
+  std::vector<KernelSample> attention;
+  double attention_meas_s = 0;  // their sum
 };
 
 // Fits a stack on `fit` (see the top), starting from `prior`.
@@ -79,6 +90,8 @@ struct StackEvalRow {
   double pred_wall = 0, pred_busy = 0, pred_host_share = 0;  // held out by GPU
   double pred_wall_model_out = 0;                            // stack fitted leaving the model out
   double pred_wall_in = 0;                                   // stack fitted on every trace (in sample)
+  double meas_attention = 0, pred_attention = 0;             // the graph's attention ops, seconds
+  double pred_wall_per_op = 0;  // no stack: sum over the graph's ops of max(kernel + gap, host floor)
   std::string kernel_fit;  // which kernel fit priced it
   StackParams fold;        // the stack that predicted it (held out by GPU)
   double err_wall() const { return pred_wall / meas_wall - 1; }
@@ -87,9 +100,15 @@ struct StackEvalRow {
 
 struct StackEvaluation {
   std::vector<StackEvalRow> rows;
+  struct FitOnly {
+    std::string trace, gpu, stack;
+    TraceStep step;
+  };
+  std::vector<FitOnly> fit_only;  // traces without a card: read for their launch figures
   std::vector<std::pair<std::string, std::string>> refused;
   StackParams all_fit;  // fitted on every trace: the shipped figures
   double median_wall = 0, worst_wall = 0, median_model_out = 0, worst_model_out = 0, median_busy = 0;
+  double median_no_stack = 0, worst_no_stack = 0;
 };
 
 // Evaluates every trace of `m` (leave one GPU out for the stack and the kernel model; also

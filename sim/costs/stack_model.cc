@@ -135,7 +135,7 @@ class GraphStack : public StackModel {
     StackTiming t;
     for (const StackOp& o : ops) t.gpu_busy_s += o.kernel_s;
     if (ops.size() > 1) t.gpu_busy_s += p_.node_gap_s * double(ops.size() - 1);
-    t.host_s = (with_step ? p_.step_s : 0) + p_.graph_launch_s;
+    t.host_s = (with_step ? p_.step_s : 0) + p_.graph_launch_s + p_.graph_node_launch_s * double(ops.size());
     t.wall_s = t.host_s + (ops.empty() ? 0 : p_.launch_s) + t.gpu_busy_s;
     t.gpu_idle_s = t.wall_s - t.gpu_busy_s;
     return t;
@@ -159,6 +159,7 @@ std::vector<Figure> figures() {
   f.push_back({"step", &StackParams::step_s});
   f.push_back({"compiled_dispatch", &StackParams::compiled_dispatch_s});
   f.push_back({"graph_launch", &StackParams::graph_launch_s});
+  f.push_back({"graph_node_launch", &StackParams::graph_node_launch_s});
   f.push_back({"node_gap", &StackParams::node_gap_s});
   return f;
 }
@@ -234,7 +235,7 @@ void register_stacks(StackRegistry& r) {
          "the host is behind; unfused operators",
          stack_param_specs(eager), [](const Params& prm) { return make_stack("eager", with_overrides(prm)); }});
   r.add({"graph", "a captured CUDA Graph replayed: one launch, a gap per node; fused operators",
-         stack_param_specs({"launch", "step", "graph_launch", "node_gap"}),
+         stack_param_specs({"launch", "step", "graph_launch", "graph_node_launch", "node_gap"}),
          [](const Params& prm) { return make_stack("graph", with_overrides(prm)); }});
   r.add({"compiled",
          "torch.compile without CUDA Graphs: the graph passes' fused kernels, each dispatched by the compiler's "

@@ -14,8 +14,8 @@
 //             GPU); G_i = start + kernel_s. Wall = max(H_n, G_n).
 //   compiled: eager over the fused graph (the graph passes express torch.compile's fusion),
 //             every kernel dispatched by the compiler's launcher at compiled_dispatch_s.
-//   graph:    one replay: the host spends step_s + graph_launch_s, then the kernels run back to
-//             back with node_gap_s between two: wall = step_s + graph_launch_s + launch_s +
+//   graph:    one replay: the host spends step_s + graph_launch_s + n graph_node_launch_s, then
+//             the kernels run back to back with node_gap_s between two: wall = that + launch_s +
 //             sum kernel_s + (n - 1) node_gap_s.
 // Every figure is a parameter: fitted from real Kineto traces (sim/costs/stack_eval.h,
 // `vlasim gpu-eval --traces`), shipped in sim/kernel_fit/stack_model.csv.
@@ -40,7 +40,8 @@ struct StackParams {
   double launch_s = 8e-6;           // launch call to kernel start on an idle GPU
   double step_s = 300e-6;           // host seconds per step outside the operators
   double compiled_dispatch_s = 12e-6;  // compiled: host seconds per (fused) kernel
-  double graph_launch_s = 20e-6;    // graph: host seconds to launch one replay
+  double graph_launch_s = 10e-6;    // graph: host seconds to launch one replay
+  double graph_node_launch_s = 0;   // graph: host seconds per node of the replay at its launch
   double node_gap_s = 1e-6;         // graph: GPU seconds between two replayed kernels
   // The eager dispatch of class `cls` (kStackClasses), "other"'s when the class has none.
   double dispatch(const std::string& cls) const;
@@ -100,12 +101,13 @@ using StackRegistry = Registry<StackModel>;
 // Adds "eager", "graph" and "compiled" to `r`. Each takes `fit` (a stack parameters CSV; default
 // the shipped sim/kernel_fit/stack_model.csv, found as the kernel fit is) and overrides of its own
 // figures in microseconds (dispatch_<class>_us, launch_us, step_us, compiled_dispatch_us,
-// graph_launch_us, node_gap_us), each refused at its key outside 0 to 100000 us.
+// graph_launch_us, graph_node_launch_us, node_gap_us), each refused at its key outside 0 to 100000 us.
 void register_stacks(StackRegistry& r);
 const StackRegistry& stack_registry();
 
 // The parameters as CSV (a comment line `note`, then "figure,us" rows: dispatch_<class> for
-// every class, launch, step, compiled_dispatch, graph_launch, node_gap) and back. The parser
+// every class, launch, step, compiled_dispatch, graph_launch, graph_node_launch, node_gap) and
+// back. The parser
 // promises every figure once, each a number from 0 to 100000 us, or a ConfigError naming
 // `where`, the line and the figure; an unknown or repeated figure is refused.
 std::string stack_params_csv(const StackParams& p, const std::string& note);

@@ -345,6 +345,8 @@ class Reader : public nlohmann::json_sax<json> {
         break;
       case Cat::Launch:
         if (ev_.name.find("Synchronize") != std::string::npos) t.syncs.push_back({ev_.ts, ev_.dur, thread_of(ev_)});
+        if (ev_.name.find("GraphLaunch") != std::string::npos)
+          t.graph_launches.push_back({ev_.ts, ev_.dur, thread_of(ev_)});
         if (ev_.has_corr)
           launches.push_back({ev_.ts, thread_of(ev_), ev_.corr, t.events - 1,
                               ev_.name.find("Launch") != std::string::npos || ev_.name.find("Memcpy") != std::string::npos ||
@@ -582,9 +584,11 @@ TorchTrace finish(Reader& r, const std::string& name) {
   std::stable_sort(t.device.begin(), t.device.end(), [](const TraceDeviceEvent& a, const TraceDeviceEvent& b) {
     return a.stream != b.stream ? a.stream < b.stream : a.ts_us < b.ts_us;
   });
-  std::stable_sort(t.syncs.begin(), t.syncs.end(), [](const TraceSync& a, const TraceSync& b) {
+  auto by_thread = [](const TraceSync& a, const TraceSync& b) {
     return a.thread != b.thread ? a.thread < b.thread : a.ts_us < b.ts_us;
-  });
+  };
+  std::stable_sort(t.syncs.begin(), t.syncs.end(), by_thread);
+  std::stable_sort(t.graph_launches.begin(), t.graph_launches.end(), by_thread);
   return t;
 }
 

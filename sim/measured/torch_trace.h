@@ -113,6 +113,7 @@ struct TorchTrace {
   std::map<int64_t, size_t> streams;  // CUDA stream -> kernels, copies and sets on it
   std::vector<TraceDeviceEvent> device;  // every kernel, copy and set, by stream, then start
   std::vector<TraceSync> syncs;          // by thread, then start
+  std::vector<TraceSync> graph_launches; // graph replay launch calls' host spans, by thread, then start
   size_t events = 0;                  // events in the file
 };
 

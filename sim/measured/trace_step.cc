@@ -27,11 +27,17 @@ double sync_within(const TorchTrace& t, int thread, double a, double b) {
   return s * 1e-6;
 }
 
-// The thread with the most top-level launching ops inside [a, b]; -1 when none.
+// Whether `o`, starting inside a step from `a`, is outermost within it: no enclosing op, or one
+// that started before the step (a torch.compile region around a compiled graph's call).
+bool outermost(const TorchTrace& t, const TraceOp& o, double a) {
+  return o.parent < 0 || t.ops[size_t(o.parent)].ts_us < a;
+}
+
+// The thread with the most outermost launching ops inside [a, b]; -1 when none.
 int step_thread(const TorchTrace& t, double a, double b) {
   std::map<int, int> n;
   for (const TraceOp& o : t.ops)
-    if (o.parent < 0 && o.device_end_us >= 0 && o.ts_us >= a && o.ts_us <= b) ++n[o.thread];
+    if (o.ts_us >= a && o.ts_us <= b && o.device_end_us >= 0 && outermost(t, o, a)) ++n[o.thread];
   int best = -1, most = 0;
   for (auto [th, c] : n)
     if (c > most) best = th, most = c;
@@ -48,6 +54,7 @@ void device_figures(const TorchTrace& t, int thread, double a, double b, TraceSt
     if (mine) {
       s.gpu_busy_s += d.dur_us * 1e-6;
       ++s.device_events;
+      s.graph_nodes += d.graph;
       const double prev_end = prev ? prev->ts_us + prev->dur_us : -1;
       if (!d.graph && prev_end <= d.launch_us && d.ts_us >= d.launch_us)
         s.launch_latency_s.push_back((d.ts_us - d.launch_us) * 1e-6);
@@ -74,7 +81,7 @@ std::vector<TraceStep> trace_steps(const TorchTrace& t, const std::vector<TraceI
     s.start_us = a;
     std::vector<const TraceOp*> launching;
     for (const TraceOp& o : t.ops)
-      if (o.thread == th && o.parent < 0 && o.device_end_us >= 0 && o.ts_us >= a && o.ts_us <= b)
+      if (o.thread == th && o.ts_us >= a && o.ts_us <= b && o.device_end_us >= 0 && outermost(t, o, a))
         launching.push_back(&o);
     // Waiting for work launched before the step: synchronise calls ending before its first launch.
     const double first = launching.front()->ts_us;
@@ -82,6 +89,13 @@ std::vector<TraceStep> trace_steps(const TorchTrace& t, const std::vector<TraceI
       if (y.thread == th && y.ts_us >= a && y.ts_us + y.dur_us <= first) s.waited_s += y.dur_us * 1e-6;
     s.wall_s = (b - a) * 1e-6 - s.waited_s;
     device_figures(t, th, a, b, s);
+    for (const TraceSync& g : t.graph_launches)
+      if (g.thread == th && g.ts_us >= a && g.ts_us <= b) s.graph_launch_s += g.dur_us * 1e-6;
+    double host_end = a;
+    for (const TraceOp& o : t.ops)
+      if (o.thread == th && o.ts_us >= a && o.ts_us <= b && outermost(t, o, a))
+        host_end = std::max(host_end, o.ts_us + o.dur_us);
+    s.host_span_s = (host_end - a) * 1e-6 - sync_within(t, th, a, host_end);
     // Ownership of host time by launching ops (an unkeyed one as "other").
     for (size_t i = 0; i < launching.size(); ++i) {
       const TraceOp& o = *launching[i];

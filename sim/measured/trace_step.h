@@ -1,8 +1,9 @@
 // One inference step of a Kineto trace as the software stack model sees it
 // (sim/costs/stack_model.h): its wall time, its GPU busy time, and where the host's time went.
 //
-// Within a step (a TraceInference) on the host thread that runs most of its top-level ops:
-// - a "launching op" is a top-level op that launched device work; its class is its
+// Within a step (a TraceInference) on the host thread that runs most of its outermost ops (an
+// op is outermost in a step when no op encloses it, or the one that does began before the step):
+// - a "launching op" is an outermost op that launched device work; its class is its
 //   trace_op_key's kind: gemm, attention, norm, eltwise (as "elementwise"), or "other"
 //   (unkeyed: copies, casts, reductions, masks, embeddings...);
 // - a launching op owns the host time from its start to the next launching op's start (the
@@ -37,6 +38,11 @@ struct TraceStep {
   std::vector<double> launch_latency_s;
   // GPU gaps between consecutive events of one graph replay on a stream.
   std::vector<double> node_gap_s;
+  double graph_launch_s = 0;  // host time in graph replay launch calls inside the step
+  int graph_nodes = 0;        // device events those replays ran
+  // Host time from the step's start to its last top-level op's end (or to the step's end
+  // when it has none), synchronise calls excluded: the host's own span.
+  double host_span_s = 0;
 };
 
 // The steps of `t` (one per inference). Throws ConfigError naming the trace when a step has no

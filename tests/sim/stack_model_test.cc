@@ -196,3 +196,31 @@ TEST(StackModel, ScenarioStackChangesTheGpuPredictionAndUnknownNamesAreRefused) 
 
 }  // namespace
 }  // namespace vlasim
+
+namespace vlasim {
+namespace {
+
+TEST(TraceStep, CompiledAndGraphTracesGiveTheirLaunchFigures) {
+  const std::string dir = std::string(VLASIM_SOURCE_DIR) + "/data/gpu_traces/tracelens/";
+  std::string chosen;
+  // One call of a torch.compile'd block: its 12 kernels launched from inside the compiled region
+  // (ops nested under "Torch-Compiled Region", which began before the call's range).
+  const TorchTrace c = read_torch_trace(dir + "mi300x_torch_compile_triton_trace.json.gz");
+  const std::vector<TraceStep> cs = trace_steps(
+      c, trace_inferences(c, "## Call CompiledFxGraph fal4xpiah2v6blbfmwwonu52dvevbsmlh743q5tkclrt4gcqpzea ##", &chosen));
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].device_events, 12);
+  EXPECT_GT(cs[0].host_span_s, 500e-6);
+  EXPECT_LT(cs[0].host_span_s, 800e-6);  // the 11.9 ms synchronise after the call is not host time
+  // One vLLM decode step replayed from a HIP graph: one launch call, hundreds of nodes.
+  const TorchTrace g = read_torch_trace(dir + "mi300x_vllm_decode_full_graph_execution.json.gz");
+  const std::vector<TraceStep> gs = trace_steps(
+      g, trace_inferences(g, "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)", &chosen));
+  ASSERT_EQ(gs.size(), 1u);
+  EXPECT_GT(gs[0].graph_nodes, 400);
+  EXPECT_NEAR(gs[0].graph_launch_s * 1e6, 506.8, 0.5);
+  EXPECT_FALSE(gs[0].node_gap_s.empty());
+}
+
+}  // namespace
+}  // namespace vlasim
