@@ -22,6 +22,7 @@
 #include "sim/costs/cost_models.h"
 #include "sim/measured/profile.h"
 #include "sim/costs/profiled_cost_model.h"
+#include "sim/costs/stack_model.h"
 #include "sim/engine/planner.h"
 
 namespace vlasim::cli {
@@ -363,6 +364,13 @@ void add_model_options(CLI::App* cmd, ModelChoice& mc) {
                   "model; default: the scenario's, roofline for a card)");
 }
 
+void add_stack_option(CLI::App* cmd, std::string& stack) {
+  cmd->add_option("--stack", stack,
+                  "software stack GPUs are priced under: none (the cost model's own per-op launch and host "
+                  "time), eager, graph or compiled (`vlasim list stacks`; fitted on real traces: host dispatch, "
+                  "launch and graph replay around the cost model's kernel times)");
+}
+
 namespace {
 
 // Parses --dp-cache START:END[:INTERVAL[:KEEP]] (models/builder.h DpCache); the builder checks
@@ -470,6 +478,7 @@ LeaderboardModel choose_model(const Common& c, const ModelChoice& mc) {
   if (mc.passes) m.shape.passes = passes_option(*mc.passes, card, m.shape);
   if (!cost_model_option(mc.cost_model).empty()) m.cost_model = mc.cost_model;
   m.graph_capture = mc.graph_capture;
+  if (!mc.stack.empty()) m.stack = check_stack_name(mc.stack, command_line("--stack", mc.stack));
   return m;
 }
 
@@ -490,6 +499,11 @@ Scenario chosen_scenario(const Common& c, const ModelChoice& mc, const std::stri
     if (!cost_model_option(mc.cost_model).empty()) {
       const ConfigNode none;
       s.cost_model = PolicyDecl{mc.cost_model, Params(none), command_line("--cost-model", mc.cost_model)};
+    }
+    if (!mc.stack.empty()) {
+      const ConfigNode none;
+      s.stack = PolicyDecl{check_stack_name(mc.stack, command_line("--stack", mc.stack)), Params(none),
+                           command_line("--stack", mc.stack)};
     }
     if (!c.profile.empty()) use_profiled_cost_model(s, c.profile);
     use_host_entry(s, true);  // the CPU figures simulate uses

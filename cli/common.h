@@ -175,10 +175,14 @@ struct ModelChoice {
   std::optional<std::vector<std::string>> passes;  // --passes (graph passes; "none": no pass)
   std::string cost_model;  // --cost-model (default: the scenario's, roofline for a card)
   bool graph_capture = false;  // --graph-capture (a card on GPUs)
+  std::string stack;  // --stack (leaderboard, roofline; "": the scenario's, none for a card)
 };
 
 // Registers the model argument and the shape options that fill `mc`.
 void add_model_options(CLI::App* cmd, ModelChoice& mc);
+
+// Registers --stack (the software stack GPUs are priced under) filling `stack`.
+void add_stack_option(CLI::App* cmd, std::string& stack);
 
 // --dp-cache TEXT for `card` at `steps` steps: parsed, then checked as a scenario's dp_cache:
 // is. Throws ConfigError naming --dp-cache.

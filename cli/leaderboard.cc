@@ -68,6 +68,7 @@ Command add_leaderboard(CLI::App& app) {
                                         "CET table: a model's time, energy and cost on every catalog GPU (or --devices), "
                                         "predicted; Markdown, CSV, Pareto SVGs and a roofline per device");
   add_model_options(lboard, a->mc);
+  add_stack_option(lboard, a->mc.stack);
   LeaderboardOptions& o = a->o;
   lboard->add_option("--devices", o.devices, "catalog entries (default: every GPU-type entry)")->delimiter(',');
   lboard->add_option("--min-hz", o.min_hz, "control rate a device must reach to be feasible")
@@ -93,6 +94,7 @@ Command add_roofline(CLI::App& app) {
                                       "roofline report of a model: per device, stage and operator class, intensity, "
                                       "bound, attainable and predicted FLOP/s; Markdown, CSV and SVG");
   add_model_options(roof, a->mc);
+  add_stack_option(roof, a->mc.stack);
   roof->add_option("--device", a->device,
                    "catalog entry to run a card (or a scenario's model) on alone; without it a scenario "
                    "is reported as it is placed");

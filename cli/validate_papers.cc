@@ -8,16 +8,19 @@
 #include "cli/commands.h"
 #include "reports/plot.h"
 #include "reports/validate_papers.h"
+#include "sim/costs/stack_model.h"
 
 namespace vlasim::cli {
 namespace {
 
 int run_validate_papers(const Common& c, const std::string& path, const std::string& dir, bool quiet,
-                        bool progress, const std::string& model) {
+                        bool progress, const std::string& model, const std::string& stack) {
+  if (!stack.empty()) check_stack_name(stack, command_line("--stack", stack));
   if (!dir.empty()) check_output_dir("--out", dir);
   check_option_file("figures", path);
   FigureTable t = load_figure_table(path);
   t.model = model;
+  if (!stack.empty()) t.stack = stack;
   const Validation v = validate_papers(t, c.catalog, c.cards, progress_for(quiet, progress));
   const std::string md = validation_markdown(t, v);
   std::cout << md;
@@ -32,7 +35,7 @@ int run_validate_papers(const Common& c, const std::string& path, const std::str
 
 // The validate-papers command's options.
 struct ValidatePapersArgs {
-  std::string figures = "scenarios/papers/figures.yaml", dir, model = "shaped";
+  std::string figures = "scenarios/papers/figures.yaml", dir, model = "shaped", stack;
   bool quiet = false, progress = false;
 };
 
@@ -49,9 +52,13 @@ Command add_validate_papers(CLI::App& app) {
                    "the GPU cost model fitted (host_op_us, eff_scale): shaped (default) or kernel, the model "
                    "fitted on measured kernel times")
       ->check(CLI::IsMember({"shaped", "kernel"}));
+  vpap->add_option("--stack", a->stack,
+                   "software stack every figure's GPUs are priced under with the fitted model: none, eager, graph "
+                   "or compiled (`vlasim list stacks`; default: the table's stack:, else none). A stack prices host "
+                   "time itself around the model's kernel times, so host_op_us is not fitted under one");
   vpap->add_flag("-q,--quiet", a->quiet, "no progress bar");
   add_progress_flag(vpap, a->progress);
-  return {vpap, [a](const Common& c) { return run_validate_papers(c, a->figures, a->dir, a->quiet, a->progress, a->model); }};
+  return {vpap, [a](const Common& c) { return run_validate_papers(c, a->figures, a->dir, a->quiet, a->progress, a->model, a->stack); }};
 }
 
 }  // namespace vlasim::cli

@@ -12,6 +12,7 @@
 #include "sim/engine/plan.h"
 #include "scenarios/config/csv.h"
 #include "sim/engine/planner.h"
+#include "sim/costs/stack_model.h"
 
 namespace vlasim {
 
@@ -59,7 +60,8 @@ std::string scenario_text(const LeaderboardModel& m, const std::string& device, 
        << ", keep: " << dc.keep << "}\n";
   if (m.shape.passes) os << "    passes: [" << join(*m.shape.passes) << "]\n";
   os << "workload:\n  - {name: one, model: model, rate_hz: 1, duration_s: 1}\n"
-     << "policies: {queue: fifo, pipeline: serial, cost_model: " << m.cost_model << "}\n";
+     << "policies: {queue: fifo, pipeline: serial, cost_model: " << m.cost_model
+     << (m.stack != "none" ? ", stack: " + m.stack : std::string()) << "}\n";
   return os.str();
 }
 
@@ -110,6 +112,8 @@ Leaderboard make_leaderboard(const LeaderboardModel& model, const std::string& c
     devices = std::move(unique);  // a name given twice is one row
   }
   for (const std::string& d : devices) compute_device(catalog, d, where, catalog_dir);  // all named before any runs
+  check_stack_name(model.stack, ConfigNode(YAML::Node(model.stack),
+                                           std::make_shared<const std::string>("<command line>"), "--stack"));
   {
     const ModelCard card = find_card(cards_dir, model.card, where);
     lb.params = build_graph(card, model.shape).param_bytes() / dtype_bytes(model.shape.dtype);
@@ -138,10 +142,11 @@ Leaderboard make_leaderboard(const LeaderboardModel& model, const std::string& c
       const DeviceMemory& mem = p.memory.at(0);
       row.model_memory_bytes = mem.total();
       double busy = 0, total = 0;
+      const std::vector<double> op_s = predicted_op_seconds(s, p, 0);  // under the stack if any
       for (size_t i = 0; i < mp.graph.size(); ++i) {
         if (mp.graph.op(static_cast<int>(i)).kind == OpKind::Transfer) continue;
         busy += std::max(mp.op_costs[i].compute_seconds, mp.op_costs[i].memory_seconds);
-        total += mp.op_costs[i].seconds;
+        total += op_s[i];
       }
       row.utilisation = total > 0 ? std::min(1.0, busy / total) : 0;
       if (spec.tdp_w > 0) {
@@ -203,7 +208,10 @@ std::string leaderboard_markdown(const Leaderboard& lb) {
      << "; " << printf_number("%.3g", lb.params / 1e9) << " B parameters: **" << lb.model_tier
      << "** model (small below " << printf_number("%g", kSmallModelParams / 1e9) << " B).\n\n"
      << "One request at a time, predicted by the " << lb.model.cost_model << " cost model (not measured), GPUs "
-     << (lb.model.graph_capture ? "replaying a captured CUDA Graph" : "launching each kernel (no graph capture)")
+     << (lb.model.stack != "none"
+             ? "under the " + lb.model.stack + " software stack (its host, launch and gap time around the cost "
+               "model's kernel times)"
+             : lb.model.graph_capture ? "replaying a captured CUDA Graph" : "launching each kernel (no graph capture)")
      << ". Feasible: the control rate "
         "1 / latency is at least "
      << printf_number("%g", o.min_hz) << " Hz. Energy: P = P_idle + (TDP - P_idle) x u, u the busy fraction of the "
@@ -238,8 +246,10 @@ std::string leaderboard_markdown(const Leaderboard& lb) {
 
 std::string leaderboard_csv(const Leaderboard& lb) {
   std::ostringstream os;
+  const bool stack = lb.model.stack != "none";  // else the columns stacks came before
   os << "model,card,model_tier,params,device,hw_tier,peak_flops,memory_bytes,fits,latency_s,rate_hz,feasible,"
-        "model_memory_bytes,utilisation,power_w,energy_j,idle_estimated,price_usd,usd_per_million,pareto\n";
+        "model_memory_bytes,utilisation,power_w,energy_j,idle_estimated,price_usd,usd_per_million,pareto"
+     << (stack ? ",stack\n" : "\n");
   auto opt = [](double x) { return x >= 0 ? printf_number("%.9g", x) : std::string(); };
   for (const LeaderboardRow& r : lb.rows)
     os << csv_field(lb.model.name) << ',' << csv_field(lb.model.card) << ',' << csv_field(lb.model_tier) << ',' << printf_number("%.9g", lb.params) << ','
@@ -249,7 +259,7 @@ std::string leaderboard_csv(const Leaderboard& lb) {
        << (r.fits ? printf_number("%.9g", r.model_memory_bytes) : "") << ',' << (r.fits ? printf_number("%.9g", r.utilisation) : "") << ','
        << (r.fits ? opt(r.power_w) : "") << ',' << (r.fits ? opt(r.energy_j) : "") << ',' << (r.idle_estimated ? 1 : 0)
        << ',' << (r.price_usd > 0 ? printf_number("%.9g", r.price_usd) : "") << ',' << (r.fits ? opt(r.usd_per_million) : "")
-       << ',' << (r.pareto ? 1 : 0) << '\n';
+       << ',' << (r.pareto ? 1 : 0) << (stack ? ',' + csv_field(lb.model.stack) : std::string()) << '\n';
   return os.str();
 }
 
@@ -264,6 +274,7 @@ std::vector<std::string> write_leaderboard(const Leaderboard& lb, const std::str
   RooflineReport all;
   all.scenario = "leaderboard";
   all.model = lb.model.name;
+  all.stack = lb.model.stack;
   for (const LeaderboardRow& r : lb.rows)
     all.rows.insert(all.rows.end(), r.roofline.rows.begin(), r.roofline.rows.end());
   if (!all.rows.empty())

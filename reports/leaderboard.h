@@ -50,6 +50,10 @@ struct LeaderboardModel {
   RunShape shape;
   std::string cost_model = "roofline";  // registry name (default parameters)
   bool graph_capture = false;           // GPUs replay a captured CUDA Graph (else eager launches)
+  // The software stack GPUs are priced under (sim/costs/stack_model.h: eager, graph, compiled;
+  // the scenario's policies.stack, default parameters); "none": the cost model's own per-op
+  // launch and host time.
+  std::string stack = "none";
 };
 
 struct LeaderboardRow {
@@ -91,14 +95,16 @@ Scenario one_device_scenario(const LeaderboardModel& model, const std::string& d
 
 // Predicts `model` on each device of `o.devices` (every GPU-type catalog entry when empty).
 // Throws ConfigError (file "<command line>", key "--devices") for a name the catalog does not
-// have (listing the valid names) or a link; a device the model does not fit on gives a row
+// have (listing the valid names) or a link, (key "--stack") for a stack that is neither "none"
+// nor in stack_registry(); a device the model does not fit on gives a row
 // with fits false. `progress` (may be empty) is called with the fraction done after each device.
 Leaderboard make_leaderboard(const LeaderboardModel& model, const std::string& catalog_dir,
                              const std::string& cards_dir, const LeaderboardOptions& o,
                              const std::function<void(double)>& progress);
 
 // Markdown (the CET table, the assumptions, the tiers) and CSV (one row per device, header
-// first, SI units).
+// first, SI units). Under a stack (model.stack not "none") the Markdown says which and the CSV
+// ends in a `stack` column; without one both are as before stacks existed.
 std::string leaderboard_markdown(const Leaderboard& lb);
 std::string leaderboard_csv(const Leaderboard& lb);
 

@@ -30,9 +30,36 @@ struct Acc {
 
 }  // namespace
 
+std::vector<double> predicted_op_seconds(const Scenario& s, const Plan& p, int m, std::vector<double>* stack_host) {
+  const ModelPlan& mp = p.models.at(static_cast<size_t>(m));
+  std::vector<double> out(mp.op_costs.size()), host(mp.op_costs.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = mp.op_costs[i].seconds;
+    host[i] = mp.op_costs[i].overhead_seconds;
+  }
+  if (s.stack.name != "none") {
+    for (const Segment& seg : mp.segments) {
+      if (seg.transfer || seg.ops.empty() || p.units.at(static_cast<size_t>(seg.unit)).type != DeviceType::Gpu) continue;
+      const double wall = std::max(0.0, seg.seconds - seg.overhead);
+      double kernels = 0;
+      for (int id : seg.ops) kernels += std::max(0.0, mp.op_costs[size_t(id)].kernel_only());
+      for (int id : seg.ops) {
+        const double k = std::max(0.0, mp.op_costs[size_t(id)].kernel_only());
+        out[size_t(id)] = kernels > 0 ? wall * k / kernels : wall / double(seg.ops.size());
+        host[size_t(id)] = std::max(0.0, out[size_t(id)] - k);
+      }
+    }
+  }
+  if (stack_host) *stack_host = std::move(host);
+  return out;
+}
+
 RooflineReport make_roofline(const Scenario& s, const Plan& p, int m) {
   RooflineReport r;
   r.scenario = s.name;
+  r.stack = s.stack.name;
+  std::vector<double> host;
+  const std::vector<double> op_s = predicted_op_seconds(s, p, m, &host);
   r.model = s.models.at(static_cast<size_t>(m)).name;
   const ModelPlan& mp = p.models.at(static_cast<size_t>(m));
   // Keyed by (device index, unit, stage, kind, dtype): the order the report lists them in;
@@ -50,13 +77,13 @@ RooflineReport make_roofline(const Scenario& s, const Plan& p, int m) {
     if (c.measured) ++a.measured;
     a.flops += op.flops;
     a.bytes += op.bytes_read + op.bytes_written;
-    a.seconds += c.seconds;
+    a.seconds += op_s[i];
     a.compute += c.compute_seconds;
     a.memory += c.memory_seconds;
-    a.overhead += c.overhead_seconds;
+    a.overhead += host[i];
     a.peak = unit_peak_flops(dev, unit, op);
     a.bw = unit_bandwidth(dev, unit);
-    r.request_seconds += c.seconds;
+    r.request_seconds += op_s[i];
   }
   for (const auto& [key, a] : acc) {
     const auto [d, unit, stage, kind, dtype] = key;
@@ -98,6 +125,9 @@ std::string roofline_markdown(const RooflineReport& r) {
         "is mostly made of (compute, memory or launch/dispatch overhead). Attainable: min(peak, intensity x "
         "bandwidth); achieved: FLOPs over the predicted time, which can pass attainable where activations stay "
         "in L2/LLC (the cost model charges them less than DRAM traffic).\n";
+  if (r.stack != "none")
+    os << "\nGPU ops under the " << r.stack << " software stack: each segment's stack wall time split over its ops "
+          "in proportion to their kernel times; the overhead limiter is the stack's host, launch and gap time.\n";
   std::string device;
   for (const RooflineRow& x : r.rows) {
     if (x.device != device) {
@@ -121,14 +151,16 @@ std::string roofline_markdown(const RooflineReport& r) {
 std::string roofline_csv(const RooflineReport& r) {
   std::ostringstream os;
   os << "model,device,catalog,unit,stage,class,dtype,ops,flops,bytes,intensity,peak_flops,bandwidth,ridge,bound,"
-        "limiter,attainable_flops,achieved_flops,seconds,share,measured_ops\n";
+        "limiter,attainable_flops,achieved_flops,seconds,share,measured_ops"
+     << (r.stack != "none" ? ",stack\n" : "\n");  // without a stack: the columns stacks came before
   for (const RooflineRow& x : r.rows)
     os << csv_field(r.model) << ',' << csv_field(x.device) << ',' << csv_field(x.catalog) << ',' << csv_field(x.unit) << ','
        << csv_field(x.stage) << ',' << csv_field(x.op_class) << ',' << csv_field(x.dtype) << ',' << x.ops << ','
        << printf_number("%.9g", x.flops) << ',' << printf_number("%.9g", x.bytes) << ',' << printf_number("%.9g", x.intensity) << ','
        << printf_number("%.9g", x.peak_flops) << ',' << printf_number("%.9g", x.bandwidth) << ',' << printf_number("%.9g", x.ridge) << ','
        << csv_field(x.bound) << ',' << csv_field(x.limiter) << ',' << printf_number("%.9g", x.attainable_flops) << ','
-       << printf_number("%.9g", x.achieved_flops) << ',' << printf_number("%.9g", x.seconds) << ',' << printf_number("%.9g", x.share) << ',' << x.measured_ops << '\n';
+       << printf_number("%.9g", x.achieved_flops) << ',' << printf_number("%.9g", x.seconds) << ',' << printf_number("%.9g", x.share) << ',' << x.measured_ops
+       << (r.stack != "none" ? ',' + csv_field(r.stack) : std::string()) << '\n';
   return os.str();
 }
 

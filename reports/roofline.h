@@ -41,6 +41,9 @@ struct RooflineRow {
 
 struct RooflineReport {
   std::string scenario, model;
+  // The software stack GPU ops were priced under (Scenario::stack); "none": the cost model's
+  // own per-op launch and host time.
+  std::string stack = "none";
   double request_seconds = 0;  // summed predicted operator time of one request (no transfers)
   std::vector<RooflineRow> rows;  // by device, unit, stage order, class order, dtype
 };
@@ -48,8 +51,18 @@ struct RooflineReport {
 // The roofline rows of model `m` of scenario `s` under plan `p` (p = make_plan of s).
 RooflineReport make_roofline(const Scenario& s, const Plan& p, int m);
 
+// Each op's predicted seconds (by op id) of model `m` of `s` under plan `p`: the cost model's
+// OpCost::seconds, or under a software stack (s.stack not "none") for an op of a GPU segment its
+// share of the segment's stack wall time (without the engine's overhead), split in proportion to
+// the ops' kernel times (OpCost::kernel_only); `stack_host` (may be null) then gets each op's
+// share of the stack's own time (its share less its kernel time; the cost model's overhead
+// without a stack).
+std::vector<double> predicted_op_seconds(const Scenario& s, const Plan& p, int m,
+                                         std::vector<double>* stack_host = nullptr);
+
 // The report as a Markdown table (one section per device) and as CSV (one row per
 // RooflineRow, header first; numbers in SI units: FLOP, bytes, seconds, FLOP/s, bytes/s).
+// Under a stack the Markdown says which and the CSV ends in a `stack` column.
 std::string roofline_markdown(const RooflineReport& r);
 std::string roofline_csv(const RooflineReport& r);
 

@@ -50,6 +50,12 @@ struct FigureTable {
   // The cost model fitted: "shaped" (the default) or "kernel" (both take host_op_us and
   // eff_scale; kernel's GEMMs, norms and elementwise ops come from its measured-kernel fit).
   std::string model = "shaped";
+  // The software stack every figure's GPUs are priced under (sim/costs/stack_model.h: eager,
+  // graph, compiled; the table's top-level `stack:`, or --stack), set on each scenario
+  // (policies.stack) with the fitted model, not the roofline column. A stack prices host time
+  // itself around kernel times (OpCost::kernel_only), so the model's host_op_us does not count
+  // and the fit's grid keeps only prior host_op_us. "none" (the default): no stack, as before.
+  std::string stack = "none";
 };
 
 // Reads a figure table. Throws ConfigError (file, line, key) on an unknown key, a missing
@@ -62,6 +68,9 @@ struct FigureRow {
   double in_sample = 0;   // shaped, fitted on the whole fit set
   double out_sample = 0;  // shaped, fitted on the fit set less this figure's paper
   std::string fold;       // the parameters of out_sample, as text
+  // Under a stack: why the fitted model gives this figure no number (a capacity sweep with no
+  // load meeting its SLO); the row is then left out of the summaries. Empty otherwise.
+  std::string failed;
 };
 
 struct Validation {
@@ -70,11 +79,13 @@ struct Validation {
   // Summaries over evaluated rows: |predicted / published - 1|.
   double out_median = 0, out_worst = 0, in_median = 0, in_worst = 0, roofline_median = 0;
   size_t evaluated = 0;
+  size_t failed = 0;  // rows with `failed` set (under a stack only)
 };
 
 // Evaluates the table (catalog and cards from these folders), calling progress with the
 // fraction done. Throws ConfigError when a figure's scenario is refused or a capacity sweep
-// has no load meeting its SLO.
+// has no load meeting its SLO; under a stack (t.stack not "none") a figure the fitted model
+// cannot evaluate is a row with `failed` set instead.
 Validation validate_papers(const FigureTable& t, const std::string& catalog_dir,
                            const std::string& cards_dir, const std::function<void(double)>& progress);
 

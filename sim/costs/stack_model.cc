@@ -253,6 +253,12 @@ const StackRegistry& stack_registry() {
   return r;
 }
 
+std::string check_stack_name(const std::string& name, const ConfigNode& where) {
+  if (name != "none" && !stack_registry().find(name))
+    where.fail("unknown stack '" + name + "'; valid names are: none, " + join_names(stack_registry().names()));
+  return name;
+}
+
 std::string stack_params_csv(const StackParams& p, const std::string& note) {
   std::ostringstream o;
   o << "# " << note << "\nfigure,us\n";

@@ -104,6 +104,10 @@ using StackRegistry = Registry<StackModel>;
 // graph_launch_us, graph_node_launch_us, node_gap_us), each refused at its key outside 0 to 100000 us.
 void register_stacks(StackRegistry& r);
 const StackRegistry& stack_registry();
+// A stack a command names (--stack, a figure table's stack:): "none" (the cost model's own
+// per-op launch and host time) or a stack_registry() name, returned as given. Throws
+// ConfigError at `where` naming the valid names otherwise.
+std::string check_stack_name(const std::string& name, const ConfigNode& where);
 
 // The parameters as CSV (a comment line `note`, then "figure,us" rows: dispatch_<class> for
 // every class, launch, step, compiled_dispatch, graph_launch, graph_node_launch, node_gap) and

@@ -286,6 +286,9 @@ check "leaderboard: a row per GPU-type catalog entry" \
   test "$(($(wc -l <"$tmp/lb1/leaderboard.csv") - 1))" -eq "$(cat "$src"/sim/catalog/*.yaml | grep -c '^  type: gpu')"
 check "leaderboard: the same files on a rerun" cmp -s "$tmp/lb1/leaderboard.md" "$tmp/lb2/leaderboard.md"
 check "leaderboard: the same roofline on a rerun" cmp -s "$tmp/lb1/roofline.csv" "$tmp/lb2/roofline.csv"
+expect_error "leaderboard unknown stack" 2 "\-\-stack.*unknown stack 'nope'; valid names are: none, " leaderboard pi0_tiny --stack nope
+expect_error "roofline unknown stack" 2 "\-\-stack.*valid names are: none, " roofline pi0_tiny --device rtx4090 --stack nope
+expect_error "validate-papers unknown stack" 2 "\-\-stack.*valid names are: none, " validate-papers "$src/scenarios/papers/figures.yaml" --stack nope
 expect_error "leaderboard unknown cost model" 2 "\-\-cost-model.*valid names are: roofline" leaderboard pi0_tiny --cost-model nope
 "$bin" leaderboard pi0_tiny --devices rtx4090 --cost-model shaped -q -o "$tmp/lbs1" &&
   "$bin" leaderboard pi0_tiny --devices rtx4090 --cost-model shaped --graph-capture -q -o "$tmp/lbs2"; rc=$?
