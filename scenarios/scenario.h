@@ -180,8 +180,9 @@ struct Scenario {
   std::vector<BackgroundLoad> background;
   ControllerDecl controller;
   PolicyDecl queue, pipeline, cost_model, batching;
-  // The software stack around GPU kernels (sim/costs/stack_model.h: eager, graph, compiled);
-  // "none" (the default): the cost model's own per-op launch and host time.
+  // The software stack around GPU kernels (sim/costs/stack_model.h: eager, graph, compiled;
+  // auto: graph on GPUs with graph_capture, eager on the others); "none" (the default): the cost
+  // model's own per-op launch and host time.
   PolicyDecl stack;
   double drain_s = 60;  // simulated time allowed after the last arrival for queues to empty
   // `queue_limit: N`: the most requests that may wait (arrived, not yet started) at once over

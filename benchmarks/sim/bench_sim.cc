@@ -38,7 +38,7 @@ std::string large_scenario(double seconds, const std::string& sharing = "blocks"
 // Robion's fleet (issue 11): 100 robots at 10 Hz (100 ms deadlines) over 8 instances of 6
 // architectures on 4 H100s, each GPU serving two instances with batched stage disaggregation in
 // locksteps (SM table from the cost model, guard), dynamic batches, ESF.
-std::string robion_fleet(double seconds, const std::string& sharing = "blocks") {
+std::string robion_fleet(double seconds, const std::string& sharing = "blocks", const std::string& stack = "none") {
   const char* cards[8] = {"pi0", "smolvla", "pi05", "gr00t_n15", "pi0_small", "diffusion_policy", "pi0", "smolvla"};
   const int robots[8] = {13, 14, 12, 14, 20, 2, 12, 13};  // 100, every model within its deadlines
   std::ostringstream y;
@@ -57,16 +57,19 @@ std::string robion_fleet(double seconds, const std::string& sharing = "blocks") 
   for (int m = 0; m < 8; ++m)
     y << "  - {name: r" << m << ", model: m" << m << ", count: " << robots[m] << ", rate_hz: 10, jitter_ms: 3, "
       << "deadline_ms: 100, duration_s: " << seconds << "}\n";
-  y << "policies: {queue: esf, batching: dynamic, pipeline: {name: async, params: {depth: 16}}}\n";
+  y << "policies: {queue: esf, batching: dynamic, pipeline: {name: async, params: {depth: 16}}, stack: " << stack
+    << "}\n";
   return y.str();
 }
 
-// Arg: 1 with the GPUs shared `fluid` (the model before issue 30), 0 `blocks` (the default).
-const char* sharing_arg(int64_t fluid) { return fluid ? "fluid" : "blocks"; }
+// Arg: 1 with the GPUs shared `fluid` (the model before issue 30), 0 `blocks` (the default);
+// 2: blocks under the software stack model (policies.stack auto: graph replay, issue 44).
+const char* sharing_arg(int64_t fluid) { return fluid == 1 ? "fluid" : "blocks"; }
 
 void BM_SimulateRobionFleet(benchmark::State& state) {
-  Scenario s = load_scenario_text(robion_fleet(g_minutes * 60, sharing_arg(state.range(0))), "<bench>",
-                                  default_catalog_dir(), default_cards_dir());
+  Scenario s = load_scenario_text(
+      robion_fleet(g_minutes * 60, sharing_arg(state.range(0)), state.range(0) == 2 ? "auto" : "none"), "<bench>",
+      default_catalog_dir(), default_cards_dir());
   Plan plan = plan_scenario(s);
   SimOptions options;
   options.trace_limit = 0;
@@ -82,7 +85,7 @@ void BM_SimulateRobionFleet(benchmark::State& state) {
     state.counters["sim_s_per_wall_s"] = r.end_time / wall;
   }
 }
-BENCHMARK(BM_SimulateRobionFleet)->ArgName("fluid")->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimulateRobionFleet)->ArgName("fluid")->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // Arg 0: events; arg 1: self-notifying processes (1 = the bare loop the target refers to;
 // 33 = as many pending timed events as the large scenario keeps: 32 GPUs + the workload).

@@ -254,8 +254,8 @@ const StackRegistry& stack_registry() {
 }
 
 std::string check_stack_name(const std::string& name, const ConfigNode& where) {
-  if (name != "none" && !stack_registry().find(name))
-    where.fail("unknown stack '" + name + "'; valid names are: none, " + join_names(stack_registry().names()));
+  if (name != "none" && name != "auto" && !stack_registry().find(name))
+    where.fail("unknown stack '" + name + "'; valid names are: none, auto, " + join_names(stack_registry().names()));
   return name;
 }
 

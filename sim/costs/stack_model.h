@@ -105,7 +105,8 @@ using StackRegistry = Registry<StackModel>;
 void register_stacks(StackRegistry& r);
 const StackRegistry& stack_registry();
 // A stack a command names (--stack, a figure table's stack:): "none" (the cost model's own
-// per-op launch and host time) or a stack_registry() name, returned as given. Throws
+// per-op launch and host time), "auto" (per GPU: graph where the device captures graphs
+// (graph_capture), else eager) or a stack_registry() name, returned as given. Throws
 // ConfigError at `where` naming the valid names otherwise.
 std::string check_stack_name(const std::string& name, const ConfigNode& where);
 

@@ -84,7 +84,7 @@ Segment cost_segment(const Scenario& s, const Plan& p, const CostModel& cost, co
   seg.ops = base.ops;
   seg.overhead = base.overhead;
   seg.kind = base.kind;
-  finish_segment(seg, g, costs, u.type == DeviceType::Gpu ? p.stack.get() : nullptr, first_on_unit(mp, k));
+  finish_segment(seg, g, costs, p.unit_stack(s, u), first_on_unit(mp, k));
   seg.variability = base.variability;
   return seg;
 }

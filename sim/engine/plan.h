@@ -150,6 +150,13 @@ struct Plan {
   // The scenario's software stack (policies.stack) around GPU streams' kernels; null: none
   // (each op's cost carries its own launch and host time).
   std::shared_ptr<const StackModel> stack;
+  // Under policies.stack auto: the stack of GPUs that capture graphs (`stack` is the others').
+  std::shared_ptr<const StackModel> stack_captured;
+  // The stack of unit `u` of scenario `s`: null for CPU units and links, and without a stack.
+  const StackModel* unit_stack(const Scenario& s, const UnitInfo& u) const {
+    if (u.type != DeviceType::Gpu || u.device < 0) return nullptr;
+    return stack_captured && s.devices[size_t(u.device)].graph_capture ? stack_captured.get() : stack.get();
+  }
 };
 
 // The scenario's batching policy (dynamic when a scenario built in code names none).

@@ -249,7 +249,7 @@ void finish_segments(const Scenario& s, const Plan& p, const CostModel& cost, Mo
   for (auto& seg : mp.segments) {
     if (!seg.transfer) {
       const UnitInfo& u = p.units[seg.unit];
-      finish_segment(seg, mp.graph, mp.op_costs, u.type == DeviceType::Gpu ? p.stack.get() : nullptr,
+      finish_segment(seg, mp.graph, mp.op_costs, p.unit_stack(s, u),
                      first_on_unit(mp, int(&seg - mp.segments.data())));
       const DeviceInstance& dev = s.devices[u.device];
       seg.variability = cost.service_variability(dev, dev.units[u.unit], g.op(seg.ops.front()).dtype);
@@ -422,7 +422,13 @@ using WindowFn = std::function<int(int model, int stages)>;
 
 Plan make_plan_with(const Scenario& s, const CostModel& cost, const WindowFn& in_flight) {
   Plan p;
-  if (s.stack.name != "none") p.stack = stack_registry().make(s.stack.name, s.stack.params, s.stack.where);
+  check_stack_name(s.stack.name, s.stack.where);
+  if (s.stack.name == "auto") {
+    p.stack = stack_registry().make("eager", s.stack.params, s.stack.where);
+    p.stack_captured = stack_registry().make("graph", s.stack.params, s.stack.where);
+  } else if (s.stack.name != "none") {
+    p.stack = stack_registry().make(s.stack.name, s.stack.params, s.stack.where);
+  }
   add_units(s, p);
   plan_gpu_sharing(s, p);
   p.memory.resize(s.devices.size());

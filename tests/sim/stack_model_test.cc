@@ -178,6 +178,14 @@ TEST(StackModel, ScenarioStackChangesTheGpuPredictionAndUnknownNamesAreRefused) 
   const double none = alone(""), eager = alone("  stack: eager\n"), graph = alone("  stack: graph\n");
   EXPECT_GT(eager, graph);  // pi0_tiny's kernels are microseconds: eager is host-bound
   EXPECT_NE(none, eager);
+  // auto: eager on a GPU without graph capture (this one), graph on one with it.
+  EXPECT_DOUBLE_EQ(alone("  stack: auto\n"), eager);
+  auto captured = [&](const std::string& stack) {
+    std::string y = scenario_with_stack(stack);
+    y.replace(y.find("catalog: h100-sxm}"), 18, "catalog: h100-sxm, graph_capture: true}");
+    return plan_scenario(load_scenario_text(y, "s.yaml", cat, cards)).models[0].alone_seconds;
+  };
+  EXPECT_DOUBLE_EQ(captured("  stack: auto\n"), captured("  stack: graph\n"));
   try {
     alone("  stack: lazy\n");
     FAIL() << "an unknown stack was accepted";
