@@ -367,7 +367,8 @@ void add_model_options(CLI::App* cmd, ModelChoice& mc) {
 void add_stack_option(CLI::App* cmd, std::string& stack) {
   cmd->add_option("--stack", stack,
                   "software stack GPUs are priced under: none (the cost model's own per-op launch and host "
-                  "time), eager, graph or compiled (`vlasim list stacks`; fitted on real traces: host dispatch, "
+                  "time), auto (graph where graph_capture, else eager), eager, graph or compiled (`vlasim list "
+                  "stacks`; fitted on real traces: host dispatch, "
                   "launch and graph replay around the cost model's kernel times)");
 }
 

@@ -53,7 +53,7 @@ Command add_validate_papers(CLI::App& app) {
                    "fitted on measured kernel times")
       ->check(CLI::IsMember({"shaped", "kernel"}));
   vpap->add_option("--stack", a->stack,
-                   "software stack every figure's GPUs are priced under with the fitted model: none, eager, graph "
+                   "software stack every figure's GPUs are priced under with the fitted model: none, auto, eager, graph "
                    "or compiled (`vlasim list stacks`; default: the table's stack:, else none). A stack prices host "
                    "time itself around the model's kernel times, so host_op_us is not fitted under one");
   vpap->add_flag("-q,--quiet", a->quiet, "no progress bar");

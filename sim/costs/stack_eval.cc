@@ -118,7 +118,7 @@ StackParams fit_stack(const std::vector<const TraceFitData*>& fit, const StackPa
     if (f->step.graph_nodes > 0) node_launch.push_back(f->step.graph_launch_s / f->step.graph_nodes);
     if (f->c && (f->c->card.empty() || f->c->stack != "eager")) continue;
     for (const auto& [c, s] : f->step.class_host_s) owned[c] += s, all_owned += s;
-    for (const auto& [c, n] : f->graph_ops) ops[c] += n, all_ops += n;
+    for (const auto& [c, n] : f->step.class_ops) ops[c] += n, all_ops += n;
     step.push_back(f->step.step_host_s);
     launch.insert(launch.end(), f->step.launch_latency_s.begin(), f->step.launch_latency_s.end());
   }
@@ -157,11 +157,6 @@ StackEvaluation evaluate_stacks(const TraceManifest& m, const std::vector<GpuSam
   for (const TraceCase& c : m.cases) {
     if (progress) progress("reading " + c.file);
     data.push_back(read_case(c, m.cards_dir));
-    if (c.card.empty()) continue;
-    // The stack's operators by class (lowered as the trace's stack runs them).
-    GpuKernelParams none;
-    for (const StackOp& o : stack_ops(data.back().graph, *cat.find(c.gpu), none, c.stack == "eager"))
-      ++data.back().graph_ops[o.cls];
   }
   const StackParams prior;
   auto fit_where = [&](const std::function<bool(const TraceFitData&)>& keep) {

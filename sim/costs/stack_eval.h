@@ -19,10 +19,11 @@
 // Attention: the kernel model's attention class is fitted on the traces' attention kernels (the
 // graph's attention ops matched to the trace's by shape), each GPU left out as for the others.
 // The fit, over a set of traces (their median step each):
-//   dispatch_<class> = host time the trace's keyed launching ops of that class own /
-//                      the graph ops of that class (sim/measured/trace_step.h), summed over the
-//                      set; a class the set has no graph op or no owned time of takes the set's
-//                      total owned time over its total graph ops;
+//   dispatch_<class> = host time the traces' launching ops of that class own / those ops
+//                      (sim/measured/trace_step.h), summed over the set: the host time per
+//                      launched ATen op, apart from how many a model launches (the eager
+//                      lowering's business); a class the set has no op of takes the set's
+//                      total owned time over its total launching ops;
 //   step   = median of the steps' own host time;
 //   launch = median of launch-to-start delays on an idle stream;
 //   node_gap = median gap inside graph replays, where the set has any; else the prior's.
@@ -67,7 +68,6 @@ struct TraceFitData {
   std::vector<TraceStep> steps;
   TraceStep step;                   // the median step
   OpGraph graph;
-  std::map<std::string, int> graph_ops;  // the stack's operators by class (eager: lowered)
   // The graph's attention ops matched to the trace's (match_trace: the median device time of
   // the trace's ops of each one's key): measured attention kernels the kernel model's attention
   // class is fitted on, leaving this trace's GPU out.

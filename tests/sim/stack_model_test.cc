@@ -152,7 +152,7 @@ TEST(StackEval, FitOwnsHostTimePerGraphOpAndFallsBackToTheMean) {
   a.step.class_host_s = {{"gemm", 100e-6}, {"elementwise", 30e-6}};
   a.step.step_host_s = 200e-6;
   a.step.launch_latency_s = {5e-6, 7e-6, 9e-6};
-  a.graph_ops = {{"gemm", 2}, {"elementwise", 3}, {"norm", 1}};
+  a.step.class_ops = {{"gemm", 2}, {"elementwise", 3}, {"norm", 1}};
   const StackParams p = fit_stack({&a}, StackParams{});
   EXPECT_NEAR(p.dispatch("gemm"), 50e-6, 1e-12);
   EXPECT_NEAR(p.dispatch("elementwise"), 10e-6, 1e-12);
