@@ -380,13 +380,20 @@ int run_gpu_eval(const Common& c, const EvalArgs& a) {
   const Catalog cat = Catalog::load_dir(c.catalog);
   check_output_dir("--out", a.out);
   if (!a.fit_out.empty()) check_output_file("--fit-out", a.fit_out);
+  if (!a.stack_out.empty() && a.traces.empty())
+    throw ConfigError("<command line>", 0, 0, "--stack-out", "--stack-out writes the stack fitted on traces: give --traces DIR");
   std::vector<GpuSamples> data;
   for (const DataSet& ds : kDataSets) {
     gpu_entry(cat, ds.gpu);
     const std::string p = a.data + "/" + ds.path;
     data.push_back({ds.gpu, ds.what, ds.format == "vidur" ? import_vidur(p) : import_apxinf(p), ds.event_timed});
   }
-  if (!a.traces.empty()) return run_trace_eval(c, a, cat, data);
+  if (!a.traces.empty()) {
+    if (!a.fit_out.empty())
+      throw ConfigError("<command line>", 0, 0, "--fit-out",
+                        "--fit-out writes the kernel fit of a plain gpu-eval; with --traces, give --stack-out");
+    return run_trace_eval(c, a, cat, data);
+  }
   const GpuEvaluation e = evaluate_gpus(data, cat);
   fs::create_directories(a.out);
   write_file(a.out + "/gpu_cost_model.md", gpu_evaluation_markdown(e, data));

@@ -598,6 +598,10 @@ OpCost KernelCost::op_cost(const Op& op, const DeviceInstance& dev, const UnitDe
       kernel = g.seconds;
       c.memory_seconds = g.memory_s + g.reduce_s;
       c.compute_seconds = g.compute_s;
+    } else if (op.kind == OpKind::Attention) {
+      kernel = kernel_class_seconds(op, dev.spec, f);
+      c.memory_seconds = op_bytes(op) / dram_rate(dev.spec, f);
+      c.compute_seconds = op.flops / gemm_compute_rate(op.dtype, dev.spec, f);
     } else {
       kernel = kernel_class_seconds(op, dev.spec, f);
       c.memory_seconds = kernel - f.latency_s;

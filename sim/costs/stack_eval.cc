@@ -50,6 +50,8 @@ TraceManifest load_trace_manifest(const std::string& dir, const std::string& car
     c.inference = n.get_string("inference", c.inference);
     m.cases.push_back(std::move(c));
   }
+  if (std::none_of(m.cases.begin(), m.cases.end(), [](const TraceCase& c) { return !c.card.empty(); }))
+    list.fail("no trace with a card: nothing to predict (traces without one only give launch figures)");
   if (root.has("refused"))
     for (const ConfigNode& n : root.required("refused").items()) {
       n.check_keys({"file", "why"});
@@ -127,7 +129,7 @@ StackParams fit_stack(const std::vector<const TraceFitData*>& fit, const StackPa
   if (!gap.empty()) p.node_gap_s = median(gap);
   if (all_ops == 0) return p;
   const double mean = all_owned / all_ops;
-  for (const char* c : kStackClasses) p.dispatch_s[c] = owned[c] > 0 && ops[c] > 0 ? owned[c] / ops[c] : mean;
+  for (const char* c : kStackClasses) p.dispatch_s[c] = ops[c] > 0 ? owned[c] / ops[c] : mean;
   p.step_s = median(step);
   if (!launch.empty()) p.launch_s = median(launch);
   return p;
@@ -135,7 +137,7 @@ StackParams fit_stack(const std::vector<const TraceFitData*>& fit, const StackPa
 
 std::vector<StackOp> stack_ops(const OpGraph& g, const DeviceSpec& d, const GpuKernelParams& kp, bool eager) {
   const ShapedParams sp;
-  auto price = [&](const Op& op) {
+  auto price = [&](const Op& op, const Op&) {
     const bool half = op.dtype == DType::BF16 || op.dtype == DType::F16;
     if (half && find_fit(kp, op)) return kernel_model_seconds(op, d, kp);
     return std::max(0.0, shaped_gpu_op_cost(op, d, d.sms, true, sp).seconds - d.graph_launch_s);
@@ -145,7 +147,7 @@ std::vector<StackOp> stack_ops(const OpGraph& g, const DeviceSpec& d, const GpuK
   if (eager) return eager_lowering(g, ids, price);
   std::vector<StackOp> out;
   for (int id : ids)
-    if (g.op(id).kind != OpKind::Transfer) out.push_back({stack_op_class(g.op(id)), price(g.op(id))});
+    if (g.op(id).kind != OpKind::Transfer) out.push_back({stack_op_class(g.op(id)), price(g.op(id), g.op(id))});
   return out;
 }
 
@@ -190,7 +192,6 @@ StackEvaluation evaluate_stacks(const TraceManifest& m, const std::vector<GpuSam
     r.steps = int(d.steps.size());
     r.graph_ops = int(d.graph.size());
     for (const auto& [cl, n] : d.step.class_ops) r.launching_ops += n;
-    r.launching_ops += d.step.unkeyed_ops;
     r.meas_wall = d.step.wall_s, r.meas_busy = d.step.gpu_busy_s, r.meas_host_share = d.step.host_bound_share();
     r.meas_waited = d.step.waited_s;
     // The kernel model fitted without this GPU's kernels.
@@ -227,10 +228,11 @@ StackEvaluation evaluate_stacks(const TraceManifest& m, const std::vector<GpuSam
     en.push_back(std::fabs(err(r.pred_wall_per_op, r.meas_wall)));
     e.rows.push_back(std::move(r));
   }
-  e.median_wall = median(ew), e.worst_wall = *std::max_element(ew.begin(), ew.end());
-  e.median_model_out = median(em), e.worst_model_out = *std::max_element(em.begin(), em.end());
+  auto worst = [](const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); };
+  e.median_wall = median(ew), e.worst_wall = worst(ew);
+  e.median_model_out = median(em), e.worst_model_out = worst(em);
   e.median_busy = median(eb);
-  e.median_no_stack = median(en), e.worst_no_stack = *std::max_element(en.begin(), en.end());
+  e.median_no_stack = median(en), e.worst_no_stack = worst(en);
   return e;
 }
 

@@ -10,42 +10,36 @@
 #include <stdexcept>
 
 #include "scenarios/config/data_dir.h"
+#include "sim/costs/gpu_kernel_model.h"
 
 namespace vlasim {
 
-std::string stack_op_class(const Op& op) {
-  switch (op.kind) {
-    case OpKind::Gemm: return "gemm";
-    case OpKind::Norm: return "norm";
-    case OpKind::Elementwise: return "elementwise";
-    case OpKind::Attention: return "attention";
-    default: return "other";
-  }
-}
+std::string stack_op_class(const Op& op) { return kernel_class(op); }
 
 std::vector<StackOp> eager_lowering(const OpGraph& g, const std::vector<int>& ids,
-                                    const std::function<double(const Op&)>& kernel_s) {
+                                    const std::function<double(const Op& op, const Op& source)>& kernel_s) {
   std::vector<StackOp> out;
   for (int id : ids) {
     const Op& op = g.op(id);
     if (op.kind == OpKind::Transfer) continue;
     if (op.kind == OpKind::Elementwise && op.fn == OpFn::Copy) continue;
     if (op.kind == OpKind::Elementwise && op.fn == OpFn::BiasAdd && !out.empty() && out.back().cls == "gemm") {
-      out.back().kernel_s += kernel_s(op);
+      out.back().kernel_s += kernel_s(op, op);
       continue;
     }
     if (op.kind == OpKind::Norm && op.fn == OpFn::RMSNorm) {
       // HF transformers' RMSNorm (LlamaRMSNorm, Qwen2RMSNorm, ...): to(fp32), pow, mean, add,
       // rsqrt, mul, to(bf16), mul(weight); six passes over the tensor, two over one value a row.
       Op pass = op;
+      pass.id = -1;
       pass.kind = OpKind::Elementwise;
       pass.fn = OpFn::Mul;
-      const double full = kernel_s(pass);
+      const double full = kernel_s(pass, op);
       Op row = pass;
       row.width = 1;
       row.flops = double(row.rows);
       row.bytes_read = row.bytes_written = row.out_bytes = double(row.rows) * 4;
-      const double tiny = kernel_s(row);
+      const double tiny = kernel_s(row, op);
       struct Kernel {
         const char* cls;
         bool per_row;
@@ -58,15 +52,16 @@ std::vector<StackOp> eager_lowering(const OpGraph& g, const std::vector<int>& id
     if (op.kind == OpKind::Elementwise && op.fn == OpFn::RoPE) {
       // HF transformers' apply_rotary_pos_emb, for q and for k: mul, neg, cat (rotate_half),
       // mul, add; each a pass over half the op's tensors.
-      const double half = 0.5 * kernel_s(op);
+      const double half = 0.5 * kernel_s(op, op);
       for (int qk = 0; qk < 2; ++qk)
         for (const char* c : {"elementwise", "elementwise", "other", "elementwise", "elementwise"})
           out.push_back({c, half});
       continue;
     }
-    out.push_back({stack_op_class(op), kernel_s(op)});
+    out.push_back({stack_op_class(op), kernel_s(op, op)});
     if (op.kind != OpKind::Gemm || op.epi.act == Activation::None) continue;
     Op act;
+    act.id = -1;
     act.kind = OpKind::Elementwise;
     act.fn = op.epi.act == Activation::Silu ? OpFn::Silu : OpFn::Gelu;
     act.stage = op.stage;
@@ -79,12 +74,12 @@ std::vector<StackOp> eager_lowering(const OpGraph& g, const std::vector<int>& id
     act.bytes_read = op.epi.gate_up ? 2 * bytes : bytes;
     act.bytes_written = act.out_bytes = bytes;
     if (op.epi.gate_up) act.bytes_read = bytes;  // act(gate), then the mul below
-    out.push_back({"elementwise", kernel_s(act)});
+    out.push_back({"elementwise", kernel_s(act, op)});
     if (op.epi.gate_up) {
       Op mul = act;
       mul.fn = OpFn::Mul;
       mul.bytes_read = 2 * bytes;
-      out.push_back({"elementwise", kernel_s(mul)});
+      out.push_back({"elementwise", kernel_s(mul, op)});
     }
   }
   return out;
@@ -263,7 +258,10 @@ std::string stack_params_csv(const StackParams& p, const std::string& note) {
   std::ostringstream o;
   o << "# " << note << "\nfigure,us\n";
   StackParams q = p;
-  for (const Figure& f : figures()) o << f.name << ',' << std::setprecision(6) << field_of(q, f) * 1e6 << '\n';
+  for (const Figure& f : figures()) {
+    const double v = f.field ? q.*f.field : q.dispatch(f.name.substr(std::string("dispatch_").size()));
+    o << f.name << ',' << std::setprecision(6) << v * 1e6 << '\n';
+  }
   return o.str();
 }
 

@@ -47,7 +47,7 @@ struct StackParams {
   double dispatch(const std::string& cls) const;
 };
 
-// The class a stack prices `op`'s dispatch by (kStackClasses).
+// The class a stack prices `op`'s dispatch by (kStackClasses): the kernel model's kernel_class.
 std::string stack_op_class(const Op& op);
 
 struct StackOp;
@@ -57,10 +57,12 @@ struct StackOp;
 // into a GEMM runs as a kernel of its own after it (two, act and mul, for a fused gate/up);
 // an RMSNorm is HF transformers' eight kernels (to fp32, pow, mean, add, rsqrt, mul, to, mul:
 // classes other / elementwise as the trace reader keys them), a RoPE its apply_rotary_pos_emb
-// (mul, neg, cat, mul, add for q and for k); every other op is one kernel. `kernel_s(op)` prices an op, the synthetic activation ops too
-// (elementwise over the GEMM's m x n output, or m x n/2 for gate/up).
+// (mul, neg, cat, mul, add for q and for k); every other op is one kernel. `kernel_s(op, source)`
+// prices a kernel: a graph op (source is op), or a synthetic one (id -1; source: the graph op it
+// comes from) such as an activation (elementwise over the GEMM's m x n output, or m x n/2 for
+// gate/up) or a pass of a decomposed RMSNorm (over the norm's tensor, or one value a row).
 std::vector<StackOp> eager_lowering(const OpGraph& g, const std::vector<int>& ids,
-                                    const std::function<double(const Op&)>& kernel_s);
+                                    const std::function<double(const Op& op, const Op& source)>& kernel_s);
 
 // One operator of a step: its class (kStackClasses) and its kernel's time alone on the GPU.
 struct StackOp {

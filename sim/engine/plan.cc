@@ -26,17 +26,14 @@ void finish_segment(Segment& seg, const OpGraph& g, const std::vector<OpCost>& c
     if (stack && stack->fused()) ops.push_back({stack_op_class(g.op(id)), std::max(0.0, c.kernel_only())});
   }
   if (stack && !stack->fused()) {
-    // Eager: the ATen kernels PyTorch launches. A synthetic activation after a GEMM moves its
-    // bytes at the rate the GEMM's own memory traffic was priced at.
-    const Op* gemm = nullptr;
-    ops = eager_lowering(g, seg.ops, [&](const Op& op) {
-      if (op.id >= 0) {
-        if (op.kind == OpKind::Gemm) gemm = &op;
-        return std::max(0.0, costs[size_t(op.id)].kernel_only());
-      }
-      if (!gemm) return 0.0;
-      const double gb = gemm->bytes_read + gemm->bytes_written;
-      return gb > 0 ? costs[size_t(gemm->id)].memory_seconds * (op.bytes_read + op.bytes_written) / gb : 0.0;
+    // Eager: the ATen kernels PyTorch launches. A synthetic kernel (an activation after a GEMM,
+    // a pass of a decomposed norm) moves its bytes at the rate its source op's memory traffic
+    // was priced at.
+    ops = eager_lowering(g, seg.ops, [&](const Op& op, const Op& source) {
+      const OpCost& sc = costs[size_t(source.id)];
+      if (op.id >= 0) return std::max(0.0, sc.kernel_only());
+      const double sb = source.bytes_read + source.bytes_written;
+      return sb > 0 ? sc.memory_seconds * (op.bytes_read + op.bytes_written) / sb : 0.0;
     });
   }
   if (stack && seg.seconds > 0) {

@@ -423,6 +423,10 @@ using WindowFn = std::function<int(int model, int stages)>;
 Plan make_plan_with(const Scenario& s, const CostModel& cost, const WindowFn& in_flight) {
   Plan p;
   check_stack_name(s.stack.name, s.stack.where);
+  const ConfigNode& sp = s.stack.params.node();
+  if (s.stack.name == "none" && sp.defined()) sp.fail("the stack 'none' takes no params");
+  // auto makes an eager and a graph stack from the same params: only the keys both take.
+  if (s.stack.name == "auto" && sp.defined()) sp.check_keys({"fit", "launch_us", "step_us"});
   if (s.stack.name == "auto") {
     p.stack = stack_registry().make("eager", s.stack.params, s.stack.where);
     p.stack_captured = stack_registry().make("graph", s.stack.params, s.stack.where);

@@ -141,6 +141,7 @@ std::string trace_device_mismatch(const TorchTrace& t, const std::string& key, c
 // One inference (a repeated top-level range) and the stages in it.
 struct TraceInference {
   double start_us = 0, end_us = 0;  // the range's start; its end, or its last kernel's when later
+  double host_end_us = 0;           // the range's own end on its thread
   // Per Stage (index): first start and last end of the ranges named after it inside, with
   // their kernels' ends; -1 when absent.
   double stage_start_us[5] = {-1, -1, -1, -1, -1}, stage_end_us[5] = {-1, -1, -1, -1, -1};

@@ -165,6 +165,7 @@ std::vector<TraceInference> trace_inferences(const TorchTrace& t, const std::str
         TraceInference in;
         in.start_us = x.ts_us;
         in.end_us = std::max(x.ts_us + x.dur_us, x.device_end_us);
+        in.host_end_us = x.ts_us + x.dur_us;
         out->push_back(in);
         inference = int(out->size()) - 1;
       }

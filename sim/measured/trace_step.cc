@@ -70,8 +70,9 @@ void device_figures(const TorchTrace& t, int thread, double a, double b, TraceSt
 std::vector<TraceStep> trace_steps(const TorchTrace& t, const std::vector<TraceInference>& inferences) {
   std::vector<TraceStep> out;
   for (const TraceInference& inf : inferences) {
-    const double a = inf.start_us, b = inf.end_us;
-    const int th = step_thread(t, a, b);
+    // Host figures within the range's own span [a, hb]; the wall to its last kernel's end b.
+    const double a = inf.start_us, b = inf.end_us, hb = std::min(inf.host_end_us > a ? inf.host_end_us : b, b);
+    const int th = step_thread(t, a, hb);
     if (th < 0)
       throw ConfigError(t.path, 0, 0, "",
                         "the step starting at " + std::to_string(a) +
@@ -81,19 +82,19 @@ std::vector<TraceStep> trace_steps(const TorchTrace& t, const std::vector<TraceI
     s.start_us = a;
     std::vector<const TraceOp*> launching;
     for (const TraceOp& o : t.ops)
-      if (o.thread == th && o.ts_us >= a && o.ts_us <= b && o.device_end_us >= 0 && outermost(t, o, a))
+      if (o.thread == th && o.ts_us >= a && o.ts_us <= hb && o.device_end_us >= 0 && outermost(t, o, a))
         launching.push_back(&o);
     // Waiting for work launched before the step: synchronise calls ending before its first launch.
     const double first = launching.front()->ts_us;
     for (const TraceSync& y : t.syncs)
       if (y.thread == th && y.ts_us >= a && y.ts_us + y.dur_us <= first) s.waited_s += y.dur_us * 1e-6;
     s.wall_s = (b - a) * 1e-6 - s.waited_s;
-    device_figures(t, th, a, b, s);
+    device_figures(t, th, a, hb, s);
     for (const TraceSync& g : t.graph_launches)
-      if (g.thread == th && g.ts_us >= a && g.ts_us <= b) s.graph_launch_s += g.dur_us * 1e-6;
+      if (g.thread == th && g.ts_us >= a && g.ts_us <= hb) s.graph_launch_s += g.dur_us * 1e-6;
     double host_end = a;
     for (const TraceOp& o : t.ops)
-      if (o.thread == th && o.ts_us >= a && o.ts_us <= b && outermost(t, o, a))
+      if (o.thread == th && o.ts_us >= a && o.ts_us <= hb && outermost(t, o, a))
         host_end = std::max(host_end, o.ts_us + o.dur_us);
     s.host_span_s = (host_end - a) * 1e-6 - sync_within(t, th, a, host_end);
     // Ownership of host time by launching ops (an unkeyed one as "other").
@@ -107,7 +108,7 @@ std::vector<TraceStep> trace_steps(const TorchTrace& t, const std::vector<TraceI
     }
     const double last_end = launching.back()->ts_us + launching.back()->dur_us;
     s.step_host_s = (first - a) * 1e-6 - sync_within(t, th, a, first) +
-                    std::max(0.0, (b - last_end) * 1e-6 - sync_within(t, th, last_end, b));
+                    std::max(0.0, (hb - last_end) * 1e-6 - sync_within(t, th, last_end, hb));
     out.push_back(std::move(s));
   }
   return out;

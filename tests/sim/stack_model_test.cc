@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "models/builder.h"
 #include "sim/costs/stack_eval.h"
@@ -10,6 +12,7 @@
 #include "sim/engine/planner.h"
 #include "sim/hardware/hardware.h"
 #include "sim/measured/trace_step.h"
+#include "scratch.h"
 
 namespace vlasim {
 namespace {
@@ -119,7 +122,27 @@ TEST(StackModel, EagerLoweringRunsTheKernelsPyTorchLaunches) {
     copies += op.fn == OpFn::Copy;
     fused_act += op.kind == OpKind::Gemm && op.epi.act != Activation::None;
   }
-  const std::vector<StackOp> lowered = eager_lowering(g, ids, [](const Op&) { return 1e-6; });
+  const std::vector<StackOp> lowered = eager_lowering(g, ids, [](const Op&, const Op&) { return 1e-6; });
+  // Qwen's RMSNorm runs as eight kernels, each priced from the norm it comes from.
+  ModelCard qwen = find_card(std::string(VLASIM_SOURCE_DIR) + "/data/gpu_traces/cards", "qwen15_05b",
+                             ConfigNode::load_string("x", "t"));
+  RunShape qs = qwen.defaults;
+  qs.passes = std::vector<std::string>{};
+  const OpGraph qg = build_graph(qwen, qs);
+  int norms = 0, from_norm = 0, synthetic_with_id = 0;
+  std::vector<int> qids;
+  for (size_t i = 0; i < qg.size(); ++i) {
+    qids.push_back(int(i));
+    norms += qg.op(int(i)).fn == OpFn::RMSNorm;
+  }
+  eager_lowering(qg, qids, [&](const Op& op, const Op& source) {
+    if (op.id < 0 && source.fn == OpFn::RMSNorm) ++from_norm;
+    if (op.id >= 0 && op.id != source.id) ++synthetic_with_id;
+    return 1e-6;
+  });
+  EXPECT_GT(norms, 0);
+  EXPECT_EQ(from_norm, 2 * norms);  // one full pass and one per-row pass priced, each used four times
+  EXPECT_EQ(synthetic_with_id, 0);
   EXPECT_EQ(int(lowered.size()), int(g.size()) - bias - copies + fused_act);
   // The bias adds' time stays with their GEMMs.
   double total = 0;
@@ -147,7 +170,7 @@ TEST(TraceStep, RealBertStepIsHostBoundAndItsHostTimeIsOwned) {
   EXPECT_FALSE(s[0].launch_latency_s.empty());
 }
 
-TEST(StackEval, FitOwnsHostTimePerGraphOpAndFallsBackToTheMean) {
+TEST(StackEval, FitOwnsHostTimePerLaunchedOpAndFallsBackToTheMean) {
   TraceFitData a;
   a.step.class_host_s = {{"gemm", 100e-6}, {"elementwise", 30e-6}};
   a.step.step_host_s = 200e-6;
@@ -156,7 +179,8 @@ TEST(StackEval, FitOwnsHostTimePerGraphOpAndFallsBackToTheMean) {
   const StackParams p = fit_stack({&a}, StackParams{});
   EXPECT_NEAR(p.dispatch("gemm"), 50e-6, 1e-12);
   EXPECT_NEAR(p.dispatch("elementwise"), 10e-6, 1e-12);
-  EXPECT_NEAR(p.dispatch("norm"), 130e-6 / 6, 1e-12);  // no owned norm time: the mean
+  EXPECT_NEAR(p.dispatch("norm"), 0, 1e-12);                // launched, owning no host time
+  EXPECT_NEAR(p.dispatch("attention"), 130e-6 / 6, 1e-12);  // never launched: the mean
   EXPECT_NEAR(p.step_s, 200e-6, 1e-12);
   EXPECT_NEAR(p.launch_s, 7e-6, 1e-12);
 }
@@ -194,6 +218,18 @@ TEST(StackModel, ScenarioStackChangesTheGpuPredictionAndUnknownNamesAreRefused) 
     EXPECT_GT(e.line(), 0);
     EXPECT_NE(std::string(e.what()).find("eager"), std::string::npos) << e.what();
   }
+  auto refused_at = [&](const std::string& stack, const std::string& what) {
+    try {
+      alone(stack);
+      ADD_FAILURE() << "accepted: " << stack;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_GT(e.line(), 0) << e.what();
+    }
+  };
+  refused_at("  stack: {name: none, params: {step_us: 3}}\n", "takes no params");
+  refused_at("  stack: {name: auto, params: {node_gap_us: 3}}\n", "node_gap_us");  // graph's alone
+  EXPECT_GT(alone("  stack: {name: auto, params: {step_us: 900}}\n"), eager);
   try {
     alone("  stack: {name: eager, params: {launch_us: -3}}\n");
     FAIL() << "a negative launch was accepted";
@@ -228,6 +264,55 @@ TEST(TraceStep, CompiledAndGraphTracesGiveTheirLaunchFigures) {
   EXPECT_GT(gs[0].graph_nodes, 400);
   EXPECT_NEAR(gs[0].graph_launch_s * 1e6, 506.8, 0.5);
   EXPECT_FALSE(gs[0].node_gap_s.empty());
+}
+
+}  // namespace
+}  // namespace vlasim
+
+namespace vlasim {
+namespace {
+
+TEST(TraceStep, ATraceWithoutKernelsIsRefusedSayingWhy) {
+  // pi0_tiny on a CPU (Kineto form, no device events): nothing a stack model can read.
+  const TorchTrace t =
+      read_torch_trace(std::string(VLASIM_SOURCE_DIR) + "/tests/data/torch_trace/pi0_tiny_cpu_shapes.json.gz");
+  std::string chosen;
+  try {
+    trace_steps(t, trace_inferences(t, "", &chosen));
+    FAIL() << "a trace without kernels gave steps";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no top-level op that launched device work"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StackEval, ManifestRefusesAnEagerTraceWithoutItsCardAndUnknownNames) {
+  const std::string dir = vlasim::testing::scratch_dir("stack_manifest").string();
+  std::filesystem::create_directories(dir + "/t");
+  std::filesystem::copy_file(std::string(VLASIM_SOURCE_DIR) +
+                                 "/data/gpu_traces/tracelens/h100_gaunernst_bert-small-uncased__1016001.json.gz",
+                             dir + "/t/bert.json.gz", std::filesystem::copy_options::overwrite_existing);
+  const Catalog cat = Catalog::load_dir(default_catalog_dir());
+  const std::string cards = std::string(VLASIM_SOURCE_DIR) + "/data/gpu_traces/cards";
+  auto refused = [&](const std::string& yaml, const std::string& what) {
+    std::ofstream(dir + "/traces.yaml") << yaml;
+    try {
+      load_trace_manifest(dir, cards, cat);
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.file(), dir + "/traces.yaml") << e.what();
+      EXPECT_GT(e.line(), 0) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      return;
+    }
+    ADD_FAILURE() << "accepted: " << yaml;
+  };
+  refused("traces:\n  - {file: t/bert.json.gz, gpu: h100-sxm}\n", "needs its `card`");
+  refused("traces:\n  - {file: t/bert.json.gz, card: bert_small, gpu: h100-sxm, stack: lazy}\n", "unknown stack");
+  refused("traces:\n  - {file: t/bert.json.gz, card: bert_small, gpu: h100}\n", "no catalog GPU");
+  refused("traces:\n  - {file: t/missing.json.gz, card: bert_small, gpu: h100-sxm}\n", "no such file");
+  refused("traces:\n  - {file: t/bert.json.gz, card: bert_big, gpu: h100-sxm}\n", "bert_big");
+  refused("traces: []\n", "no trace listed");
+  std::ofstream(dir + "/traces.yaml") << "traces:\n  - {file: t/bert.json.gz, card: bert_small, gpu: h100-sxm}\n";
+  EXPECT_EQ(load_trace_manifest(dir, cards, cat).cases.size(), 1u);
 }
 
 }  // namespace
