@@ -37,17 +37,16 @@ std::vector<double> predicted_op_seconds(const Scenario& s, const Plan& p, int m
     out[i] = mp.op_costs[i].seconds;
     host[i] = mp.op_costs[i].overhead_seconds;
   }
-  if (s.stack.name != "none") {
-    for (const Segment& seg : mp.segments) {
-      if (seg.transfer || seg.ops.empty() || p.units.at(static_cast<size_t>(seg.unit)).type != DeviceType::Gpu) continue;
-      const double wall = std::max(0.0, seg.seconds - seg.overhead);
-      double kernels = 0;
-      for (int id : seg.ops) kernels += std::max(0.0, mp.op_costs[size_t(id)].kernel_only());
-      for (int id : seg.ops) {
-        const double k = std::max(0.0, mp.op_costs[size_t(id)].kernel_only());
-        out[size_t(id)] = kernels > 0 ? wall * k / kernels : wall / double(seg.ops.size());
-        host[size_t(id)] = std::max(0.0, out[size_t(id)] - k);
-      }
+  for (const Segment& seg : mp.segments) {
+    // The units a stack priced (Plan::unit_stack): GPU streams under a scenario's stack.
+    if (seg.transfer || seg.ops.empty() || !p.unit_stack(s, p.units.at(static_cast<size_t>(seg.unit)))) continue;
+    const double wall = std::max(0.0, seg.seconds - seg.overhead);
+    double kernels = 0;
+    for (int id : seg.ops) kernels += std::max(0.0, mp.op_costs[size_t(id)].kernel_only());
+    for (int id : seg.ops) {
+      const double k = std::max(0.0, mp.op_costs[size_t(id)].kernel_only());
+      out[size_t(id)] = kernels > 0 ? wall * k / kernels : wall / double(seg.ops.size());
+      host[size_t(id)] = std::max(0.0, out[size_t(id)] - k);
     }
   }
   if (stack_host) *stack_host = std::move(host);

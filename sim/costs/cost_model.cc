@@ -2,6 +2,9 @@
 
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
 
 namespace vlasim {
 
@@ -81,6 +84,31 @@ void register_roofline_cost_model(CostModelRegistry& r) {
            if (l2 < 0 || l2 > 1) p.node().required("l2_hit_cost").fail("must be in [0, 1]");
            return std::make_unique<Roofline>(l2, p.get_bool("overheads", true));
          }});
+}
+
+void read_fit_param(const Params& prm, const std::string& shipped, const std::string& what,
+                    const std::function<void(const std::string& text, const std::string& file)>& parse) {
+  const std::string path = prm.get_string("fit", "");
+  std::string file = path.empty() ? shipped : path;
+  if (!path.empty() && !std::filesystem::path(path).is_absolute()) {
+    const std::filesystem::path beside = std::filesystem::path(prm.node().required("fit").file()).parent_path() / path;
+    if (std::filesystem::exists(beside)) file = beside.string();
+  }
+  const char* env = std::getenv("VLASIM_KERNEL_FIT");
+  const bool from_env = path.empty() && env && *env;
+  try {
+    std::string text;
+    try {
+      text = read_input_file(file);
+    } catch (const ConfigError& e) {
+      throw ConfigError(file, 0, 0, "", "cannot read '" + file + "': " + e.message());
+    }
+    parse(text, file);
+  } catch (const ConfigError& e) {
+    if (!path.empty()) prm.node().required("fit").fail(e.what());
+    if (from_env) throw ConfigError("<environment>", 0, 0, "VLASIM_KERNEL_FIT", "the " + what + " it names: " + e.what());
+    throw std::runtime_error("the shipped " + what + " is damaged: " + e.what());
+  }
 }
 
 }  // namespace vlasim

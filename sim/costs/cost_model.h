@@ -3,6 +3,9 @@
 // work from these figures. New models (e.g. a profiled, calibrated one) register by name.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +58,14 @@ void register_roofline_cost_model(CostModelRegistry& r);
 // The catalog roofline (registry entry "roofline"): l2_hit_cost is the DRAM-time fraction
 // charged for activations that fit in L2/LLC; overheads: charge launch/dispatch per op.
 std::unique_ptr<CostModel> make_roofline(double l2_hit_cost, bool overheads);
+
+// Reads the fit file a part's `fit` parameter names (a relative path: beside the scenario first,
+// then from here), else `shipped`, and hands its text and path to `parse`. A file that cannot be
+// read or parsed is a ConfigError at the `fit` key when one was given; at $VLASIM_KERNEL_FIT when
+// that variable chose the shipped file's folder ("the <what> it names: ..."); else a
+// std::runtime_error ("the shipped <what> is damaged: ...").
+void read_fit_param(const Params& prm, const std::string& shipped, const std::string& what,
+                    const std::function<void(const std::string& text, const std::string& file)>& parse);
 
 // Peak compute (FLOP/s) and memory bandwidth (B/s) available to one unit of a device.
 double unit_peak_flops(const DeviceInstance& dev, const UnitDecl& unit, const Op& op);

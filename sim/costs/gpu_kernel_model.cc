@@ -657,34 +657,10 @@ void register_kernel_cost_model(CostModelRegistry& r) {
            if (!(l2 >= 0 && l2 <= 1)) prm.node().required("l2_hit_cost").fail("must be in [0, 1]");
            const ConfigNode sn = ConfigNode::load_string(keys.str(), "kernel cost model");
            std::unique_ptr<CostModel> shaped = make_shaped_cost_model(Params(sn));
-           const std::string path = prm.get_string("fit", "");
-           std::string file = path.empty() ? default_kernel_fit_path() : path;
-           if (!path.empty() && !std::filesystem::path(path).is_absolute()) {
-             // A relative fit file is looked for beside the scenario first, then here.
-             const std::filesystem::path beside =
-                 std::filesystem::path(prm.node().required("fit").file()).parent_path() / path;
-             if (std::filesystem::exists(beside)) file = beside.string();
-           }
-           // The fit file, read and checked under the one input rule (read_input_file); a bad one
-           // is named at the scenario's `fit` key, else at $VLASIM_KERNEL_FIT, which chose it.
-           const char* env = std::getenv("VLASIM_KERNEL_FIT");
-           const bool from_env = path.empty() && env && *env;
+           // The fit file, read and checked under the one input rule (read_input_file).
            GpuKernelParams fit;
-           try {
-             std::string text;
-             try {
-               text = read_input_file(file);
-             } catch (const ConfigError& e) {
-               throw ConfigError(file, 0, 0, "", "cannot read '" + file + "': " + e.message());
-             }
-             fit = parse_kernel_params(text, file);
-           } catch (const ConfigError& e) {
-             if (!path.empty()) prm.node().required("fit").fail(e.what());
-             if (from_env)
-               throw ConfigError("<environment>", 0, 0, "VLASIM_KERNEL_FIT",
-                                 std::string("the kernel model fit it names: ") + e.what());
-             throw std::runtime_error(std::string("the shipped kernel model fit is damaged: ") + e.what());
-           }
+           read_fit_param(prm, default_kernel_fit_path(), "kernel model fit",
+                          [&](const std::string& text, const std::string& file) { fit = parse_kernel_params(text, file); });
            // Measured profiles, one per catalog GPU.
            std::map<std::string, DeviceProfile> measured;
            const std::string list = prm.get_string("measured", "");

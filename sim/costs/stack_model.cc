@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 #include <iomanip>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
 #include "scenarios/config/data_dir.h"
+#include "sim/costs/cost_model.h"
 #include "sim/costs/gpu_kernel_model.h"
 
 namespace vlasim {
@@ -166,28 +166,10 @@ double& field_of(StackParams& p, const Figure& f) {
 constexpr double kMaxFigureUs = 100000;
 
 StackParams load_fit(const Params& prm) {
-  const std::string path = prm.get_string("fit", "");
-  std::string file = path.empty() ? default_stack_fit_path() : path;
-  if (!path.empty() && !std::filesystem::path(path).is_absolute()) {
-    const std::filesystem::path beside = std::filesystem::path(prm.node().required("fit").file()).parent_path() / path;
-    if (std::filesystem::exists(beside)) file = beside.string();
-  }
-  const char* env = std::getenv("VLASIM_KERNEL_FIT");
-  const bool from_env = path.empty() && env && *env;
-  try {
-    std::string text;
-    try {
-      text = read_input_file(file);
-    } catch (const ConfigError& e) {
-      throw ConfigError(file, 0, 0, "", "cannot read '" + file + "': " + e.message());
-    }
-    return parse_stack_params(text, file);
-  } catch (const ConfigError& e) {
-    if (!path.empty()) prm.node().required("fit").fail(e.what());
-    if (from_env)
-      throw ConfigError("<environment>", 0, 0, "VLASIM_KERNEL_FIT", std::string("the stack fit in the folder it names: ") + e.what());
-    throw std::runtime_error(std::string("the shipped stack fit is damaged: ") + e.what());
-  }
+  StackParams p;
+  read_fit_param(prm, default_stack_fit_path(), "stack fit",
+                 [&](const std::string& text, const std::string& file) { p = parse_stack_params(text, file); });
+  return p;
 }
 
 // The fit with the entry's overrides (<figure>_us keys) applied.
