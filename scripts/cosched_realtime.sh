@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# System 4 on the RTX 4090 under the two GPU sharing models (issue 30; reports/realtime_gpu.md):
+# System 4 on the RTX 4090 under the GPU sharing models (issues 30, 45; reports/realtime_gpu.md):
 # - two-stream overlap: scenarios/systems/realtime_pi0_4090.yaml asked for 100 frames a second
 #   (saturated: per-frame time = 1 / throughput) on one stream (serial), and on its two
-#   streams under `gpu_sharing: fluid` and `blocks`;
+#   streams under `gpu_sharing: fluid`, `blocks_v1` (issue 30's) and `blocks` (issue 45's);
 # - full streaming: scenarios/systems/realtime_pi0_streaming_4090.yaml (VLM 30 Hz, expert
-#   480 Hz) under fluid and blocks, and under blocks with the expert's stream at a higher
+#   480 Hz) under fluid, blocks_v1 and blocks, and under both with the expert's stream at a higher
 #   priority, or on an SM partition (green context) of 32 SMs, the VLM on the rest or on 96.
 # A simulation: the same on any host (seconds). Prints Markdown tables; files in out/cosched_rt/.
 set -euo pipefail
@@ -28,8 +28,9 @@ sed 's/rate_hz: 30, jitter_ms: 0.5, deadline_ms: 33.3, duration_s: 10/rate_hz: 1
 grep -q "rate_hz: 100" "$sat"
 sed -e "s/^$two$/      streams: [{name: vlm}]/" -e 's/device: gpu0.ae}/device: gpu0.vlm}/' "$sat" > "$out/serial.yaml"
 variant "$sat" fluid "[{name: vlm}, {name: ae}]" "gpu_sharing: fluid"
+variant "$sat" blocks_v1 "[{name: vlm}, {name: ae}]" "gpu_sharing: blocks_v1"
 variant "$sat" blocks "[{name: vlm}, {name: ae}]" "gpu_sharing: blocks"
-for v in serial fluid blocks; do
+for v in serial fluid blocks_v1 blocks; do
   "$vlasim" simulate "$out/$v.yaml" -q -o "$out/$v" > /dev/null
   python3 -c "
 import json; r = json.load(open('$out/$v/report.json'))
@@ -40,11 +41,13 @@ echo "| streaming (VLM 30 Hz, expert 480 Hz) | camera Hz | camera p50 ms | camer
 echo "|---|---|---|---|---|---|---|"
 st="$sys/realtime_pi0_streaming_4090.yaml"
 variant "$st" st_fluid "[{name: vlm}, {name: ae}]" "gpu_sharing: fluid"
+variant "$st" st_blocks_v1 "[{name: vlm}, {name: ae}]" "gpu_sharing: blocks_v1"
+variant "$st" st_priority_v1 "[{name: vlm}, {name: ae, priority: -1}]" "gpu_sharing: blocks_v1"
 variant "$st" st_blocks "[{name: vlm}, {name: ae}]" ""
 variant "$st" st_priority "[{name: vlm}, {name: ae, priority: -1}]" ""
 variant "$st" st_ae32 "[{name: vlm}, {name: ae, sms: 32}]" ""
 variant "$st" st_96_32 "[{name: vlm, sms: 96}, {name: ae, sms: 32}]" ""
-for v in st_fluid st_blocks st_priority st_ae32 st_96_32; do
+for v in st_fluid st_blocks_v1 st_priority_v1 st_blocks st_priority st_ae32 st_96_32; do
   "$vlasim" simulate "$out/$v.yaml" -q -o "$out/$v" > /dev/null
   # streams.csv: stream, model, stages, rate_hz, achieved_hz, requests, finished, misses, latency_p50_s, ...
   awk -F, -v v="$v" 'NR > 1 && $1 == "camera" { c1 = $5; c2 = 1000 * $9; c3 = $8 }

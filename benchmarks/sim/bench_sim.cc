@@ -63,8 +63,9 @@ std::string robion_fleet(double seconds, const std::string& sharing = "blocks", 
 }
 
 // Arg: 1 with the GPUs shared `fluid` (the model before issue 30), 0 `blocks` (the default);
-// 2: blocks under the software stack model (policies.stack auto: graph replay, issue 44).
-const char* sharing_arg(int64_t fluid) { return fluid == 1 ? "fluid" : "blocks"; }
+// 2: blocks under the software stack model (policies.stack auto: graph replay, issue 44);
+// 3: `blocks_v1` (issue 30's block scheduler, before issue 45).
+const char* sharing_arg(int64_t fluid) { return fluid == 1 ? "fluid" : fluid == 3 ? "blocks_v1" : "blocks"; }
 
 void BM_SimulateRobionFleet(benchmark::State& state) {
   Scenario s = load_scenario_text(
@@ -85,7 +86,7 @@ void BM_SimulateRobionFleet(benchmark::State& state) {
     state.counters["sim_s_per_wall_s"] = r.end_time / wall;
   }
 }
-BENCHMARK(BM_SimulateRobionFleet)->ArgName("fluid")->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimulateRobionFleet)->ArgName("fluid")->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // Arg 0: events; arg 1: self-notifying processes (1 = the bare loop the target refers to;
 // 33 = as many pending timed events as the large scenario keeps: 32 GPUs + the workload).

@@ -17,28 +17,61 @@ GpuSharingRegistry& gpu_sharing_models() {
                 m->name = "fluid";
                 return m;
               }});
+    // time_slice_us and context_switch_us, as both block models take them.
+    auto slicing = [](const Params& p, GpuSharingModel& m) {
+      if (p.node().defined() && p.node().has("time_slice_us")) {
+        const double v = p.get_double("time_slice_us", 0);
+        if (!(v >= 1 && v <= 1e7)) p.node().required("time_slice_us").fail("must be from 1 to 1e7 us");
+        m.time_slice_s = v * 1e-6;
+      }
+      if (p.node().defined() && p.node().has("context_switch_us")) {
+        const double v = p.get_double("context_switch_us", 0);
+        if (!(v >= 0 && v <= 1e6)) p.node().required("context_switch_us").fail("must be from 0 to 1e6 us");
+        m.context_switch_s = v * 1e-6;
+      }
+    };
     reg->add({"blocks",
-              "kernels take free SMs in launch order (stream priority first), up to the SMs their thread "
-              "blocks occupy; DRAM shared in proportion to what each kernel issues from its SMs; a stream "
-              "with an SM limit has its SMs alone; separate processes time-slice unless the device declares "
-              "mps (kernel by kernel only while streams overlap on shared SMs)",
+              "kernels take free SMs in launch order (stream priority first) at block granularity: blocks in "
+              "flight are not preempted, a kernel's last wave frees SMs, memory-bound kernels need only the SMs "
+              "that saturate DRAM, DRAM shared max-min fair, L2 shared; a stream with an SM limit has its SMs "
+              "alone, a lockstep limits its first stream only; separate processes time-slice unless the device "
+              "declares mps (kernel by kernel only while streams overlap on shared SMs)",
               {{"time_slice_us", "time slice of a process's context while another waits, us", "catalog time_slice_us"},
                {"context_switch_us", "time the GPU runs nothing while it switches contexts, us",
-                "catalog context_switch_us"}},
-              [](const Params& p) {
+                "catalog context_switch_us"},
+               {"memory_sms", "memory-bound kernels need only the SMs that saturate DRAM (false: g/w for all)", "true"},
+               {"no_preemption", "blocks in flight keep their SMs to their wave's end (false: priority takes them)",
+                "true"},
+               {"wave_tails", "a kernel's last wave holds only the SMs its blocks fill", "true"},
+               {"dram_fair", "DRAM shared max-min fair (false: every rate cut alike)", "true"},
+               {"l2_shared", "co-running kernels' activations share L2", "true"},
+               {"give_back", "a lockstep limits its first stream only (false: two hard partitions)", "true"}},
+              [slicing](const Params& p) {
                 auto m = std::make_unique<GpuSharingModel>();
                 m->name = "blocks";
                 m->kernel_level = true;
-                if (p.node().defined() && p.node().has("time_slice_us")) {
-                  const double v = p.get_double("time_slice_us", 0);
-                  if (!(v >= 1 && v <= 1e7)) p.node().required("time_slice_us").fail("must be from 1 to 1e7 us");
-                  m->time_slice_s = v * 1e-6;
-                }
-                if (p.node().defined() && p.node().has("context_switch_us")) {
-                  const double v = p.get_double("context_switch_us", 0);
-                  if (!(v >= 0 && v <= 1e6)) p.node().required("context_switch_us").fail("must be from 0 to 1e6 us");
-                  m->context_switch_s = v * 1e-6;
-                }
+                slicing(p, *m);
+                SharingEffects& e = m->effects;
+                e.memory_sms = p.get_bool("memory_sms", true);
+                e.no_preemption = p.get_bool("no_preemption", true);
+                e.wave_tails = p.get_bool("wave_tails", true);
+                e.dram_fair = p.get_bool("dram_fair", true);
+                e.l2_shared = p.get_bool("l2_shared", true);
+                e.give_back = p.get_bool("give_back", true);
+                return m;
+              }});
+    reg->add({"blocks_v1",
+              "issue 30's block scheduler, kept for comparison: kernels take free SMs in launch order (stream "
+              "priority first, re-sorted at every change), each holding all its SMs to its end, at g/w of its speed "
+              "on g of w SMs; DRAM oversubscription cuts every rate alike; a lockstep's streams are two hard partitions",
+              {{"time_slice_us", "time slice of a process's context while another waits, us", "catalog time_slice_us"},
+               {"context_switch_us", "time the GPU runs nothing while it switches contexts, us",
+                "catalog context_switch_us"}},
+              [slicing](const Params& p) {
+                auto m = std::make_unique<GpuSharingModel>();
+                m->name = "blocks_v1";
+                m->kernel_level = true;
+                slicing(p, *m);
                 return m;
               }});
     return reg;
@@ -48,6 +81,16 @@ GpuSharingRegistry& gpu_sharing_models() {
 
 double KernelShape::width(double sms) const {
   return std::clamp(std::ceil(blocks / std::max(1.0, per_sm)), 1.0, std::max(1.0, sms));
+}
+
+double KernelShape::waves(double sms) const {
+  return std::max(1.0, std::ceil(blocks / (std::max(1.0, per_sm) * std::max(1.0, sms))));
+}
+
+double KernelShape::tail_sms(double sms) const {
+  const double per_wave = std::max(1.0, per_sm) * std::max(1.0, sms);
+  const double last = blocks - (waves(sms) - 1) * per_wave;
+  return std::clamp(last / std::max(1.0, per_sm), 1.0, width(sms));
 }
 
 KernelShape kernel_shape(const Op& op, const DeviceSpec& d, int sms) {
@@ -85,14 +128,30 @@ void KernelTable::add(const KernelSpec& k) {
 BlockScheduler::BlockScheduler(Options o) : o_(o) {
   if (o_.sms < 1) throw std::invalid_argument("BlockScheduler: a GPU needs at least one SM");
   pool_sms_.push_back(o_.sms);
+  pool_lends_.push_back(0);
 }
 
-int BlockScheduler::add_pool(double sms) {
+int BlockScheduler::add_pool(double sms, bool lends) {
   pool_sms_.push_back(sms);
+  pool_lends_.push_back(lends ? 1 : 0);
   return static_cast<int>(pool_sms_.size()) - 1;
 }
 
 void BlockScheduler::set_pool_sms(int pool, double sms) { pool_sms_.at(static_cast<size_t>(pool)) = sms; }
+
+double BlockScheduler::pool_now(int pool) const {
+  double sms = pool_sms_[static_cast<size_t>(pool)];
+  if (pool != 0) return sms;
+  for (size_t p = 1; p < pool_sms_.size(); ++p) {
+    if (!pool_lends_[p]) continue;
+    for (const Job& j : jobs_)
+      if (j.spec.pool == static_cast<int>(p)) {
+        sms -= pool_sms_[p];
+        break;
+      }
+  }
+  return std::max(0.0, sms);
+}
 
 void BlockScheduler::set_background(double compute, double memory) {
   bg_compute_ = std::clamp(compute, 0.0, 0.95);
@@ -133,7 +192,9 @@ void BlockScheduler::usage(double* sm_fraction, double* memory_fraction) const {
   double sm = 0, mem = 0;
   for (const Job& j : jobs_) {
     if (j.delay > 0 || j.rate <= 0) continue;
-    sm += j.kernel ? j.held / o_.sms : j.rate * j.spec.usage_compute;
+    // A segment sped up on a grown pool (JobSpec::wide_sms) uses the SMs it grew into.
+    const double grown = j.spec.sms > 0 && j.spec.wide_sms > j.spec.sms ? j.spec.wide_sms / j.spec.sms : 1;
+    sm += j.kernel ? j.held / o_.sms : std::min(grown, j.rate) * j.spec.usage_compute;
     mem += j.rate * j.mem;
   }
   *sm_fraction = std::min(1.0, sm);
@@ -150,9 +211,35 @@ void BlockScheduler::advance(double t) {
       }
       const double done = j.rate * dt;
       j.remaining -= done;
-      if (j.kernel) j.krem -= done;
+      if (j.kernel) {
+        j.krem -= done;
+        j.wrem -= done;
+      }
     }
   last_ = std::max(last_, t);
+}
+
+namespace {
+// Alone seconds of one wave of kernel `k` of `t` scaled by `scale`.
+double wave_seconds(const KernelTable& t, size_t k, double scale) {
+  return t.kernels[k].seconds * scale / std::max(1.0, t.kernels[k].waves);
+}
+}  // namespace
+
+void BlockScheduler::start_wave(Job& j) {
+  const bool waves = o_.effects.no_preemption || o_.effects.wave_tails;
+  const KernelSpec& k = j.table->kernels[j.k];
+  j.open = true;
+  if (!waves || k.waves <= 1) {
+    j.wrem = INFINITY;
+    return;
+  }
+  // The alone seconds to the next wave's start: the current kernel runs its waves in turn.
+  const double len = wave_seconds(*j.table, j.k, j.scale);
+  const double done = std::max(0.0, k.seconds * j.scale - j.krem);
+  j.wrem = len - std::fmod(done, len);
+  if (j.wrem <= len * 1e-9) j.wrem = len;
+  j.wrem = std::min(j.wrem, j.krem);
 }
 
 const std::vector<int>& BlockScheduler::take_done(double now, double slack) {
@@ -164,16 +251,24 @@ const std::vector<int>& BlockScheduler::take_done(double now, double slack) {
     if (j.delay > 0) continue;
     if (j.kernel) {
       const std::vector<KernelSpec>& ks = j.table->kernels;
+      bool next = false;
       while (j.krem <= j.rate * slack) {  // the current kernel ends: its stream launches the next
         if (++j.k >= ks.size()) break;
         j.krem = ks[j.k].seconds * j.scale;
         j.launch = launches_++;
+        next = true;
       }
       if (j.k >= ks.size()) {
         j.remaining = 0;
         done.push_back(j.id);
-      } else {
-        j.remaining = j.krem + (j.table->total() - j.table->end[j.k]) * j.scale;
+        continue;
+      }
+      j.remaining = j.krem + (j.table->total() - j.table->end[j.k]) * j.scale;
+      if (next) {
+        start_wave(j);
+      } else if (j.wrem <= j.rate * slack) {  // a wave ends: its SMs go to the next blocks
+        j.open = true;
+        j.wrem = std::min(j.krem, wave_seconds(*j.table, j.k, j.scale));
       }
     } else if (j.remaining <= j.rate * slack) {
       done.push_back(j.id);
@@ -191,7 +286,7 @@ bool BlockScheduler::on_gpu(const Job& j) const {
   return j.delay <= 0 && (o_.mps || (!switching_ && j.spec.process == cur_));
 }
 
-void BlockScheduler::to_kernel(Job& j) {
+void BlockScheduler::to_kernel(Job& j, bool running) {
   if (j.kernel) return;
   if (!j.table) {
     j.table = j.spec.kernels ? j.spec.kernels() : o_.tables ? o_.tables(j.spec.key) : nullptr;
@@ -205,12 +300,50 @@ void BlockScheduler::to_kernel(Job& j) {
   j.k = k;
   j.krem = std::max(0.0, (j.table->end[k] - pos) * j.scale);
   j.kernel = true;
+  start_wave(j);
+  if (running && o_.effects.no_preemption) {
+    // Its blocks are on the SMs already: they stay there until their wave ends.
+    j.open = false;
+    j.held = want(j);
+  }
 }
 
 void BlockScheduler::to_segment(Job& j) {
   if (!j.kernel) return;
   j.remaining = j.krem + (j.table->total() - j.table->end[j.k]) * j.scale;
   j.kernel = false;
+  j.wrem = INFINITY;
+}
+
+double BlockScheduler::want(const Job& j) const {
+  const KernelSpec& k = j.table->kernels[j.k];
+  if (o_.effects.wave_tails && k.waves > 1 && k.tail_sms > 0 &&
+      j.krem <= wave_seconds(*j.table, j.k, j.scale) * (1 + 1e-9))
+    return std::min(k.sms, k.tail_sms);
+  return k.sms;
+}
+
+double BlockScheduler::memory_of(const Job& j) const {
+  const KernelSpec& k = j.table->kernels[j.k];
+  return l2_cold_ && k.l2_bytes > 0 && k.memory_cold > k.memory ? k.memory_cold : k.memory;
+}
+
+double BlockScheduler::kernel_rate(const Job& j, double g) const {
+  const KernelSpec& k = j.table->kernels[j.k];
+  const double w = want(j);
+  if (!(g > 0)) return 0;
+  const double c = k.compute >= 0 ? k.compute : 1;
+  const double m0 = std::min(1.0, k.memory), m = std::min(1.0, memory_of(j));
+  const double other = std::max(0.0, 1 - std::max(c, m0));  // launch gap, latency: neither
+  double t;  // time on g SMs, per second alone
+  if (o_.effects.memory_sms && k.compute >= 0) {
+    const double sat = std::max(1.0, o_.saturating_sms * o_.sms);
+    auto pull = [&](double x) { return std::min(1.0, x / sat); };  // DRAM bandwidth x SMs pull
+    t = other + std::max(c * std::max(1.0, w / g), m * pull(w) / pull(std::min(g, w)));
+  } else {
+    t = (other + std::max(c, m)) * std::max(1.0, w / g);
+  }
+  return t > 0 ? 1 / t : 1;
 }
 
 void BlockScheduler::schedule_processes(double now) {
@@ -270,12 +403,24 @@ void BlockScheduler::schedule_processes(double now) {
 void BlockScheduler::resolve(double now) {
   last_ = std::max(last_, now);
   schedule_processes(now);
-  if (jobs_.size() == 1 && !jobs_[0].kernel && on_gpu(jobs_[0])) {  // the common case: one segment
-    Job& j = jobs_[0];
-    const double avail = std::max(0.05, 1 - bg_compute_) * pool_sms_[static_cast<size_t>(j.spec.pool)] / o_.sms;
-    j.rate = j.spec.usage_compute > avail ? avail / j.spec.usage_compute : 1;
+  const double sm_left = 1 - bg_compute_;
+  // A segment alone in its pool: at most the pool's SMs now (less background load); a stream
+  // costed on more SMs than its pool has slows; one costed on fewer speeds up as the pool grows.
+  auto segment_rate = [&](Job& j) {
+    const double pool = pool_now(j.spec.pool);
+    const double avail = std::max(0.05, sm_left) * pool / o_.sms;
+    double r = j.spec.usage_compute > avail ? avail / j.spec.usage_compute : 1;
+    if (j.spec.wide_sms > j.spec.sms && j.spec.sms > 0 && j.spec.wide_speedup > 1) {
+      const double f = std::clamp((pool * sm_left - j.spec.sms) / (j.spec.wide_sms - j.spec.sms), 0.0, 1.0);
+      r *= 1 + (j.spec.wide_speedup - 1) * f;
+    }
+    j.rate = r;
     j.mem = j.spec.usage_memory;
     j.held = j.spec.usage_compute * o_.sms;
+  };
+  if (jobs_.size() == 1 && !jobs_[0].kernel && on_gpu(jobs_[0])) {  // the common case: one segment
+    Job& j = jobs_[0];
+    segment_rate(j);
     const double bw = std::max(0.05, 1 - bg_memory_);
     if (j.rate * j.mem > bw) j.rate = bw / j.mem;
     return;
@@ -285,60 +430,103 @@ void BlockScheduler::resolve(double now) {
   count.assign(pool_sms_.size(), 0);
   for (const Job& j : jobs_)
     if (on_gpu(j)) ++count[static_cast<size_t>(j.spec.pool)];
-  const double sm_left = 1 - bg_compute_;
-  double ask = 0;
   std::vector<Job*>& kernels = kernel_jobs_;
   kernels.clear();
   for (Job& j : jobs_) {
-    j.rate = j.held = j.mem = 0;
-    if (!on_gpu(j)) continue;
+    const bool running = j.rate > 0;
+    j.rate = j.mem = 0;
+    if (!on_gpu(j)) {
+      j.held = 0;
+      j.open = true;  // its blocks drain while it waits: they compete again when it is back
+      continue;
+    }
     if (count[static_cast<size_t>(j.spec.pool)] >= 2) {
-      to_kernel(j);
+      to_kernel(j, running);
       kernels.push_back(&j);
       continue;
     }
     to_segment(j);
-    // A segment alone in its pool: at most the pool's SMs (less background load); a stream
-    // costed on more SMs than its pool has (the GPU's less other streams' partitions) slows.
-    double cap = 1;
-    const double avail = std::max(0.05, sm_left) * pool_sms_[static_cast<size_t>(j.spec.pool)] / o_.sms;
-    if (j.spec.usage_compute > avail) cap = avail / j.spec.usage_compute;
-    j.rate = cap;
-    j.mem = j.spec.usage_memory;
-    j.held = j.spec.usage_compute * o_.sms;
-    ask += cap * j.mem;
+    segment_rate(j);
+  }
+  // L2: the running kernels' L2-resident activations together against the half of L2 one
+  // kernel is granted alone.
+  l2_cold_ = false;
+  if (o_.effects.l2_shared && o_.l2_bytes > 0 && kernels.size() >= 2) {
+    double l2 = 0;
+    for (const Job* j : kernels) l2 += j->table->kernels[j->k].l2_bytes;
+    l2_cold_ = l2 > o_.l2_bytes / 2;
   }
   if (!kernels.empty()) {
-    // The block scheduler: each pool's SMs to its ready kernels by (priority, launch).
+    // The block scheduler: each pool's SMs to its ready kernels by (priority, launch). Under
+    // no_preemption a kernel keeps the SMs its blocks in flight hold (until its wave ends) and
+    // only SMs that are free are sorted.
     std::sort(kernels.begin(), kernels.end(), [](const Job* a, const Job* b) {
       if (a->spec.pool != b->spec.pool) return a->spec.pool < b->spec.pool;
       if (a->spec.priority != b->spec.priority) return a->spec.priority < b->spec.priority;
       if (a->launch != b->launch) return a->launch < b->launch;
       return a->id < b->id;
     });
-    int pool = -1;
-    double free = 0;
-    for (Job* j : kernels) {
-      if (j->spec.pool != pool) {
-        pool = j->spec.pool;
-        free = pool_sms_[static_cast<size_t>(pool)] * sm_left;
+    const bool keep = o_.effects.no_preemption;
+    for (size_t a = 0; a < kernels.size();) {
+      const int pool = kernels[a]->spec.pool;
+      size_t b = a;
+      while (b < kernels.size() && kernels[b]->spec.pool == pool) ++b;
+      const double cap = pool_now(pool) * sm_left;
+      double kept = 0;
+      for (size_t i = a; i < b; ++i) {
+        Job& j = *kernels[i];
+        j.held = keep && !j.open ? std::min(j.held, want(j)) : 0;
+        kept += j.held;
       }
-      const KernelSpec& k = j->table->kernels[j->k];
-      const double w = k.sms;  // may exceed the pool: the stream was costed on more SMs
-      const double g = std::min(w, free);
-      free -= g;
-      j->held = g;
-      j->rate = w > 0 ? g / w : 1;
-      j->mem = k.memory;
-      ask += j->rate * j->mem;
+      if (kept > cap && kept > 0)  // the pool shrank under them (a lending pool's job began)
+        for (size_t i = a; i < b; ++i) kernels[i]->held *= cap / kept;
+      double free = std::max(0.0, cap - kept);
+      for (size_t i = a; i < b; ++i) {
+        Job& j = *kernels[i];
+        const double add = std::clamp(want(j) - j.held, 0.0, free);  // want may exceed the pool
+        j.held += add;
+        free -= add;
+        j.open = false;
+        j.rate = kernel_rate(j, j.held);
+        const KernelSpec& k = j.table->kernels[j.k];
+        const double m = memory_of(j);
+        if (o_.effects.memory_sms && k.compute >= 0) {
+          const double sat = std::max(1.0, o_.saturating_sms * o_.sms);
+          j.mem = m * std::min(1.0, want(j) / sat);  // the bandwidth its memory phase pulls alone
+        } else {
+          j.mem = m;
+        }
+      }
+      a = b;
     }
   }
-  // DRAM: asks past the bandwidth left scale every rate alike (each gets bandwidth in
-  // proportion to what it issues).
+  share_dram();
+}
+
+void BlockScheduler::share_dram() {
   const double avail = std::max(0.05, 1 - bg_memory_);
-  if (ask > avail) {
+  double ask = 0;
+  for (const Job& j : jobs_) ask += j.rate * j.mem;
+  if (!(ask > avail)) return;
+  if (!o_.effects.dram_fair) {
+    // Every rate cut alike: each gets bandwidth in proportion to what it issues.
     const double f = avail / ask;
     for (Job& j : jobs_) j.rate *= f;
+    return;
+  }
+  // Max-min fair: asks below the level are met, the rest get the level.
+  std::vector<std::pair<double, Job*>> asks;
+  for (Job& j : jobs_)
+    if (j.rate * j.mem > 0) asks.emplace_back(j.rate * j.mem, &j);
+  std::sort(asks.begin(), asks.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first < y.first : x.second->id < y.second->id;
+  });
+  double left = avail;
+  for (size_t i = 0; i < asks.size(); ++i) {
+    const double level = left / static_cast<double>(asks.size() - i);
+    const double got = std::min(asks[i].first, level);
+    asks[i].second->rate *= got / asks[i].first;
+    left -= got;
   }
 }
 
@@ -351,7 +539,10 @@ double BlockScheduler::next_event() const {
       continue;
     }
     if (!on_gpu(j)) waiting = true;
-    if (j.rate > 0) next = std::min(next, last_ + std::max(0.0, j.kernel ? j.krem : j.remaining) / j.rate);
+    if (j.rate > 0) {
+      const double left = j.kernel ? std::min(j.krem, j.wrem) : j.remaining;
+      next = std::min(next, last_ + std::max(0.0, left) / j.rate);
+    }
   }
   if (switching_ || waiting) next = std::min(next, phase_end_);
   return next;

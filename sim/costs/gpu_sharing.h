@@ -1,12 +1,18 @@
-// How the segments running on one GPU share it (SYSTEMS.md systems 2 and 4; issue 30): a GPU
-// device's `gpu_sharing:` names a model from gpu_sharing_models() (`vlasim list gpu_sharing`):
+// How the segments running on one GPU share it (SYSTEMS.md systems 2 and 4; issues 30, 45): a
+// GPU device's `gpu_sharing:` names a model from gpu_sharing_models() (`vlasim list gpu_sharing`):
 // - `fluid`: the running segments share two fluid resources (the SMs' compute, DRAM bandwidth)
 //   max-min fair (Domain::share in sim/engine/engine.cc); nothing ever waits for SMs.
 // - `blocks` (the default): the GPU as its hardware schedules it (BlockScheduler below):
 //   each op is a kernel of thread blocks; a block scheduler gives free SMs to ready kernels in
-//   launch order; DRAM bandwidth is shared among running kernels in proportion to what each
-//   can issue from the SMs it holds; separate processes time-slice the GPU unless it runs MPS;
-//   a stream with an SM limit (a green context, or a lockstep's split) has its SMs alone.
+//   launch order (stream priority first) at block granularity; separate processes time-slice
+//   the GPU unless it runs MPS; a stream with an SM limit (a green context, a lockstep's first
+//   stream) has its SMs alone. Issue 45's effects (SharingEffects), each switchable for ablation:
+//   memory-bound kernels need only the SMs that saturate DRAM; running blocks are never
+//   preempted (a higher-priority kernel waits for the wave in flight); a kernel's last wave
+//   frees SMs for the next kernel; DRAM is shared max-min fair (a kernel that asks little keeps
+//   what it asks); co-running kernels share L2; a lockstep limits its first stream only, so
+//   the second takes the first's SMs when its batch ends.
+// - `blocks_v1`: issue 30's block scheduler, kept for comparison (none of those effects).
 // No SystemC here: the engine drives a BlockScheduler with its clock, and tests drive it alone.
 #pragma once
 
@@ -24,15 +30,42 @@
 
 namespace vlasim {
 
+// Issue 45's refinements of the block scheduler (all off: issue 30's `blocks_v1`).
+struct SharingEffects {
+  // A kernel on g of the w SMs it occupies alone runs its compute at g/w but its DRAM traffic
+  // at the bandwidth g SMs pull: all of it from the catalog's saturating_sms fraction of the
+  // GPU on (sim/hardware/hardware.h; the shaped cost model's own figure). Off: g/w for all.
+  bool memory_sms = false;
+  // Blocks in flight are not preempted: a kernel keeps the SMs it holds until its current
+  // wave ends; stream priority orders only the SMs that free up (CUDA stream priorities).
+  // Off: every change re-sorts all SMs by priority at once.
+  bool no_preemption = false;
+  // A kernel's last wave (its blocks past whole waves) holds only the SMs its blocks fill, and
+  // the next kernel's blocks take the rest. Off: a kernel holds all its SMs to its end.
+  bool wave_tails = false;
+  // DRAM bandwidth shared max-min fair over what each running kernel asks (a kernel asking less
+  // than an equal share keeps it). Off: every rate cut by one factor.
+  bool dram_fair = false;
+  // L2 shared: when the L2-resident activations of the kernels running at once outgrow the
+  // half of L2 the shaped cost model grants one kernel, those activations go to DRAM.
+  bool l2_shared = false;
+  // A lockstep's SM limit binds its first stream only (SYSTEMS.md: the VLM stream is limited);
+  // the second shares the GPU's SMs the first does not hold, all of them when its batch ends.
+  // Off: two hard partitions.
+  bool give_back = false;
+  static SharingEffects all() { return {true, true, true, true, true, true}; }
+};
+
 // A named GPU sharing model and its figures.
 struct GpuSharingModel {
   std::string name;
   bool kernel_level = false;  // false: fluid
+  SharingEffects effects;
   // Time slicing between processes (< 0: the device's catalog figure).
   double time_slice_s = -1, context_switch_s = -1;
 };
 using GpuSharingRegistry = Registry<GpuSharingModel>;
-// "fluid" and "blocks".
+// "fluid", "blocks" and "blocks_v1".
 GpuSharingRegistry& gpu_sharing_models();
 // The default for GPUs.
 inline const char* kDefaultGpuSharing = "blocks";
@@ -54,15 +87,26 @@ struct KernelShape {
   // The SMs the kernel occupies when it runs alone on `sms` SMs: all its blocks at once, at
   // most `sms`.
   double width(double sms) const;
+  // Its waves alone on `sms` SMs (at least 1), and the SMs its last wave's blocks fill (SMs'
+  // worth of blocks: blocks of other kernels share an SM with a partly filled one).
+  double waves(double sms) const;
+  double tail_sms(double sms) const;
 };
 KernelShape kernel_shape(const Op& op, const DeviceSpec& d, int sms);
 
 // One kernel of a segment: its time alone (seconds, the op's cost-model time with its launch
-// gap), the SMs it occupies alone, and the fraction of DRAM bandwidth it uses alone.
+// gap), the SMs it occupies alone, and the fractions of that time its DRAM traffic and its
+// compute take alone (memory is also the fraction of DRAM bandwidth it uses, as issue 30's
+// scheduler reads it). The rest of the time (launch gap, latency) needs neither.
 struct KernelSpec {
   double seconds = 0;
   double sms = 1;
   double memory = 0;
+  double compute = -1;   // < 0: not known, all of its time needs SMs (issue 30's reading)
+  // Waves of blocks alone on its SMs, and the SMs the last wave's blocks fill (<= sms).
+  double waves = 1, tail_sms = -1;  // tail_sms < 0: sms
+  // Activations it keeps in L2 alone, and its memory fraction when they go to DRAM instead.
+  double l2_bytes = 0, memory_cold = -1;  // memory_cold < 0: memory
 };
 
 // A segment as the kernels it launches, in order.
@@ -78,22 +122,28 @@ struct KernelTable {
 // the engine's clock; the scheduler gives each its rate (fraction of its alone speed).
 // - Pools: every stream with an SM limit has a pool of its own (its partition: no other
 //   stream's blocks run there); streams without one share the device's shared pool. A stream
-//   runs one job at a time, so only the shared pool can hold several jobs.
+//   runs one job at a time, so only the shared pool can hold several jobs. A lending pool (a
+//   lockstep's first stream under give_back) holds its SMs only while it has a job.
 // - A GPU with one stream never shares: the engine runs it as `fluid` does, which gives the
 //   same rates (one segment at its alone speed, less background load).
 // - Kernel-level resolution only where it matters: while a job is the only one running in its
 //   pool it runs as a whole segment (its mean compute and memory shares, one completion
-//   event); while two or more jobs of the shared pool run, each runs kernel by kernel (an
-//   event at every kernel's end), and the block scheduler gives the pool's SMs to the ready
-//   kernels in order of stream priority (lower first, as CUDA's), then launch time (a
-//   kernel is launched when its stream's previous kernel ends), each taking up to the SMs its
-//   blocks occupy on the SMs its stream was costed on (the pool may hold fewer: the
-//   GPU's SMs less other streams' partitions); a kernel holding g of those w SMs runs at g/w of its
-//   alone speed (a kernel's blocks are not preempted; a later kernel takes the SMs an
-//   earlier one leaves). The launch gap between two kernels is counted as kernel time.
-// - DRAM: every running job (or kernel) asks for its alone memory share times its rate; when
-//   the asks exceed the bandwidth left by background load, every rate is scaled by the same
-//   factor, so each gets bandwidth in proportion to what it can issue from the SMs it holds.
+//   event; faster on a pool grown past the SMs it was costed on, JobSpec::wide_sms); while two
+//   or more jobs of the shared pool run, each runs kernel by kernel (an event at every
+//   kernel's end and, under no_preemption or wave_tails, every wave's), and the block
+//   scheduler gives the pool's SMs to the ready kernels in order of stream priority (lower
+//   first, as CUDA's), then launch time (a kernel is launched when its stream's previous
+//   kernel ends), each taking up to the SMs its blocks occupy on the SMs its stream was costed
+//   on (the pool may hold fewer: the GPU's SMs less other streams' partitions). Under
+//   no_preemption a kernel keeps what it holds until its wave ends, so priority orders only
+//   the SMs that free up (a job already running when a second arrives keeps its blocks). A
+//   kernel holding g of the w SMs it wants runs its compute at g/w and (memory_sms) its DRAM
+//   traffic at the bandwidth g SMs pull; issue 30's model runs the whole kernel at g/w. The
+//   launch gap between two kernels is counted as kernel time.
+// - DRAM: every running job (or kernel) asks for its alone bandwidth times its rate; when the
+//   asks exceed the bandwidth left by background load they are met max-min fair (dram_fair),
+//   or (issue 30) every rate is scaled by the same factor. Under l2_shared, kernels running at
+//   once whose L2-resident activations together pass half the L2 run at their cold memory time.
 // - Processes: jobs of different processes time-slice the GPU (unless MPS): one process's
 //   context runs (its jobs as above) for a time slice while another has work, then the GPU
 //   switches (no job runs for the switch time) to the next process with work, round robin.
@@ -103,6 +153,9 @@ class BlockScheduler {
   struct Options {
     int sms = 1;           // the GPU's SMs
     bool mps = false;      // processes share SMs as streams of one process do
+    SharingEffects effects;
+    double saturating_sms = 0.5;  // fraction of the SMs whose loads saturate DRAM (memory_sms)
+    double l2_bytes = 0;          // the GPU's L2 (l2_shared)
     double time_slice_s = 2e-3, context_switch_s = 50e-6;
     // The kernels of a job whose JobSpec::kernels is empty, by its JobSpec::key (asked the
     // first time it must run kernel by kernel; at least one kernel).
@@ -111,8 +164,10 @@ class BlockScheduler {
   explicit BlockScheduler(Options o);
 
   // Declares a pool of `sms` SMs (its index is returned). Pool 0, the shared pool, exists
-  // from the start with the GPU's SMs (set_pool_sms changes it).
-  int add_pool(double sms);
+  // from the start with the GPU's SMs (set_pool_sms changes it). A pool that `lends` takes
+  // its SMs from the shared pool only while it has a job (a lockstep's first stream under
+  // give_back): the shared pool has them back when it has none.
+  int add_pool(double sms, bool lends = false);
   void set_pool_sms(int pool, double sms);
 
   // A job: the segment run on one stream.
@@ -128,6 +183,9 @@ class BlockScheduler {
     // kernel. When empty, Options::tables is asked with `key` instead.
     std::function<const KernelTable*()> kernels;
     std::array<int, 5> key{};
+    // Run as a whole segment, the job was costed on `sms` SMs; on a pool of `wide_sms` (more)
+    // it runs `wide_speedup` times as fast, in between in proportion (0: it never speeds up).
+    double sms = 0, wide_sms = 0, wide_speedup = 1;
   };
   // Adds a job at time `now` (after advance(now)); returns its id.
   int add(JobSpec spec, double now);
@@ -172,16 +230,30 @@ class BlockScheduler {
     double krem = 0;       // alone seconds left in it
     uint64_t launch = 0;   // when the current kernel was launched (a sequence number)
     double rate = 0, held = 0, mem = 0;
+    // Block granularity (no_preemption, wave_tails): alone seconds left in the current wave,
+    // and whether its SMs are open to re-sorting (a kernel or wave just began).
+    double wrem = INFINITY;
+    bool open = true;
   };
+  // The SMs the pool of job `j` has now (a shared pool less its lending pools' SMs in use).
+  double pool_now(int pool) const;
+  // Its current kernel: the SMs it wants now (its wave's), its rate on g of them.
+  double want(const Job& j) const;
+  double kernel_rate(const Job& j, double g) const;
+  double memory_of(const Job& j) const;  // its kernel's memory fraction (L2 lost or kept)
+  void start_wave(Job& j);
+  void share_dram();
   Job* find(int id);
   const Job* find(int id) const;
   bool on_gpu(const Job& j) const;  // its process's context runs now (or MPS)
-  void to_kernel(Job& j);
+  void to_kernel(Job& j, bool running);  // running: its blocks are on the SMs already
   void to_segment(Job& j);
   void schedule_processes(double now);
 
   Options o_;
   std::vector<double> pool_sms_;
+  std::vector<char> pool_lends_;
+  bool l2_cold_ = false;  // the running kernels' L2 activations do not all fit
   std::vector<Job> jobs_;
   int next_id_ = 0;
   uint64_t launches_ = 0;

@@ -80,10 +80,22 @@ KernelTable segment_kernels(const Scenario& s, const Plan& p, const CostModel& c
       const Op& op = g.op(id);
       const OpCost c = cost.op_cost(op, dev, unit);
       if (!(c.seconds > 0)) continue;
+      const KernelShape shape = kernel_shape(op, dev.spec, sms);
       KernelSpec k;
       k.seconds = c.seconds;
-      k.sms = kernel_shape(op, dev.spec, sms).width(sms);
+      k.sms = shape.width(sms);
       k.memory = std::min(1.0, c.memory_seconds / c.seconds);
+      k.compute = std::min(1.0, c.compute_seconds / c.seconds);
+      k.waves = shape.waves(sms);
+      k.tail_sms = shape.tail_sms(sms);
+      // Activations that fit in the half of L2 the cost models grant a kernel alone, charged
+      // there at the roofline's default fraction (0.3) of their DRAM time: cold, at all of it.
+      const double fixed = op.weight_bytes + op.kv_bytes;
+      const double act = std::max(0.0, op.bytes_read + op.bytes_written - fixed);
+      if (op.kind != OpKind::Embedding && act > 0 && act <= dev.spec.l2_bytes / 2) {
+        k.l2_bytes = act;
+        k.memory_cold = std::min(1.0, k.memory * (fixed + act) / (fixed + 0.3 * act));
+      }
       t.add(k);
     }
   }
@@ -396,6 +408,9 @@ void use_block_schedulers(const Scenario& s, const Plan& plan, std::vector<std::
     BlockScheduler::Options o;
     o.sms = dev.spec.sms;
     o.mps = dev.mps;
+    o.effects = plan.sharing[d].effects;
+    o.saturating_sms = dev.spec.kernels.saturating_sms;
+    o.l2_bytes = dev.spec.l2_bytes;
     o.time_slice_s = plan.sharing[d].time_slice_s >= 0 ? plan.sharing[d].time_slice_s : dev.spec.time_slice_s;
     o.context_switch_s =
         plan.sharing[d].context_switch_s >= 0 ? plan.sharing[d].context_switch_s : dev.spec.context_switch_s;
@@ -419,7 +434,12 @@ void use_block_schedulers(const Scenario& s, const Plan& plan, std::vector<std::
       if (ui.device != static_cast<int>(d)) continue;
       domain = ui.domain;
       const bool lockstep = dev.lockstep.on() && (ui.unit == dev.lockstep.first || ui.unit == dev.lockstep.second);
-      if (ui.partition || lockstep) kernels.unit_pool[u] = gpu->add_pool(stream_sms(dev, dev.units[static_cast<size_t>(ui.unit)]));
+      // give_back: a lockstep limits its first stream only; its second shares the rest.
+      const bool give_back = lockstep && plan.sharing[d].effects.give_back;
+      if (give_back && ui.unit == dev.lockstep.first)
+        kernels.unit_pool[u] = gpu->add_pool(stream_sms(dev, dev.units[static_cast<size_t>(ui.unit)]), true);
+      else if (ui.partition || (lockstep && !give_back))
+        kernels.unit_pool[u] = gpu->add_pool(stream_sms(dev, dev.units[static_cast<size_t>(ui.unit)]));
     }
     if (domain < 0) continue;
     BlockScheduler* sched = gpu.get();
@@ -440,6 +460,19 @@ void use_block_schedulers(const Scenario& s, const Plan& plan, std::vector<std::
       sp.usage_compute = j.usage_compute;
       sp.usage_memory = j.usage_memory;
       sp.key = {j.item.plan, j.item.segment, j.item.batch, j.item.sms, static_cast<int>(pool_sms)};
+      // A lockstep's second stream under give_back, costed on the SMs its lockstep left it,
+      // runs faster on the whole GPU once the first stream's batch ends.
+      if (sp.pool == 0 && j.item.sms > 0 && j.item.sms < dv.spec.sms && plan.sharing[d].effects.give_back) {
+        const ModelPlan& mp = plan.models[static_cast<size_t>(j.item.plan)];
+        const Segment& own_seg = mp.segment_at(j.item.segment, j.item.batch, j.item.sms);
+        const Segment& wide = mp.segment_at(j.item.segment, j.item.batch, dv.spec.sms);
+        const double a = own_seg.seconds - own_seg.overhead, b = wide.seconds - wide.overhead;
+        if (a > 0 && b > 0 && a > b) {
+          sp.sms = j.item.sms;
+          sp.wide_sms = dv.spec.sms;
+          sp.wide_speedup = a / b;
+        }
+      }
       return sp;
     });
   }

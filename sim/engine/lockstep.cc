@@ -89,11 +89,19 @@ void profile_sm_lut(const Scenario& s, const Plan& p, const CostModel& cost, Loc
     if (fresh) it->second = unit_seconds(s, p, cost, m, lp.units[side], b, sms, lp.sms);
     return it->second;
   };
+  // give_back: the second stream takes the first's SMs when the first's batch ends, so a pair
+  // lasts the first's time, or that and the rest of the second's on the whole GPU.
+  const size_t d = static_cast<size_t>(lp.device);
+  const bool give_back = d < p.sharing.size() && p.sharing[d].kernel_level && p.sharing[d].effects.give_back;
   for (const SmLutKey& k : sm_lut_keys(s, p, lp)) {
     int best = cand.front();
     double best_t = INFINITY;
     for (int v : cand) {
-      const double t = std::max(time(0, k.first_model, k.first_batch, v), time(1, k.second_model, k.second_batch, lp.sms - v));
+      const double t0 = time(0, k.first_model, k.first_batch, v);
+      const double t1 = time(1, k.second_model, k.second_batch, lp.sms - v);
+      double t = std::max(t0, t1);
+      if (give_back && t0 < t1 && t1 > 0)
+        t = t0 + (1 - t0 / t1) * time(1, k.second_model, k.second_batch, lp.sms);
       if (t < best_t * (1 - 1e-12)) {
         best_t = t;
         best = v;

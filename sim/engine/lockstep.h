@@ -20,8 +20,10 @@ std::vector<int> batch_classes(const BatchPolicy& policy, int max_batch);
 std::vector<int> sm_candidates(const DeviceSpec& spec);
 
 // The table for lockstep `lp` of plan `p`: for every pair of (model, batch class) that may meet
-// in a lockstep, the first stream's SMs that minimise the longer of the two batches' times
-// alone on their SMs (from `cost`; ties: fewer SMs). Sets lp.lut and lp.lut_source.
+// in a lockstep, the first stream's SMs that minimise the pair's time from `cost` (ties: fewer
+// SMs): the longer of the two batches' times alone on their SMs; under a sharing model with
+// give_back, the second batch moves to the whole GPU when the first ends (as the paper's
+// offline pass measures the pair run together). Sets lp.lut and lp.lut_source.
 void profile_sm_lut(const Scenario& s, const Plan& p, const CostModel& cost, LockstepPlan& lp);
 
 // The pairs the table of lockstep `lp` must hold (each pair of model and batch class that

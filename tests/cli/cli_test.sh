@@ -338,10 +338,13 @@ check "control.md has the delay split and the sweep" grep -q "| actuation | 150.
 # Full streaming (issue 13): decoupled VLM and action-expert streams, rates and staleness.
 "$bin" simulate "$src/scenarios/systems/realtime_pi0_streaming_4090.yaml" -o "$tmp/strm" -q; rc=$?
 check "a streaming scenario simulates" test "$rc" -eq 0
-# (Its achieved rate is a prediction: under the `blocks` GPU sharing model the VLM's large
-# kernels hold the SMs and the expert falls short of 480 Hz on a stream without an SM limit;
-# reports/realtime_gpu.md. Asked here: its stage and its rate, achieved above zero.)
-check "streams.csv: the expert runs only its stage at the rate asked" grep -q "^expert,pi0,action,480,[1-9]" "$tmp/strm/streams.csv"
+# (Its achieved rate is a prediction: under the `blocks` GPU sharing model the VLM's kernels
+# hold their SMs until their waves end and the expert, on a stream without an SM limit, falls
+# short of 480 Hz, as fluid sharing never makes it; its memory-bound kernels still run beside
+# the VLM's, so it keeps more than half the rate. reports/realtime_gpu.md.)
+check "streams.csv: the expert runs only its stage at the rate asked" grep -q "^expert,pi0,action,480," "$tmp/strm/streams.csv"
+check "streams.csv: the expert waits for SMs (short of 480 Hz) but keeps more than half of it" \
+  awk -F, '$1 == "expert" && $5 > 240 && $5 < 479 { ok = 1 } END { exit !ok }' "$tmp/strm/streams.csv"
 check "streams.csv: the expert read prefixes (staleness set)" awk -F, '$1 == "expert" && $11 > 0 && $11 < 0.05 { ok = 1 } END { exit !ok }' "$tmp/strm/streams.csv"
 
 # Capacity search (issue 11): the knee of a load sweep at a deadline-attainment SLO.

@@ -57,15 +57,34 @@ BlockScheduler gpu(bool mps = false, double slice = 2e-3, double sw = 1e-4) {
   return BlockScheduler(o);
 }
 
-TEST(GpuSharing, RegistryListsFluidAndBlocksWithTheirParameters) {
+TEST(GpuSharing, RegistryListsFluidBlocksAndIssue30sBlocksWithTheirParameters) {
   const auto names = gpu_sharing_models().names();
-  ASSERT_EQ(names.size(), 2u);
+  ASSERT_EQ(names.size(), 3u);
   EXPECT_EQ(names[0], "fluid");
   EXPECT_EQ(names[1], "blocks");
-  EXPECT_TRUE(gpu_sharing_models().find("blocks")->has_param("time_slice_us"));
-  EXPECT_TRUE(gpu_sharing_models().find("blocks")->has_param("context_switch_us"));
+  EXPECT_EQ(names[2], "blocks_v1");
+  for (const char* n : {"blocks", "blocks_v1"}) {
+    EXPECT_TRUE(gpu_sharing_models().find(n)->has_param("time_slice_us"));
+    EXPECT_TRUE(gpu_sharing_models().find(n)->has_param("context_switch_us"));
+  }
+  for (const char* e : {"memory_sms", "no_preemption", "wave_tails", "dram_fair", "l2_shared", "give_back"}) {
+    EXPECT_TRUE(gpu_sharing_models().find("blocks")->has_param(e)) << e;
+    EXPECT_FALSE(gpu_sharing_models().find("blocks_v1")->has_param(e)) << e;
+  }
   EXPECT_FALSE(gpu_sharing_models().make("fluid", Params(), ConfigNode())->kernel_level);
-  EXPECT_TRUE(gpu_sharing_models().make("blocks", Params(), ConfigNode())->kernel_level);
+  const auto blocks = gpu_sharing_models().make("blocks", Params(), ConfigNode());
+  EXPECT_TRUE(blocks->kernel_level);
+  EXPECT_TRUE(blocks->effects.memory_sms && blocks->effects.no_preemption && blocks->effects.wave_tails &&
+              blocks->effects.dram_fair && blocks->effects.l2_shared && blocks->effects.give_back);
+  const auto v1 = gpu_sharing_models().make("blocks_v1", Params(), ConfigNode());
+  EXPECT_TRUE(v1->kernel_level);
+  EXPECT_FALSE(v1->effects.memory_sms || v1->effects.no_preemption || v1->effects.wave_tails ||
+               v1->effects.dram_fair || v1->effects.l2_shared || v1->effects.give_back);
+  // Each effect can be switched off alone, for ablation.
+  const ConfigNode off = ConfigNode::load_string("{wave_tails: false}", "<test>");
+  const auto no_tails = gpu_sharing_models().make("blocks", Params(off), off);
+  EXPECT_FALSE(no_tails->effects.wave_tails);
+  EXPECT_TRUE(no_tails->effects.no_preemption);
 }
 
 TEST(GpuSharing, TwoKernelsTakeTheSmsInLaunchOrder) {
