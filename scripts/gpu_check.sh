@@ -17,8 +17,8 @@
 #   trace      `vlasim compare --trace` of pi0_torch.yaml against that trace
 #   calibrate  `vlasim calibrate` of pi0 and pi0_split on the cuda executor (a device profile)
 #   profiled   `vlasim compare` of pi0 and pi0_split from that profile
-#   two_stream pi0_2s and pi0_split_2s (issue 30) from the profile, blocks measured against
-#              predicted, fluid predicted beside
+#   two_stream pi0_2s and pi0_split_2s (issues 30, 45) from the profile, blocks measured against
+#              predicted, fluid and blocks_v1 (issue 30's) predicted beside
 # $OUT (default out/gpu_check) receives at most 8 files: gpu_executor.md (the report, also
 # appended to reports/gpu_executor.md when the check runs in a checkout), steps.tsv (each
 # step's exit status and seconds), device.txt, torch_timing.json and gpu_check.tar.gz (every
@@ -121,8 +121,10 @@ done
 for sc in pi0_2s pi0_split_2s; do
   [[ -f $work/gpu_profile.json ]] || continue
   step "two_stream_$sc" 60 vlasim --profile "$work/gpu_profile.json" compare "$work/$sc.yaml" -q -o "$work/compare_two_stream_$sc"
-  sed -e "s/^      graph_capture: true$/      graph_capture: true\n      gpu_sharing: fluid/" "$work/$sc.yaml" > "$work/${sc}_fluid.yaml"
-  step "fluid_$sc" 30 vlasim --profile "$work/gpu_profile.json" simulate "$work/${sc}_fluid.yaml" -q -o "$work/fluid_$sc"
+  for alt in fluid blocks_v1; do  # the models the measurement is to tell apart from blocks (issue 45)
+    sed -e "s/^      graph_capture: true$/      graph_capture: true\n      gpu_sharing: $alt/" "$work/$sc.yaml" > "$work/${sc}_$alt.yaml"
+    step "${alt}_$sc" 30 vlasim --profile "$work/gpu_profile.json" simulate "$work/${sc}_$alt.yaml" -q -o "$work/${alt}_$sc"
+  done
 done
 [[ -f $work/torch_timing.json ]] && cp "$work/torch_timing.json" "$out/"
 

@@ -153,12 +153,13 @@ def main():
     compare_section("pi0 from the device profile, VLM on 96 SMs and action expert on 32", "compare_profiled_pi0_split",
                     0.05, 0.05, "calibrated, SM split")
     for sc, what in (("pi0_2s", "both streams on every SM"), ("pi0_split_2s", "VLM on 96 SMs, action expert on 32")):
-        compare_section("Two streams at once (issue 30), %s: blocks predicted against measured" % what, "compare_two_stream_" + sc,
+        compare_section("Two streams at once (issues 30, 45), %s: blocks predicted against measured" % what, "compare_two_stream_" + sc,
                         None, None, "")
-        r = load(os.path.join(work, "fluid_" + sc, "report.json"))
-        if r:
-            L += ["Predicted under gpu_sharing fluid instead: throughput %.1f Hz, p50 %.2f ms." % (
-                r["throughput_hz"], 1e3 * r["latency"]["p50_s"]), ""]
+        for alt in ("fluid", "blocks_v1"):
+            r = load(os.path.join(work, alt + "_" + sc, "report.json"))
+            if r:
+                L += ["Predicted under gpu_sharing %s instead: throughput %.1f Hz, p50 %.2f ms." % (
+                    alt, r["throughput_hz"], 1e3 * r["latency"]["p50_s"]), ""]
 
     L += ["### Targets (issue 42)", "", "| target | figure | verdict |", "|---|---|---|"]
     L += ["| %s | %s | %s |" % t for t in targets] or ["| (nothing measured) | | |"]
