@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
 #include "models/builder.h"
 #include "sim/engine/engine.h"
+#include "sim/engine/lockstep.h"
 #include "sim/engine/plan.h"
 #include "sim/engine/planner.h"
 
@@ -114,6 +117,53 @@ TEST(GpuSharingEngine, StagesAsSeparateProcessesTimeSliceUnlessMps) {
   // which shares SMs as one process's streams do.
   EXPECT_GT(per_request(sliced.r), 1.02 * per_request(mps.r));
   EXPECT_NEAR(per_request(mps.r), per_request(one.r), 1e-9 + 1e-6 * per_request(one.r));
+}
+
+// Robion's engine (scenarios/systems/robion_serving_h100.yaml, 2 s) with `sharing` on its GPU
+// and the lockstep's SM table `lut`.
+std::string robion(const std::string& sharing, const std::string& lut) {
+  return "name: r\nseed: 2\nhardware:\n  devices:\n"
+         "    - {name: gpu0, catalog: h100-sxm, graph_capture: true, gpu_sharing: " + sharing + ",\n"
+         "       streams: [{name: vlm, sms: 96, batch: 4}, {name: adit, batch: 8}],\n"
+         "       lockstep: {streams: [vlm, adit], lut: " + lut + ", guard: true}}\n"
+         "models:\n"
+         "  - {name: pi0, card: pi0, views: 2, placement: [{stages: [vision, prefix], device: gpu0.vlm}, {stage: action, device: gpu0.adit}]}\n"
+         "  - {name: smolvla, card: smolvla, placement: [{stages: [vision, prefix], device: gpu0.vlm}, {stage: action, device: gpu0.adit}]}\n"
+         "workload:\n"
+         "  - {name: arm, model: pi0, count: 10, rate_hz: 10, jitter_ms: 3, deadline_ms: 100, duration_s: 2}\n"
+         "  - {name: mobile, model: smolvla, count: 10, rate_hz: 10, jitter_ms: 3, deadline_ms: 100, duration_s: 2}\n"
+         "policies: {queue: esf, batching: dynamic, pipeline: {name: async, params: {depth: 64}}}\n";
+}
+
+TEST(GpuSharingEngine, TheActionStreamTakesTheVlmsSmsWhenItsBatchEnds) {
+  // The same SM table for both runs (made with two hard partitions), so only the give-back
+  // differs: the VLM stream is limited either way and runs exactly as fast; the action stream
+  // speeds up on the whole GPU once the VLM's batch ends, so its stage is faster on average.
+  const std::string hard = "{name: blocks, params: {give_back: false}}";
+  SimRun ref = simulate_text(robion(hard, "auto"));
+  ASSERT_EQ(ref.plan.locksteps.size(), 1u);
+  const std::string lut = (std::filesystem::temp_directory_path() / "vlasim_give_back_lut.yaml").string();
+  std::ofstream(lut) << sm_lut_yaml(ref.s, ref.plan, ref.plan.locksteps[0]);
+  SimRun part = simulate_text(robion(hard, lut)), back = simulate_text(robion("blocks", lut));
+  std::filesystem::remove(lut);
+  auto stage_mean = [](const SimResult& r, Stage st) {
+    double sum = 0;
+    int n = 0;
+    for (const RequestRecord& q : r.requests)
+      if (q.finished() && q.stage_done(static_cast<int>(st))) {
+        sum += q.stage_latency[static_cast<int>(st)];
+        ++n;
+      }
+    return n ? sum / n : INFINITY;
+  };
+  ASSERT_GT(back.r.locksteps, 100u);
+  const double a_part = stage_mean(part.r, Stage::Action), a_back = stage_mean(back.r, Stage::Action);
+  std::printf("action stage mean: partitions %.4g ms, give-back %.4g ms\n", 1e3 * a_part, 1e3 * a_back);
+  EXPECT_LT(a_back, a_part * (1 - 1e-3));
+  EXPECT_NEAR(stage_mean(back.r, Stage::Vision), stage_mean(part.r, Stage::Vision), 0.02 * stage_mean(part.r, Stage::Vision));
+  // Two hard partitions leave the VLM's SMs idle: the action stream is busy for less time.
+  ASSERT_EQ(back.plan.units[1].name, "gpu0.adit");
+  EXPECT_LT(back.r.units[1].busy_seconds, part.r.units[1].busy_seconds);
 }
 
 TEST(GpuSharingEngine, SameScenarioAndSeedGiveTheSameRecords) {
