@@ -1,0 +1,137 @@
+// The robot part and the QP that re-times a chunk (scheduler/robot; issue 47): the lag model
+// against its closed form, the QP against hand-solved cases, infeasible speeds refused naming
+// the limit that binds, bad robot parameters refused at their key.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "scheduler/robot/retime.h"
+#include "scheduler/robot/robot.h"
+
+namespace vlasim {
+namespace {
+
+TEST(Robot, TheLagFollowsItsClosedFormForAStep) {
+  // q[k+1] = a q[k] + (1 - a) y: from q0 towards a constant target y, q[k] = y + (q0 - y) a^k.
+  const double a = std::exp(-0.02 / 0.15), q0 = 0.3, y = 1.2;
+  const std::vector<double> q = lag_response(q0, std::vector<double>(40, y), a);
+  ASSERT_EQ(q.size(), 41u);
+  for (size_t k = 0; k < q.size(); ++k) EXPECT_NEAR(q[k], y + (q0 - y) * std::pow(a, double(k)), 1e-12) << k;
+  RobotSpec r;
+  r.tau_s = 0.15;
+  EXPECT_DOUBLE_EQ(r.lag_pole(0.02), a);
+  r.tau_s = 0;
+  EXPECT_DOUBLE_EQ(r.lag_pole(0.02), 0.0);  // no lag: the arm is where it was sent
+}
+
+TEST(Robot, PreAmplifiedTargetsMakeTheLaggedArmReachEachWaypointOnePeriodLater) {
+  const double a = 0.8;
+  const std::vector<double> want = {0.1, 0.25, 0.5, 0.6, 0.6, 0.4};
+  const std::vector<double> q = lag_response(0.0, lag_compensated(0.0, want, a), a);
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(q[k + 1], want[k], 1e-12);
+  // Sent the waypoints themselves, the arm lags behind them.
+  const std::vector<double> raw = lag_response(0.0, want, a);
+  EXPECT_LT(raw[3], want[2] - 0.1);
+}
+
+TEST(Robot, TheArmsDefaultsAndParametersAndBadOnesRefusedAtTheirKey) {
+  const auto arm = robots().make("arm", Params(), ConfigNode());
+  EXPECT_NEAR(arm->observation_delay_s(), 0.055 + 0.033 + 0.050, 1e-12);
+  EXPECT_NEAR(arm->tau_s, 0.150, 1e-12);
+  EXPECT_EQ(arm->dof, 7);
+  EXPECT_NEAR(arm->period_s(), 0.02, 1e-12);
+  const ConfigNode fast = ConfigNode::load_string("{speed: 2.5, control_hz: 30}", "robot.yaml");
+  EXPECT_NEAR(robots().make("arm", Params(fast), fast)->period_s(), 1 / 75.0, 1e-12);
+  for (const char* bad : {"{tau_ms: -1}", "{speed: 0}", "{vel: 0}", "{dof: 2.5}", "{control_hz: nan}", "{speed: fast}"}) {
+    const ConfigNode n = ConfigNode::load_string(bad, "robot.yaml");
+    try {
+      robots().make("arm", Params(n), n);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const ConfigError& e) {
+      const std::string key = std::string(bad).substr(1, std::string(bad).find(':') - 1);
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("robot.yaml:1"), std::string::npos) << e.what();
+    }
+  }
+  const ConfigNode unknown = ConfigNode::load_string("{wrist_ms: 3}", "robot.yaml");
+  EXPECT_THROW(robots().make("arm", Params(unknown), unknown), ConfigError);
+}
+
+Trajectory one_joint(std::vector<double> q, double h = 0.02) {
+  Trajectory t;
+  t.h = h;
+  for (double v : q) t.q.push_back({v});
+  return t;
+}
+
+TEST(Retime, EvenlySpacedWaypointsKeepEqualStepsAtEverySpeed) {
+  const Trajectory t = one_joint({0, 0.01, 0.02, 0.03, 0.04, 0.05});
+  const JointLimits lim{10, 1000, 1e6};
+  for (double s : {1.0, 2.0, 3.0}) {
+    const Retimed r = retime(t, s, lim);
+    ASSERT_TRUE(r.ok) << r.why;
+    for (double dt : r.dt) EXPECT_NEAR(dt, 0.02 / s, 1e-7);
+    EXPECT_NEAR(r.duration_s, 5 * 0.02 / s, 1e-6);
+    EXPECT_NEAR(r.peak_vel, 0.5 * s, 1e-5);
+    EXPECT_NEAR(r.peak_acc, 0, 1e-4);
+  }
+}
+
+TEST(Retime, UnevenStepsAreSpreadSoTheAccelerationPeakVanishes) {
+  // Steps of 1, 2, 1 (x 0.01 rad) at equal times: velocity 0.5, 1, 0.5 rad/s, peak acceleration
+  // 0.5 / 0.02 x 1/0.02 = 25 rad/s^2. Hand-solved: u = c (1, 1/2, 1) with the mean of u kept,
+  // (2.5 c = 3 / h), gives equal velocities (1.2 x 0.5 rad/s) and no acceleration at all.
+  const Trajectory t = one_joint({0, 0.01, 0.03, 0.04});
+  const Retimed r = retime(t, 1.0, JointLimits{10, 1000, 1e6});
+  ASSERT_TRUE(r.ok) << r.why;
+  EXPECT_NEAR(r.uniform_peak_acc, 25, 1e-9);
+  EXPECT_NEAR(r.peak_acc, 0, 1e-3);
+  const double c = 1.2 / 0.02;
+  EXPECT_NEAR(1 / r.dt[0], c, 1e-3 * c);
+  EXPECT_NEAR(1 / r.dt[1], c / 2, 1e-3 * c);
+  EXPECT_NEAR(1 / r.dt[2], c, 1e-3 * c);
+  EXPECT_NEAR(r.peak_vel, 0.6, 1e-4);
+}
+
+TEST(Retime, ASpeedPastALimitIsRefusedNamingTheLimitThatBinds) {
+  const Trajectory t = one_joint({0, 0.01, 0.03, 0.04});  // mean velocity 0.667 rad/s at speed 1
+  // Velocity: at speed 4 the mean velocity is 2.67 rad/s, over a 2 rad/s limit whatever the timing.
+  Retimed v = retime(t, 4.0, JointLimits{2, 1000, 1e6});
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.binding, "vel");
+  EXPECT_NE(v.why.find("velocity limit 2"), std::string::npos) << v.why;
+  // Acceleration: a chunk that reverses (0 -> 1 -> 0) cannot avoid accelerating; the least peak
+  // over timings grows as s^2, so a low limit refuses speed 2.
+  const Trajectory back = one_joint({0, 0.02, 0.04, 0.02, 0});
+  const Retimed at1 = retime(back, 1.0, JointLimits{100, 1e4, 1e9});
+  ASSERT_TRUE(at1.ok);
+  Retimed a = retime(back, 2.0, JointLimits{100, at1.peak_acc * 2, 1e9});
+  EXPECT_FALSE(a.ok);
+  EXPECT_EQ(a.binding, "acc");
+  // Jerk: a chunk that reverses twice must change its acceleration; at a speed the
+  // acceleration limit allows, a low jerk limit refuses it.
+  const Trajectory twice = one_joint({0, 0.02, 0.04, 0.02, 0, 0.02, 0.04});
+  ASSERT_TRUE(retime(twice, 1.0, JointLimits{100, 1e4, 1e9}).ok);
+  Retimed j = retime(twice, 1.0, JointLimits{100, 1e4, 1e-3});
+  EXPECT_FALSE(j.ok);
+  EXPECT_EQ(j.binding, "jerk");
+  // The fastest speed: feasible there, refused 1% above.
+  const JointLimits lim{2, 1000, 1e6};
+  const double s = max_speed(t, lim);
+  EXPECT_TRUE(retime(t, s, lim).ok);
+  EXPECT_FALSE(retime(t, s * 1.01, lim).ok);
+  // Hand-solved: the spread timing runs every step at 0.6 s rad/s (above), so 2 rad/s allows
+  // s = 2 / 0.6.
+  EXPECT_NEAR(s, 2 / 0.6, 0.01);
+}
+
+TEST(Retime, AMalformedChunkIsRefused) {
+  Trajectory t = one_joint({0, 1});
+  t.q[1].push_back(2);  // a joint more
+  EXPECT_THROW(retime(t, 1, JointLimits{1, 1, 1}), std::invalid_argument);
+  EXPECT_THROW(retime(one_joint({0}), 1, JointLimits{1, 1, 1}), std::invalid_argument);
+  EXPECT_THROW(retime(one_joint({0, 1}), 0, JointLimits{1, 1, 1}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vlasim
