@@ -145,7 +145,7 @@ double BlockScheduler::pool_now(int pool) const {
   for (size_t p = 1; p < pool_sms_.size(); ++p) {
     if (!pool_lends_[p]) continue;
     for (const Job& j : jobs_)
-      if (j.spec.pool == static_cast<int>(p)) {
+      if (j.spec.pool == static_cast<int>(p) && on_gpu(j)) {  // not in its host delay, its context on
         sms -= pool_sms_[p];
         break;
       }
@@ -230,6 +230,7 @@ void BlockScheduler::start_wave(Job& j) {
   const bool waves = o_.effects.no_preemption || o_.effects.wave_tails;
   const KernelSpec& k = j.table->kernels[j.k];
   j.open = true;
+  j.tail = false;
   if (!waves || k.waves <= 1) {
     j.wrem = INFINITY;
     return;
@@ -240,6 +241,7 @@ void BlockScheduler::start_wave(Job& j) {
   j.wrem = len - std::fmod(done, len);
   if (j.wrem <= len * 1e-9) j.wrem = len;
   j.wrem = std::min(j.wrem, j.krem);
+  j.tail = j.krem <= len * (1 + 1e-9);
 }
 
 const std::vector<int>& BlockScheduler::take_done(double now, double slack) {
@@ -267,8 +269,13 @@ const std::vector<int>& BlockScheduler::take_done(double now, double slack) {
       if (next) {
         start_wave(j);
       } else if (j.wrem <= j.rate * slack) {  // a wave ends: its SMs go to the next blocks
+        const double len = wave_seconds(*j.table, j.k, j.scale);
         j.open = true;
-        j.wrem = std::min(j.krem, wave_seconds(*j.table, j.k, j.scale));
+        j.wrem = std::min(j.krem, len);
+        // The clock runs an event up to its slack early: what is left past one wave within
+        // that is the last wave's.
+        j.tail = j.krem <= len * (1 + 1e-9) + j.rate * slack;
+        if (j.tail) j.wrem = j.krem;
       }
     } else if (j.remaining <= j.rate * slack) {
       done.push_back(j.id);
@@ -317,9 +324,7 @@ void BlockScheduler::to_segment(Job& j) {
 
 double BlockScheduler::want(const Job& j) const {
   const KernelSpec& k = j.table->kernels[j.k];
-  if (o_.effects.wave_tails && k.waves > 1 && k.tail_sms > 0 &&
-      j.krem <= wave_seconds(*j.table, j.k, j.scale) * (1 + 1e-9))
-    return std::min(k.sms, k.tail_sms);
+  if (o_.effects.wave_tails && k.waves > 1 && k.tail_sms > 0 && j.tail) return std::min(k.sms, k.tail_sms);
   return k.sms;
 }
 
@@ -331,7 +336,10 @@ double BlockScheduler::memory_of(const Job& j) const {
 double BlockScheduler::kernel_rate(const Job& j, double g) const {
   const KernelSpec& k = j.table->kernels[j.k];
   const double w = want(j);
+  if (!(w > 0)) return 1;  // occupies no SM (issue 30's reading)
   if (!(g > 0)) return 0;
+  const bool cold = l2_cold_ && k.l2_bytes > 0 && k.memory_cold > k.memory;
+  if (!o_.effects.memory_sms && !cold) return g >= w ? 1 : g / w;  // issue 30's, bit for bit
   const double c = k.compute >= 0 ? k.compute : 1;
   const double m0 = std::min(1.0, k.memory), m = std::min(1.0, memory_of(j));
   const double other = std::max(0.0, 1 - std::max(c, m0));  // launch gap, latency: neither
@@ -432,6 +440,7 @@ void BlockScheduler::resolve(double now) {
     if (on_gpu(j)) ++count[static_cast<size_t>(j.spec.pool)];
   std::vector<Job*>& kernels = kernel_jobs_;
   kernels.clear();
+  double ask = 0;  // DRAM asked for, in issue 30's order: segments by job, then kernels
   for (Job& j : jobs_) {
     const bool running = j.rate > 0;
     j.rate = j.mem = 0;
@@ -447,15 +456,9 @@ void BlockScheduler::resolve(double now) {
     }
     to_segment(j);
     segment_rate(j);
+    ask += j.rate * j.mem;
   }
-  // L2: the running kernels' L2-resident activations together against the half of L2 one
-  // kernel is granted alone.
   l2_cold_ = false;
-  if (o_.effects.l2_shared && o_.l2_bytes > 0 && kernels.size() >= 2) {
-    double l2 = 0;
-    for (const Job* j : kernels) l2 += j->table->kernels[j->k].l2_bytes;
-    l2_cold_ = l2 > o_.l2_bytes / 2;
-  }
   if (!kernels.empty()) {
     // The block scheduler: each pool's SMs to its ready kernels by (priority, launch). Under
     // no_preemption a kernel keeps the SMs its blocks in flight hold (until its wave ends) and
@@ -478,7 +481,9 @@ void BlockScheduler::resolve(double now) {
         j.held = keep && !j.open ? std::min(j.held, want(j)) : 0;
         kept += j.held;
       }
-      if (kept > cap && kept > 0)  // the pool shrank under them (a lending pool's job began)
+      // The pool shrank under them (a lending pool's job began): they keep what is left, in
+      // proportion (an approximation: the hardware would hold the lender's blocks back instead).
+      if (kept > cap && kept > 0)
         for (size_t i = a; i < b; ++i) kernels[i]->held *= cap / kept;
       double free = std::max(0.0, cap - kept);
       for (size_t i = a; i < b; ++i) {
@@ -487,26 +492,40 @@ void BlockScheduler::resolve(double now) {
         j.held += add;
         free -= add;
         j.open = false;
-        j.rate = kernel_rate(j, j.held);
-        const KernelSpec& k = j.table->kernels[j.k];
-        const double m = memory_of(j);
-        if (o_.effects.memory_sms && k.compute >= 0) {
-          const double sat = std::max(1.0, o_.saturating_sms * o_.sms);
-          j.mem = m * std::min(1.0, want(j) / sat);  // the bandwidth its memory phase pulls alone
-        } else {
-          j.mem = m;
-        }
       }
       a = b;
     }
+    // L2: the L2-resident activations of the kernels that hold SMs now, together, against
+    // the half of L2 one kernel is granted alone (segments alone on their SMs are not counted).
+    if (o_.effects.l2_shared && o_.l2_bytes > 0) {
+      double l2 = 0;
+      int running = 0;
+      for (const Job* j : kernels)
+        if (j->held > 0) {
+          l2 += j->table->kernels[j->k].l2_bytes;
+          ++running;
+        }
+      l2_cold_ = running >= 2 && l2 > o_.l2_bytes / 2;
+    }
+    for (Job* jp : kernels) {
+      Job& j = *jp;
+      j.rate = kernel_rate(j, j.held);
+      const KernelSpec& k = j.table->kernels[j.k];
+      const double m = memory_of(j);
+      if (o_.effects.memory_sms && k.compute >= 0) {
+        const double sat = std::max(1.0, o_.saturating_sms * o_.sms);
+        j.mem = m * std::min(1.0, want(j) / sat);  // the bandwidth its memory phase pulls alone
+      } else {
+        j.mem = m;
+      }
+      ask += j.rate * j.mem;
+    }
   }
-  share_dram();
+  share_dram(ask);
 }
 
-void BlockScheduler::share_dram() {
+void BlockScheduler::share_dram(double ask) {
   const double avail = std::max(0.05, 1 - bg_memory_);
-  double ask = 0;
-  for (const Job& j : jobs_) ask += j.rate * j.mem;
   if (!(ask > avail)) return;
   if (!o_.effects.dram_fair) {
     // Every rate cut alike: each gets bandwidth in proportion to what it issues.

@@ -234,6 +234,7 @@ class BlockScheduler {
     // and whether its SMs are open to re-sorting (a kernel or wave just began).
     double wrem = INFINITY;
     bool open = true;
+    bool tail = false;  // in its kernel's last wave (wave_tails)
   };
   // The SMs the pool of job `j` has now (a shared pool less its lending pools' SMs in use).
   double pool_now(int pool) const;
@@ -242,7 +243,8 @@ class BlockScheduler {
   double kernel_rate(const Job& j, double g) const;
   double memory_of(const Job& j) const;  // its kernel's memory fraction (L2 lost or kept)
   void start_wave(Job& j);
-  void share_dram();
+  // DRAM: `ask` is the asks' sum in issue 30's order (segments by job, then kernels by SM order).
+  void share_dram(double ask);
   Job* find(int id);
   const Job* find(int id) const;
   bool on_gpu(const Job& j) const;  // its process's context runs now (or MPS)

@@ -391,6 +391,7 @@ struct KernelSharing {
   std::unique_ptr<CostModel> cost;
   std::map<std::tuple<int, int, int, int, int>, KernelTable> tables;
   std::vector<int> unit_pool;
+  std::vector<char> unit_lends;  // its pool lends its SMs (a lockstep's first stream, give_back)
 };
 
 // Gives each GPU shared `gpu_sharing: blocks` by more than one stream a block scheduler in its
@@ -398,6 +399,7 @@ struct KernelSharing {
 void use_block_schedulers(const Scenario& s, const Plan& plan, std::vector<std::unique_ptr<Domain>>& domains,
                           KernelSharing& kernels) {
   kernels.unit_pool.assign(plan.units.size(), 0);
+  kernels.unit_lends.assign(plan.units.size(), 0);
   for (size_t d = 0; d < s.devices.size() && d < plan.sharing.size(); ++d) {
     const DeviceInstance& dev = s.devices[d];
     if (dev.spec.type != DeviceType::Gpu || !plan.sharing[d].kernel_level) continue;
@@ -436,8 +438,10 @@ void use_block_schedulers(const Scenario& s, const Plan& plan, std::vector<std::
       const bool lockstep = dev.lockstep.on() && (ui.unit == dev.lockstep.first || ui.unit == dev.lockstep.second);
       // give_back: a lockstep limits its first stream only; its second shares the rest.
       const bool give_back = lockstep && plan.sharing[d].effects.give_back;
-      if (give_back && ui.unit == dev.lockstep.first)
+      if (give_back && ui.unit == dev.lockstep.first) {
         kernels.unit_pool[u] = gpu->add_pool(stream_sms(dev, dev.units[static_cast<size_t>(ui.unit)]), true);
+        kernels.unit_lends[u] = 1;
+      }
       else if (ui.partition || (lockstep && !give_back))
         kernels.unit_pool[u] = gpu->add_pool(stream_sms(dev, dev.units[static_cast<size_t>(ui.unit)]));
     }
@@ -449,8 +453,10 @@ void use_block_schedulers(const Scenario& s, const Plan& plan, std::vector<std::
       const UnitDecl& decl = dv.units[static_cast<size_t>(ui.unit)];
       BlockScheduler::JobSpec sp;
       sp.pool = kernels.unit_pool[static_cast<size_t>(j.unit)];
-      // A lockstep stream's partition is the split its lockstep gave it.
+      // A lockstep stream's partition is the split its lockstep gave it; a batch its lockstep
+      // runs alone on the whole GPU has no limit, and shares the SMs as unlimited streams do.
       const int own = j.item.sms > 0 ? j.item.sms : stream_sms(dv, decl);
+      if (kernels.unit_lends[static_cast<size_t>(j.unit)] && own >= dv.spec.sms) sp.pool = 0;
       if (sp.pool > 0) sched->set_pool_sms(sp.pool, own);
       const double pool_sms = sp.pool > 0 ? own : std::max(1, plan.shared_sms[d]);
       sp.process = ui.process;
