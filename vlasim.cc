@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
       add_simulate(app),    add_execute(app),  add_compare(app),     add_calibrate(app),
       add_sweep(app),       add_leaderboard(app), add_roofline(app), add_profile_lut(app),
       add_place(app),       add_validate_papers(app), add_list(app), add_graph(app),
-      add_passes(app),      add_import(app),   add_gpu_eval(app)};
+      add_passes(app),      add_import(app),   add_gpu_eval(app), add_robot_speed(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

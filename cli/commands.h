@@ -34,5 +34,6 @@ Command add_graph(CLI::App& app);            // cli/graph.cc
 Command add_passes(CLI::App& app);           // cli/graph.cc
 Command add_import(CLI::App& app);           // cli/import.cc
 Command add_gpu_eval(CLI::App& app);         // cli/import.cc
+Command add_robot_speed(CLI::App& app);      // cli/robot.cc
 
 }  // namespace vlasim::cli

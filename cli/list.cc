@@ -13,6 +13,7 @@
 #include "scenarios/workload.h"
 #include "scheduler/partition.h"
 #include "scheduler/policy.h"
+#include "scheduler/robot/robot.h"
 #include "scheduler/zone.h"
 #include "sim/costs/cost_models.h"
 #include "sim/costs/stack_model.h"
@@ -37,7 +38,7 @@ void list_registry(const R& reg) {
 int run_list(const Common& c, const std::string& what) {
   const std::vector<std::string> families = {"host", "cost_models", "stacks", "gpu_sharing", "queue_policies", "pipeline_policies",
                                              "batching_policies", "partition_policies", "zone_policies", "executors", "devices", "cards", "workloads",
-                                             "passes"};
+                                             "passes", "robots"};
   bool all = what.empty() || what == "all";
   if (!all && std::find(families.begin(), families.end(), what) == families.end()) {
     std::cerr << "vlasim list: unknown family '" << what << "'; valid names are: " << join_names(families)
@@ -76,6 +77,7 @@ int run_list(const Common& c, const std::string& what) {
   if (all || what == "batching_policies") list_registry(batch_policies());
   if (all || what == "partition_policies") list_registry(partition_policies());
   if (all || what == "zone_policies") list_registry(zone_policies());
+  if (all || what == "robots") list_registry(robots());
   if (all || what == "executors") list_registry(executor_registry());
   if (all || what == "devices") {
     Catalog cat = Catalog::load_dir(c.catalog);

@@ -350,30 +350,6 @@ std::vector<std::string> parse_passes(const ConfigNode& p, const ModelCard& card
   return names;
 }
 
-// `control: {hz, execute, capture_ms, actuation_ms}` of a workload entry (ControlDecl) for a
-// stream of model `mi`: the execution horizon must fit in the model's chunk.
-ControlDecl parse_control(const ConfigNode& c, const ModelInstance& mi) {
-  if (!c.is_map()) c.fail("expected a map: {hz, execute, capture_ms, actuation_ms}");
-  c.check_keys({"hz", "execute", "capture_ms", "actuation_ms"});
-  ControlDecl d;
-  d.hz = c.get_positive("hz");
-  if (d.hz > 1e6) c.required("hz").fail("a control rate of at most 1 MHz");
-  d.execute = static_cast<int>(c.get_count("execute", 0, 1, kMaxChunk));
-  if (!c.has("execute")) c.fail("needs execute: the actions of each chunk run before the next chunk is asked for");
-  if (d.execute > mi.shape.chunk)
-    c.required("execute").fail("the execution horizon (" + std::to_string(d.execute) +
-                               " actions) is longer than the chunk of model '" + mi.name + "' (" +
-                               std::to_string(mi.shape.chunk) + " actions)");
-  auto delay_s = [&](const char* key) {
-    const double ms = c.get_nonneg(key, 0);
-    if (ms > 1e9) c.required(key).fail("at most 1e9 ms");
-    return ms * 1e-3;
-  };
-  d.capture_s = delay_s("capture_ms");
-  d.actuation_s = delay_s("actuation_ms");
-  return d;
-}
-
 RunShape parse_shape(const ConfigNode& m, const ModelCard& card) {
   RunShape r = card.defaults;
   r.views = static_cast<int>(m.get_count("views", r.views, 1, kMaxViews));
@@ -589,7 +565,8 @@ void parse_workload_stream(const ConfigNode& w, const std::vector<std::string>& 
   std::string mname = w.required("model").as_string();
   resolve_stream_model(w, mname, s, mnames, sd);
   if (w.has("control")) {
-    sd.control = parse_control(w.required("control"), s.models[static_cast<size_t>(sd.model)]);
+    const ModelInstance& mi = s.models[static_cast<size_t>(sd.model)];
+    sd.control = parse_control(w.required("control"), mi.name, mi.shape.chunk, s.robot);
     if (w.has("rate_hz") || w.has("load"))
       w.required(w.has("rate_hz") ? "rate_hz" : "load")
           .fail("a control stream asks for a chunk every control.execute actions: its rate is control.hz / "
@@ -699,7 +676,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   s.file = root.file();
   if (!root.is_map()) root.fail("a scenario is a map");
   root.check_keys({"name", "description", "seed", "hardware", "models", "workload", "policies",
-                   "drain_s", "background", "controller", "queue_limit"});
+                   "drain_s", "background", "controller", "queue_limit", "robot"});
   s.name = root.required("name").as_string();
   s.description = root.get_string("description", "");
   long long seed = root.get_int("seed", 1);
@@ -720,6 +697,7 @@ static Scenario parse_scenario(const ConfigNode& root, const std::string& catalo
   if (s.models.empty()) root.required("models").fail("at least one model is needed");
   std::vector<std::string> mnames(model_names.begin(), model_names.end());
   if (root.has("controller")) parse_controller(root.required("controller"), s);
+  if (root.has("robot")) s.robot = parse_robot(root.required("robot"), s.file);
   for (auto& w : root.required("workload").items()) parse_workload_stream(w, mnames, s);
   if (s.streams.empty()) root.required("workload").fail("at least one stream is needed");
   if (s.arrivals_end() + s.drain_s > kMaxSimulatedSeconds)

@@ -9,6 +9,7 @@
 
 #include "models/builder.h"
 #include "scenarios/config/config.h"
+#include "scenarios/robot_decl.h"
 #include "scenarios/stream.h"
 #include "sim/hardware/hardware.h"
 
@@ -179,6 +180,8 @@ struct Scenario {
   std::vector<StreamDecl> streams;
   std::vector<BackgroundLoad> background;
   ControllerDecl controller;
+  // `robot:` (scenarios/robot_decl.h): the robot its control streams drive, if any.
+  RobotDecl robot;
   PolicyDecl queue, pipeline, cost_model, batching;
   // The software stack around GPU kernels (sim/costs/stack_model.h: eager, graph, compiled;
   // auto: graph on GPUs with graph_capture, eager on the others); "none" (the default): the cost

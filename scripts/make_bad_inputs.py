@@ -1359,6 +1359,52 @@ def fleet_tooling_cases():
         "--template && -o DIR", "place --maximize --template without -o")
 
 
+def robot_cases():
+    """Issue 47: a scenario's robot (`robot:`) and the control streams it drives."""
+    base = strip_comments(read("scenarios/systems/realtime_pi0_robot_4090.yaml"))
+    robot = "robot: {name: arm, speed: 1}"
+    control = "control: {execute: 25}"
+    assert robot in base and control in base
+
+    def line(text, needle):
+        return text[:text.index(needle)].count("\n") + 1
+
+    cases = [
+        ("robot_unknown", base.replace(robot, "robot: {name: crane}"), "robot:", "unknown robot 'crane' && arm",
+         "an unknown robot (lists the valid names)"),
+        ("robot_speed_zero", base.replace(robot, "robot: {name: arm, speed: 0}"), "robot:", "speed",
+         "a speed factor of 0"),
+        ("robot_speed_huge", base.replace(robot, "robot: {name: arm, speed: 1e9}"), "robot:", "speed && at most 100",
+         "a speed factor past 100"),
+        ("robot_speed_text", base.replace(robot, "robot: {name: arm, speed: fast}"), "robot:", "speed",
+         "a speed factor that is a word"),
+        ("robot_tau_negative", base.replace(robot, "robot: {name: arm, params: {tau_ms: -1}}"), "robot:",
+         "tau_ms && must be from", "a negative motion lag"),
+        ("robot_vel_zero", base.replace(robot, "robot: {name: arm, params: {vel: 0}}"), "robot:", "vel && must be from",
+         "a joint velocity limit of 0"),
+        ("robot_dof_fraction", base.replace(robot, "robot: {name: arm, params: {dof: 2.5}}"), "robot:", "dof",
+         "a fractional number of joints"),
+        ("robot_unknown_param", base.replace(robot, "robot: {name: arm, params: {wrist_ms: 3}}"), "robot:",
+         "wrist_ms && tau_ms", "an undeclared robot parameter (lists the valid ones)"),
+        ("robot_unknown_key", base.replace(robot, "robot: {name: arm, wheels: 4}"), "robot:", "wheels",
+         "an unknown key in robot"),
+        ("robot_demos_missing", base.replace(robot, "robot: {name: arm, demonstrations: no_such_demo.csv}"), "robot:",
+         "demonstrations && no_such_demo.csv", "a demonstrations file that does not exist"),
+        ("robot_not_map", base.replace(robot, "robot: [arm]"), "robot:", "robot && expected a map", "robot as a list"),
+        ("robot_control_hz", base.replace(control, "control: {hz: 50, execute: 25}"), "control:",
+         "hz && robot gives hz", "a control rate beside a robot that gives it"),
+        ("robot_control_capture", base.replace(control, "control: {execute: 25, capture_ms: 88}"), "control:",
+         "capture_ms && robot gives", "a capture delay beside a robot that gives it"),
+    ]
+    for cid, text, key, expect, desc in cases:
+        add(cid, SIM, 2, "%s.yaml:%d && %s" % (cid, line(text, key), expect), desc, "scenarios/%s.yaml" % cid, text)
+    add("robot_speed_no_robot", "{vlasim} robot-speed {file} -q", 2, "robot && no robot",
+        "robot-speed on a scenario without a robot", "scenarios/robot_speed_no_robot.yaml",
+        strip_comments(read("scenarios/systems/realtime_pi0_rtc_4090.yaml")))
+    add("robot_speed_bad_speeds", "{vlasim} robot-speed {file} --speeds 0,1 -q", 2, "--speeds && speed factor",
+        "robot-speed with a speed of 0", "scenarios/robot_speed_bad_speeds.yaml", base)
+
+
 def cosched_cases():
     """Issue 30: GPU sharing (`gpu_sharing:`, `mps:`, a stream's `process:` and `priority:`)."""
     base = strip_comments(read("scenarios/systems/realtime_pi0_4090.yaml"))
@@ -1838,6 +1884,7 @@ def main():
     fleet_tooling_cases()
     trace_cases()
     cosched_cases()
+    robot_cases()
     gpu_network_cases()
     host_corun_cases()
     round3_cases()

@@ -24,7 +24,7 @@ expect_error "does not fit" 2 "over by" simulate "$src/tests/data/broken_scenari
 expect_error "unknown card" 2 "no model card 'nope'" graph nope
 expect_error "unknown list family" 2 "valid names are" list nope
 expect_error "no subcommand" 2 "subcommands are: simulate" 
-expect_error "unknown command" 2 "^error: unknown command 'frobnicate'; commands are: simulate, execute, .*, passes, import, gpu-eval$" frobnicate
+expect_error "unknown command" 2 "^error: unknown command 'frobnicate'; commands are: simulate, execute, .*, passes, import, gpu-eval, robot-speed$" frobnicate
 expect_error "unknown command after a global option" 2 "unknown command 'frobnicate'" --catalog "$src/sim/catalog" frobnicate
 "$bin" --version >"$tmp/version"; rc=$?
 version=$(sed -n 's/^project(vlasim VERSION \([0-9.]*\) .*/\1/p' "$src/CMakeLists.txt")
@@ -346,6 +346,26 @@ check "streams.csv: the expert runs only its stage at the rate asked" grep -q "^
 check "streams.csv: the expert waits for SMs (short of 480 Hz) but keeps more than half of it" \
   awk -F, '$1 == "expert" && $5 > 240 && $5 < 479 { ok = 1 } END { exit !ok }' "$tmp/strm/streams.csv"
 check "streams.csv: the expert read prefixes (staleness set)" awk -F, '$1 == "expert" && $11 > 0 && $11 < 0.05 { ok = 1 } END { exit !ok }' "$tmp/strm/streams.csv"
+
+# Faster-than-demonstration (issue 47): robot-speed finds the fastest speed; a simulation at it
+# keeps every chunk (no chunk runs dry) and one a step above it does not.
+"$bin" robot-speed "$src/scenarios/systems/realtime_pi0_robot_4090.yaml" --speeds 1:2:0.25 -q -o "$tmp/rspeed" > "$tmp/rspeed.out" 2>&1; rc=$?
+check "robot-speed exits 0" test "$rc" -eq 0
+check "robot-speed names the fastest speed and why the next is not" grep -q "Fastest speed with every chunk usable and within the joint limits: \*\*1.5x\*\* (next, 1.75x: control-bound)" "$tmp/rspeed.out"
+check "robot-speed writes its table and CSV" test -s "$tmp/rspeed/robot_speed.md" -a -s "$tmp/rspeed/robot_speed.csv"
+check "robot-speed: the QP re-times the demonstrations faster than equal steps allow" grep -q "up to 1.70x with equal steps, 1.96x re-timed by the QP" "$tmp/rspeed.out"
+for sp in 1.5 1.75; do
+  sed "s/robot: {name: arm, speed: 1}/robot: {name: arm, speed: $sp}/" "$src/scenarios/systems/realtime_pi0_robot_4090.yaml" > "$tmp/robot_$sp.yaml"
+  "$bin" simulate "$tmp/robot_$sp.yaml" -q -o "$tmp/robot_$sp" > /dev/null 2>&1
+done
+check "at the fastest speed no chunk runs dry" awk -F, 'NR > 1 && $NF > 0 { dry = 1 } END { exit dry }' "$tmp/robot_1.5/control.csv"
+check "a step above it chunks run dry" awk -F, 'NR > 1 && $NF > 0 { dry = 1 } END { exit !dry }' "$tmp/robot_1.75/control.csv"
+"$bin" robot-speed "$src/scenarios/systems/realtime_pi0_rtc_4090.yaml" -q > "$tmp/rspeed_none.out" 2>&1; rc=$?
+check "robot-speed refuses a scenario without a robot" test "$rc" -eq 2
+check "robot-speed says what is missing" grep -q "robot" "$tmp/rspeed_none.out"
+"$bin" robot-speed "$src/scenarios/systems/realtime_pi0_robot_4090.yaml" --speeds 0,1 -q > "$tmp/rspeed_bad.out" 2>&1; rc=$?
+check "robot-speed refuses a speed of 0 at --speeds" sh -c "test $rc -eq 2 && grep -q -- '--speeds' '$tmp/rspeed_bad.out'"
+check "list robots shows the arm and its parameters" sh -c "'$bin' list robots | grep -q 'tau_ms (default 150)'"
 
 # Capacity search (issue 11): the knee of a load sweep at a deadline-attainment SLO.
 "$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:4 --goal capacity --slo 0.98 -q >"$tmp/cap.out" 2>&1; rc=$?

@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
+#include "scenarios/scenario.h"
+#include "scheduler/robot/demos.h"
 #include "scheduler/robot/retime.h"
 #include "scheduler/robot/robot.h"
 
@@ -131,6 +135,111 @@ TEST(Retime, AMalformedChunkIsRefused) {
   EXPECT_THROW(retime(t, 1, JointLimits{1, 1, 1}), std::invalid_argument);
   EXPECT_THROW(retime(one_joint({0}), 1, JointLimits{1, 1, 1}), std::invalid_argument);
   EXPECT_THROW(retime(one_joint({0, 1}), 0, JointLimits{1, 1, 1}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vlasim
+
+namespace vlasim {
+namespace {
+
+TEST(Demonstrations, SyntheticChunksAreSmoothSeededAndAtTheirPeakVelocity) {
+  const auto a = synthetic_demonstration(7, 50, 0.02, 0.7, 4, 10), b = synthetic_demonstration(7, 50, 0.02, 0.7, 4, 10);
+  ASSERT_EQ(a.size(), 10u);
+  double peak = 0;
+  for (size_t c = 0; c < a.size(); ++c) {
+    ASSERT_EQ(a[c].q.size(), 51u);
+    EXPECT_EQ(a[c].q, b[c].q);  // the same seed, the same chunks
+    if (c + 1 < a.size()) EXPECT_EQ(a[c].q.back(), a[c + 1].q.front());  // consecutive
+    for (size_t k = 0; k + 1 < a[c].q.size(); ++k)
+      for (size_t j = 0; j < 7; ++j) peak = std::max(peak, std::fabs(a[c].q[k + 1][j] - a[c].q[k][j]) / 0.02);
+  }
+  EXPECT_NEAR(peak, 0.7, 1e-9);
+  EXPECT_NE(synthetic_demonstration(7, 50, 0.02, 0.7, 5, 10)[0].q, a[0].q);
+}
+
+TEST(Demonstrations, RecordedChunksAreCutFromTheCsvAndABadRowIsNamed) {
+  const std::string path = (std::filesystem::temp_directory_path() / "vlasim_demo_test.csv").string();
+  {
+    std::ofstream f(path);
+    f << "j0,j1\n";
+    for (int k = 0; k <= 10; ++k) f << 0.1 * k << "," << -0.1 * k << "\n";
+  }
+  const auto chunks = recorded_demonstration(path, 5, 0.02);
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_DOUBLE_EQ(chunks[1].q.front()[0], 0.5);
+  EXPECT_DOUBLE_EQ(chunks[1].q.back()[1], -1.0);
+  {
+    std::ofstream f(path);
+    f << "j0,j1\n0,0\n0.1,oops\n";
+  }
+  try {
+    recorded_demonstration(path, 1, 0.02);
+    ADD_FAILURE() << "a bad row was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(":3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("oops"), std::string::npos) << e.what();
+  }
+  {
+    std::ofstream f(path);
+    f << "j0\n0\n";
+  }
+  EXPECT_THROW(recorded_demonstration(path, 5, 0.02), ConfigError);  // shorter than a chunk
+  std::filesystem::remove(path);
+}
+
+// A control stream driven by a robot (scenarios/robot_decl.h) on the RTC scenario's model.
+std::string robot_scenario(const std::string& robot, const std::string& control) {
+  return "name: r\nhardware:\n  devices:\n    - {name: gpu0, catalog: rtx4090, graph_capture: true}\n"
+         "models:\n  - {name: pi0, card: pi0, views: 2, prompt: 0, chunk: 50, steps: 10, placement: [{stages: [vision, prefix, action], device: gpu0}]}\n" +
+         robot + "workload:\n  - {name: arm, model: pi0, duration_s: 2, control: " + control + "}\n";
+}
+
+TEST(RobotScenario, ControlStreamsTakeTheRobotsRateAndDelays) {
+  const Scenario s = load_scenario_text(robot_scenario("robot: {name: arm, speed: 2}\n", "{execute: 25}"), "<test>",
+                                        default_catalog_dir(), default_cards_dir());
+  ASSERT_TRUE(s.robot.on);
+  const ControlDecl& c = s.streams[0].control;
+  EXPECT_DOUBLE_EQ(c.hz, 100);  // 50 actions a second, twice as fast
+  EXPECT_DOUBLE_EQ(s.streams[0].rate_hz, 4);
+  EXPECT_NEAR(c.capture_s, 0.138, 1e-12);
+  EXPECT_NEAR(c.actuation_s, 0.150, 1e-12);
+  const Scenario comp = load_scenario_text(
+      robot_scenario("robot: {name: arm, compensate_lag: true, params: {control_hz: 30}}\n", "{execute: 10}"), "<test>",
+      default_catalog_dir(), default_cards_dir());
+  EXPECT_DOUBLE_EQ(comp.streams[0].control.hz, 30);
+  EXPECT_DOUBLE_EQ(comp.streams[0].control.actuation_s, 0);
+  Scenario moved = s;
+  set_robot_speed(moved.robot, moved.streams, 3);
+  EXPECT_DOUBLE_EQ(moved.streams[0].rate_hz, 6);
+}
+
+TEST(RobotScenario, BadRobotsAndControlKeysTheRobotGivesAreRefusedAtTheirKey) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"robot: {name: crane}\n", "crane"},
+      {"robot: {name: arm, speed: 0}\n", "speed"},
+      {"robot: {name: arm, speed: 200}\n", "speed"},
+      {"robot: {name: arm, params: {tau_ms: -5}}\n", "tau_ms"},
+      {"robot: {name: arm, wheels: 4}\n", "wheels"},
+      {"robot: {name: arm, demonstrations: /nonexistent/demo.csv}\n", "demonstrations"},
+      {"robot: [arm]\n", "robot"},
+  };
+  for (const auto& [robot, key] : cases) {
+    try {
+      load_scenario_text(robot_scenario(robot, "{execute: 25}"), "<test>", default_catalog_dir(), default_cards_dir());
+      ADD_FAILURE() << robot << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("<test>:7"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    load_scenario_text(robot_scenario("robot: {name: arm}\n", "{hz: 50, execute: 25}"), "<test>", default_catalog_dir(),
+                       default_cards_dir());
+    ADD_FAILURE() << "control.hz beside a robot was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("robot gives hz"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
