@@ -138,9 +138,14 @@ void use_host_entry(Scenario& s, bool quiet);
 // entry when it was measured here (use_host_entry), and with `on_this_host`
 // (its prediction is compared with a run here) refuses a profile made on another CPU ISA.
 Scenario load_for(const Common& c, const std::string& path, bool on_this_host, bool quiet);
+// What load_for does to a scenario once it is read (for one read from elsewhere: a string, an
+// edited document).
+void ready_for(const Common& c, Scenario& s, bool on_this_host, bool quiet);
 
 // load_for, then the seed (when >= 0), the plan and the streams' loads (told unless quiet).
 Prepared prepare(const Common& c, const std::string& path, long long seed, bool on_this_host, bool quiet);
+// prepare's steps after load_for: the seed (when >= 0), the plan and the streams' loads.
+void plan_prepared(Prepared& pr, long long seed, bool quiet);
 
 // Prints each warning on stderr and, unless quiet, the files written.
 void print_written(const std::vector<std::string>& files, const std::vector<std::string>& warnings, bool quiet);
