@@ -15,6 +15,7 @@
 #include "executors/executor_registry.h"
 #include "models/builder.h"
 #include "models/passes/passes.h"
+#include "python/policies.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
 #include "scenarios/workload.h"
@@ -44,6 +45,14 @@ std::mutex& simulate_mutex() {
   return m;
 }
 
+// Raises what a Python policy raised, if it did.
+void raise_policy_error() {
+  py::object e = take_policy_error();
+  if (e.is_none()) return;
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(e.ptr())), e.ptr());
+  throw py::error_already_set();
+}
+
 // A scenario document as Python holds it: checked whenever it is made or changed.
 struct PyScenario {
   YAML::Node doc;
@@ -53,7 +62,9 @@ struct PyScenario {
   ConfigNode root() const { return ConfigNode(doc, std::make_shared<const std::string>(file), ""); }
   // The scenario as `vlasim simulate` would run it (quiet).
   Scenario parsed() const {
+    take_policy_error();  // a failed run's, raised already
     Scenario s = load_scenario_node(root(), common().catalog, common().cards);
+    raise_policy_error();
     cli::ready_for(common(), s, false, true);
     if (from_text) s.file.clear();
     return s;
@@ -121,6 +132,7 @@ struct PyStop {
       }
     }
     if (interrupted) return "KeyboardInterrupt";
+    if (policy_error_pending()) return "a Python policy's error";
     if (error) return "a Python exception";
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (max_wall_s > 0 && wall > max_wall_s) return "max_wall_s " + cli::fmt_g(max_wall_s) + " reached";
@@ -155,6 +167,7 @@ SimOutcome run_simulation(const PyScenario& sc, long long seed, double max_wall_
     out.stopped = r.stopped;
   }
   if (stop->error) throw std::move(*stop->error);
+  raise_policy_error();
   out.interrupted = stop->interrupted;
   return out;
 }
@@ -307,6 +320,7 @@ PYBIND11_MODULE(_vlasim, m) {
         py::arg("steps") = 0, py::arg("batch") = 0, py::arg("dtype") = "");
   m.def("configure", &configure, py::arg("catalog") = "", py::arg("cards") = "", py::arg("profile") = "");
   m.def("data_dirs", []() { return py::make_tuple(common().catalog, common().cards, common().profile); });
+  register_policies(m);
 }
 
 }  // namespace vlasim::python

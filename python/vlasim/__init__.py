@@ -37,7 +37,7 @@ from . import _vlasim  # noqa: E402
 from ._vlasim import ConfigError  # noqa: E402
 
 __all__ = ["ConfigError", "Interrupted", "Report", "Scenario", "load", "simulate", "registries",
-           "graph", "configure", "requests_array"]
+           "graph", "configure", "requests_array", "register_queue_policy"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -244,3 +244,28 @@ def configure(catalog=None, cards=None, profile=None):
     cost model (the command's --catalog, --cards, --profile); None keeps the folder, and no
     profile."""
     _vlasim.configure(catalog or "", cards or "", profile or "")
+
+
+_policies = {}  # name -> factory: kept alive here while the C++ registry refers to it
+
+
+def register_queue_policy(name, policy, description=""):
+    """Registers a queue policy written in Python under `name`, which a scenario's
+    `policies: {queue: NAME}` then selects, in the simulator as in the real runtime.
+
+    `policy` is a class, made afresh for every run (its state is the run's), whose
+    pick(view) returns an index into view.queue; or a function pick(view) (stateless).
+    `view` (read-only): now (s), unit, busy_fraction, queue (WorkItems in arrival order at the
+    unit: request, model, plan, stream, segment, kind, arrival, ready, deadline, estimate,
+    batch, sms). An exception in pick, or a pick that is not an index into the queue, stops
+    the run and is raised by simulate(). A built-in policy's name is refused (ValueError)."""
+    if isinstance(policy, type):
+        def factory():
+            return policy().pick
+    elif callable(policy):
+        def factory():
+            return policy
+    else:
+        raise TypeError(f"a queue policy is a class with pick(view) or a function, not {type(policy).__name__}")
+    _vlasim.register_queue_policy(name, factory, description or (policy.__doc__ or "").strip().split("\n")[0])
+    _policies[name] = factory

@@ -238,5 +238,86 @@ class LongRuns(unittest.TestCase):
         self.assertEqual(p.stdout.strip(), "Interrupted KeyboardInterrupt True True", p.stderr)
 
 
+ROBION = os.path.join(SRC, "scenarios", "systems", "robion_serving_h100.yaml")
+
+
+class EsfInPython:
+    """The C++ esf (scheduler/policy.cc EarliestSloFirst): the model whose oldest item has the
+    earliest deadline; ties: the older head, then the lower request id."""
+    picks = 0
+
+    def pick(self, v):
+        EsfInPython.picks += 1
+        q = v.queue
+        head = {}
+        for i, w in enumerate(q):
+            h = head.get(w.model)
+            if h is None or (w.ready, w.request) < (q[h].ready, q[h].request):
+                head[w.model] = i
+        return min(head.values(), key=lambda i: (q[i].deadline, q[i].ready, q[i].request))
+
+
+def short_robion():
+    s = vlasim.load(ROBION)
+    s.set("workload.0.duration_s", 2).set("workload.1.duration_s", 2)
+    return s
+
+
+class PythonPolicies(unittest.TestCase):
+    def test_a_python_esf_gives_the_same_report_and_requests_as_the_cpp_esf_on_robion(self):
+        vlasim.register_queue_policy("py_esf", EsfInPython)
+        s = short_robion()
+        cpp = _vlasim.simulate(s._core, 5)
+        s.set("policies.queue", "py_esf")
+        EsfInPython.picks = 0
+        py = _vlasim.simulate(s._core, 5)
+        self.assertGreater(EsfInPython.picks, 100)
+        self.assertEqual(py.report_json, cpp.report_json)
+        self.assertEqual(py.requests_csv, cpp.requests_csv)
+
+    def test_a_python_policy_drives_the_schedule(self):
+        vlasim.register_queue_policy("py_newest_first", lambda v: len(v.queue) - 1)
+        s = short_robion()
+        esf = vlasim.simulate(s)
+        s.set("policies.queue", "py_newest_first")
+        newest = vlasim.simulate(s)
+        self.assertEqual(esf["requests"], newest["requests"])
+        self.assertNotEqual(esf["latency"], newest["latency"])
+
+    def test_the_registry_lists_a_python_policy(self):
+        vlasim.register_queue_policy("py_first", lambda v: 0, "always the oldest")
+        entry = [e for e in vlasim.registries()["queue_policies"] if e["name"] == "py_first"]
+        self.assertEqual(entry[0]["description"], "[python] always the oldest")
+
+    def test_an_exception_in_pick_is_raised_by_simulate(self):
+        def broken(v):
+            raise ZeroDivisionError("policy bug")
+        vlasim.register_queue_policy("py_broken", broken)
+        s = short_robion()
+        s.set("policies.queue", "py_broken")
+        with self.assertRaisesRegex(ZeroDivisionError, "policy bug"):
+            vlasim.simulate(s)
+        s.set("policies.queue", "esf")
+        self.assertGreater(vlasim.simulate(s)["finished"], 0)  # the error does not stay behind
+
+    def test_a_pick_outside_the_queue_raises_index_error(self):
+        vlasim.register_queue_policy("py_out_of_range", lambda v: len(v.queue))
+        s = short_robion()
+        s.set("policies.queue", "py_out_of_range")
+        with self.assertRaisesRegex(IndexError, "py_out_of_range"):
+            vlasim.simulate(s)
+
+    def test_a_pick_that_is_not_an_int_raises_type_error(self):
+        vlasim.register_queue_policy("py_float", lambda v: 0.0)
+        s = short_robion()
+        s.set("policies.queue", "py_float")
+        with self.assertRaises(TypeError):
+            vlasim.simulate(s)
+
+    def test_a_built_in_name_is_refused(self):
+        with self.assertRaises(ValueError):
+            vlasim.register_queue_policy("esf", EsfInPython)
+
+
 if __name__ == "__main__":
     unittest.main()
