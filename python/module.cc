@@ -16,6 +16,7 @@
 #include "models/builder.h"
 #include "models/passes/passes.h"
 #include "python/policies.h"
+#include "python/tools.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
 #include "scenarios/workload.h"
@@ -38,6 +39,7 @@ cli::Common& common() {
   static cli::Common c;
   return c;
 }
+const cli::Common& common_view() { return common(); }
 
 // One simulation at a time in this process (the SystemC kernel is the process's).
 std::mutex& simulate_mutex() {
@@ -321,6 +323,7 @@ PYBIND11_MODULE(_vlasim, m) {
   m.def("configure", &configure, py::arg("catalog") = "", py::arg("cards") = "", py::arg("profile") = "");
   m.def("data_dirs", []() { return py::make_tuple(common().catalog, common().cards, common().profile); });
   register_policies(m);
+  register_tools(m, &common_view);
 }
 
 }  // namespace vlasim::python

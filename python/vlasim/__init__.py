@@ -37,7 +37,8 @@ from . import _vlasim  # noqa: E402
 from ._vlasim import ConfigError  # noqa: E402
 
 __all__ = ["ConfigError", "Interrupted", "Report", "Scenario", "load", "simulate", "registries",
-           "graph", "configure", "requests_array", "register_queue_policy"]
+           "graph", "configure", "requests_array", "register_queue_policy", "leaderboard", "roofline",
+           "csv_array"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -269,3 +270,55 @@ def register_queue_policy(name, policy, description=""):
         raise TypeError(f"a queue policy is a class with pick(view) or a function, not {type(policy).__name__}")
     _vlasim.register_queue_policy(name, factory, description or (policy.__doc__ or "").strip().split("\n")[0])
     _policies[name] = factory
+
+
+def csv_array(csv_text):
+    """A CSV's text (header first) as a numpy record array: a column of whole numbers int64, of
+    numbers float64 (NaN where empty), else strings."""
+    rows = list(csv.reader(io.StringIO(csv_text)))
+    header, body = rows[0], rows[1:]
+    cols = list(zip(*body)) if body else [() for _ in header]
+    arrays = []
+    for col in cols:
+        arrays.append(_column(col))
+    return np.rec.fromarrays(arrays, names=header) if header else np.rec.array([])
+
+
+def _column(col):
+    try:
+        return np.array([int(c) for c in col], dtype=np.int64)
+    except ValueError:
+        pass
+    try:
+        return np.array([float(c) if c else math.nan for c in col], dtype=np.float64)
+    except ValueError:
+        return np.array(col, dtype=str)
+
+
+def _model_args(model, views, prompt, chunk, steps, batch, dtype, cost_model, stack):
+    return dict(model=model or "", views=views, prompt=prompt, chunk=chunk, steps=steps, batch=batch,
+                dtype=dtype or "", cost_model=cost_model or "", stack=stack or "")
+
+
+def leaderboard(what, devices=None, min_hz=10, lifetime_years=3, utilisation=0.5, usd_per_kwh=0.15,
+                idle_fraction=0.3, model=None, views=0, prompt=-1, chunk=0, steps=0, batch=0, dtype=None,
+                cost_model=None, stack=None, frames=False):
+    """`vlasim leaderboard`: a card (or a model of a scenario file, `model`) predicted on each
+    catalog GPU (or `devices`): {"rows": leaderboard.csv's rows as a record array, "csv",
+    "markdown"}. The shape arguments are the command's options (0 / -1: the default)."""
+    out = _vlasim.leaderboard(os.fspath(what), devices=list(devices or []), min_hz=min_hz,
+                              lifetime_years=lifetime_years, utilisation=utilisation, usd_per_kwh=usd_per_kwh,
+                              idle_fraction=idle_fraction,
+                              **_model_args(model, views, prompt, chunk, steps, batch, dtype, cost_model, stack))
+    out["rows"] = _as_frame(csv_array(out["csv"]), frames)
+    return out
+
+
+def roofline(what, device=None, model=None, views=0, prompt=-1, chunk=0, steps=0, batch=0, dtype=None,
+             cost_model=None, stack=None, frames=False):
+    """`vlasim roofline`: a card alone on `device` (or a scenario file as it is) per device,
+    stage and operator class: {"rows": roofline.csv's rows as a record array, "csv", "markdown"}."""
+    out = _vlasim.roofline(os.fspath(what), device=device or "",
+                           **_model_args(model, views, prompt, chunk, steps, batch, dtype, cost_model, stack))
+    out["rows"] = _as_frame(csv_array(out["csv"]), frames)
+    return out

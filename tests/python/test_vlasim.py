@@ -319,5 +319,27 @@ class PythonPolicies(unittest.TestCase):
             vlasim.register_queue_policy("esf", EsfInPython)
 
 
+class ModelTools(unittest.TestCase):
+    def test_leaderboard_rows_are_the_commands_csv(self):
+        lb = vlasim.leaderboard("pi0_small", devices=["h100-sxm", "rtx4090"])
+        with tempfile.TemporaryDirectory() as out:
+            subprocess.run([VLASIM_BIN, "leaderboard", "pi0_small", "--devices", "h100-sxm,rtx4090", "-q", "-o", out],
+                           check=True)
+            with open(os.path.join(out, "leaderboard.csv")) as f:
+                self.assertEqual(lb["csv"], f.read())
+        self.assertEqual(sorted(lb["rows"].device), ["h100-sxm", "rtx4090"])
+        self.assertTrue(np.all(lb["rows"].latency_s > 0))
+
+    def test_roofline_shares_add_up_to_one(self):
+        r = vlasim.roofline("pi0_small", device="h100-sxm")
+        self.assertAlmostEqual(float(r["rows"].share.sum()), 1.0, places=6)
+        self.assertIn("gemm", set(r["rows"]["class"]))
+
+    def test_an_unknown_device_raises_config_error_naming_it(self):
+        with self.assertRaises(vlasim.ConfigError) as cm:
+            vlasim.leaderboard("pi0_small", devices=["no_such_gpu"])
+        self.assertEqual(cm.exception.key, "--devices")
+
+
 if __name__ == "__main__":
     unittest.main()
