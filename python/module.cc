@@ -13,6 +13,7 @@
 
 #include "cli/common.h"
 #include "executors/executor_registry.h"
+#include "executors/runtime/runtime.h"
 #include "models/builder.h"
 #include "models/passes/passes.h"
 #include "python/policies.h"
@@ -111,6 +112,10 @@ std::string scenario_yaml(const PyScenario& sc) {
 struct SimOutcome {
   std::string report_json, requests_csv, stopped;
   bool interrupted = false;
+  // A real run's: requests whose executor failed, the first such error, each unit's device.
+  size_t failed = 0;
+  std::string first_error;
+  std::vector<std::string> devices;
 };
 
 // The `should_stop` of a run from Python: a pending KeyboardInterrupt (Ctrl-C) or the wall
@@ -167,6 +172,37 @@ SimOutcome run_simulation(const PyScenario& sc, long long seed, double max_wall_
     out.report_json = report_json_text(make_report(pr.s, pr.plan, r, "simulate"));
     if (with_requests) out.requests_csv = requests_csv_text(pr.s, pr.plan, r);
     out.stopped = r.stopped;
+  }
+  if (stop->error) throw std::move(*stop->error);
+  raise_policy_error();
+  out.interrupted = stop->interrupted;
+  return out;
+}
+
+// Runs `sc` for real on this machine's executors as `vlasim execute` does (seed < 0: the
+// scenario's own), without the GIL; Ctrl-C and max_wall_s stop it with a partial report.
+SimOutcome run_execution(const PyScenario& sc, long long seed, const std::string& executor, int warmup,
+                         double max_wall_s, bool with_requests) {
+  cli::Prepared pr;
+  pr.s = sc.parsed();
+  cli::plan_prepared(pr, seed, true);
+  ExecuteOptions opt;
+  opt.executor = executor;
+  opt.warmup = warmup;
+  auto stop = std::make_shared<PyStop>();
+  stop->max_wall_s = max_wall_s;
+  opt.should_stop = [stop]() { return (*stop)(); };
+  SimOutcome out;
+  {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> one_at_a_time(simulate_mutex());
+    const ExecResult r = execute(pr.s, pr.plan, opt);
+    out.report_json = report_json_text(make_report(pr.s, pr.plan, r.result, "execute"));
+    if (with_requests) out.requests_csv = requests_csv_text(pr.s, pr.plan, r.result);
+    out.stopped = r.result.stopped;
+    out.failed = r.failed;
+    out.first_error = r.first_error;
+    out.devices = r.devices;
   }
   if (stop->error) throw std::move(*stop->error);
   raise_policy_error();
@@ -314,9 +350,14 @@ PYBIND11_MODULE(_vlasim, m) {
       .def_readonly("report_json", &SimOutcome::report_json)
       .def_readonly("requests_csv", &SimOutcome::requests_csv)
       .def_readonly("stopped", &SimOutcome::stopped)
-      .def_readonly("interrupted", &SimOutcome::interrupted);
+      .def_readonly("interrupted", &SimOutcome::interrupted)
+      .def_readonly("failed", &SimOutcome::failed)
+      .def_readonly("first_error", &SimOutcome::first_error)
+      .def_readonly("devices", &SimOutcome::devices);
   m.def("simulate", &run_simulation, py::arg("scenario"), py::arg("seed") = -1, py::arg("max_wall_s") = 0.0,
         py::arg("trace_limit") = size_t{20000}, py::arg("with_requests") = true);
+  m.def("execute", &run_execution, py::arg("scenario"), py::arg("seed") = -1, py::arg("executor") = "onednn",
+        py::arg("warmup") = 2, py::arg("max_wall_s") = 0.0, py::arg("with_requests") = true);
   m.def("registries", &registries);
   m.def("graph", &card_graph, py::arg("card"), py::arg("views") = 0, py::arg("prompt") = -1, py::arg("chunk") = 0,
         py::arg("steps") = 0, py::arg("batch") = 0, py::arg("dtype") = "");

@@ -38,7 +38,7 @@ from ._vlasim import ConfigError  # noqa: E402
 
 __all__ = ["ConfigError", "Interrupted", "Report", "Scenario", "load", "simulate", "registries",
            "graph", "configure", "requests_array", "register_queue_policy", "leaderboard", "roofline",
-           "csv_array"]
+           "csv_array", "execute"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -217,6 +217,24 @@ def simulate(scenario, seed=None, max_wall_s=0, trace_limit=20000, requests=True
     report = Report(json.loads(out.report_json))
     if requests:
         report.requests = _as_frame(requests_array(out.requests_csv), frames)
+    if out.interrupted:
+        raise Interrupted(report)
+    return report
+
+
+def execute(scenario, seed=None, executor="onednn", warmup=2, max_wall_s=0, requests=True, frames=False):
+    """Runs a scenario's workload for real on this machine's executors, as `vlasim execute`
+    does, and returns its Report (mode "execute"; the same fields as simulate's), with
+    .requests, .devices (each unit's executor) and .failed / .first_error (requests whose
+    executor failed). The GIL is released; Ctrl-C stops it and raises Interrupted with the
+    partial report; max_wall_s > 0 stops it after that many seconds."""
+    sc = scenario if isinstance(scenario, Scenario) else load(scenario)
+    out = _vlasim.execute(sc._core, -1 if seed is None else int(seed), str(executor), int(warmup),
+                          float(max_wall_s), bool(requests))
+    report = Report(json.loads(out.report_json))
+    if requests:
+        report.requests = _as_frame(requests_array(out.requests_csv), frames)
+    report.devices, report.failed, report.first_error = list(out.devices), out.failed, out.first_error
     if out.interrupted:
         raise Interrupted(report)
     return report

@@ -341,5 +341,22 @@ class ModelTools(unittest.TestCase):
         self.assertEqual(cm.exception.key, "--devices")
 
 
+class RealRuns(unittest.TestCase):
+    def test_execute_runs_the_workload_here_and_reports_as_simulate_does(self):
+        s = vlasim.load(SMALL).set("workload.0.duration_s", 1)
+        r = vlasim.execute(s, warmup=1)
+        predicted = vlasim.simulate(s)
+        self.assertEqual(r["mode"], "execute")
+        self.assertEqual(r.failed, 0)
+        self.assertEqual((r["requests"], r["finished"]), (predicted["requests"], predicted["finished"]))
+        self.assertEqual(list(r.requests.dtype.names), list(predicted.requests.dtype.names))
+        self.assertTrue(np.all(r.requests.latency_s > 0))
+        self.assertTrue(r.devices)
+
+    def test_an_unknown_executor_raises_config_error(self):
+        with self.assertRaises(vlasim.ConfigError):
+            vlasim.execute(vlasim.load(SMALL).set("workload.0.duration_s", 1), executor="no_such_executor")
+
+
 if __name__ == "__main__":
     unittest.main()
