@@ -18,6 +18,7 @@
 #include "models/passes/passes.h"
 #include "python/policies.h"
 #include "python/tools.h"
+#include "reports/compare.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
 #include "scenarios/workload.h"
@@ -63,12 +64,13 @@ struct PyScenario {
   bool from_text = false;  // then the report's "file" is "" (reports/report.h)
 
   ConfigNode root() const { return ConfigNode(doc, std::make_shared<const std::string>(file), ""); }
-  // The scenario as `vlasim simulate` would run it (quiet).
-  Scenario parsed() const {
+  // The scenario as `vlasim simulate` would run it (quiet); `on_this_host` as `vlasim compare`
+  // does (a profile made on another CPU ISA refused).
+  Scenario parsed(bool on_this_host = false) const {
     take_policy_error();  // a failed run's, raised already
     Scenario s = load_scenario_node(root(), common().catalog, common().cards);
     raise_policy_error();
-    cli::ready_for(common(), s, false, true);
+    cli::ready_for(common(), s, on_this_host, true);
     if (from_text) s.file.clear();
     return s;
   }
@@ -203,6 +205,45 @@ SimOutcome run_execution(const PyScenario& sc, long long seed, const std::string
     out.failed = r.failed;
     out.first_error = r.first_error;
     out.devices = r.devices;
+  }
+  if (stop->error) throw std::move(*stop->error);
+  raise_policy_error();
+  out.interrupted = stop->interrupted;
+  return out;
+}
+
+// What a comparison hands back: compare.json's text, compare_markdown's, and the predicted and
+// measured report.json.
+struct CompareOutcome {
+  std::string compare_json, markdown, predicted_json, measured_json;
+  bool interrupted = false;
+};
+
+// `vlasim compare`'s core: `sc` simulated, then run for real here, and the two compared
+// (reports/compare.h; margin: TOST's on the ratio of mean latencies), without the GIL.
+CompareOutcome run_comparison(const PyScenario& sc, long long seed, const std::string& executor, int warmup,
+                              double margin, double max_wall_s) {
+  cli::Prepared pr;
+  pr.s = sc.parsed(true);
+  cli::plan_prepared(pr, seed, true);
+  auto stop = std::make_shared<PyStop>();
+  stop->max_wall_s = max_wall_s;
+  ExecuteOptions eo;
+  eo.executor = executor;
+  eo.warmup = warmup;
+  eo.should_stop = [stop]() { return (*stop)(); };
+  CompareOutcome out;
+  {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> one_at_a_time(simulate_mutex());
+    const SimResult predicted = simulate(pr.s, pr.plan, SimOptions());
+    const ExecResult measured = execute(pr.s, pr.plan, eo);
+    const Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured.result,
+                                        op_times(pr.s, pr.plan, measured.op_seconds), margin);
+    out.compare_json = compare_json_text(cmp);
+    out.markdown = compare_markdown(cmp);
+    out.predicted_json = report_json_text(make_report(pr.s, pr.plan, predicted, "simulate"));
+    out.measured_json = report_json_text(make_report(pr.s, pr.plan, measured.result, "execute"));
   }
   if (stop->error) throw std::move(*stop->error);
   raise_policy_error();
@@ -358,6 +399,14 @@ PYBIND11_MODULE(_vlasim, m) {
         py::arg("trace_limit") = size_t{20000}, py::arg("with_requests") = true);
   m.def("execute", &run_execution, py::arg("scenario"), py::arg("seed") = -1, py::arg("executor") = "onednn",
         py::arg("warmup") = 2, py::arg("max_wall_s") = 0.0, py::arg("with_requests") = true);
+  py::class_<CompareOutcome>(m, "CompareOutcome")
+      .def_readonly("compare_json", &CompareOutcome::compare_json)
+      .def_readonly("markdown", &CompareOutcome::markdown)
+      .def_readonly("predicted_json", &CompareOutcome::predicted_json)
+      .def_readonly("measured_json", &CompareOutcome::measured_json)
+      .def_readonly("interrupted", &CompareOutcome::interrupted);
+  m.def("compare", &run_comparison, py::arg("scenario"), py::arg("seed") = -1, py::arg("executor") = "onednn",
+        py::arg("warmup") = 2, py::arg("margin") = 0.10, py::arg("max_wall_s") = 0.0);
   m.def("registries", &registries);
   m.def("graph", &card_graph, py::arg("card"), py::arg("views") = 0, py::arg("prompt") = -1, py::arg("chunk") = 0,
         py::arg("steps") = 0, py::arg("batch") = 0, py::arg("dtype") = "");

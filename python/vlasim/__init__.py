@@ -38,7 +38,7 @@ from ._vlasim import ConfigError  # noqa: E402
 
 __all__ = ["ConfigError", "Interrupted", "Report", "Scenario", "load", "simulate", "registries",
            "graph", "configure", "requests_array", "register_queue_policy", "leaderboard", "roofline",
-           "csv_array", "execute"]
+           "csv_array", "execute", "compare"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -238,6 +238,25 @@ def execute(scenario, seed=None, executor="onednn", warmup=2, max_wall_s=0, requ
     if out.interrupted:
         raise Interrupted(report)
     return report
+
+
+def compare(scenario, seed=None, executor="onednn", warmup=2, margin=0.10, max_wall_s=0):
+    """`vlasim compare`'s comparison: the scenario simulated, then run for real here, and the
+    two compared. Returns compare.json as a dict, with "markdown" (the end-to-end, per-stage,
+    per-op-kind tables and the KS and TOST verdicts) and "predicted" / "measured" (each run's
+    report.json). The command's Markdown adds the control, streaming, drift and co-run
+    sections, which this leaves out. Ctrl-C during the real run raises Interrupted whose
+    .report is the comparison of what ran."""
+    sc = scenario if isinstance(scenario, Scenario) else load(scenario)
+    out = _vlasim.compare(sc._core, -1 if seed is None else int(seed), str(executor), int(warmup), float(margin),
+                          float(max_wall_s))
+    result = json.loads(out.compare_json)
+    result["markdown"] = out.markdown
+    result["predicted"] = Report(json.loads(out.predicted_json))
+    result["measured"] = Report(json.loads(out.measured_json))
+    if out.interrupted:
+        raise Interrupted(result)
+    return result
 
 
 def registries():

@@ -353,6 +353,16 @@ class RealRuns(unittest.TestCase):
         self.assertTrue(np.all(r.requests.latency_s > 0))
         self.assertTrue(r.devices)
 
+    def test_compare_gives_the_commands_comparison_of_both_runs(self):
+        s = vlasim.load(SMALL).set("workload.0.duration_s", 1)
+        c = vlasim.compare(s, warmup=1)
+        self.assertEqual(c["vlasim_compare"], 1)
+        self.assertEqual(c["predicted"]["mode"], "simulate")
+        self.assertEqual(c["measured"]["mode"], "execute")
+        self.assertEqual(c["predicted"], vlasim.simulate(s))
+        self.assertIn("overall", c)
+        self.assertIn("|", c["markdown"])
+
     def test_an_unknown_executor_raises_config_error(self):
         with self.assertRaises(vlasim.ConfigError):
             vlasim.execute(vlasim.load(SMALL).set("workload.0.duration_s", 1), executor="no_such_executor")
