@@ -14,6 +14,7 @@
 
 #include "executors/runtime/runtime.h"
 #include "models/builder.h"
+#include "reports/compare.h"
 #include "reports/leaderboard.h"
 #include "reports/report.h"
 #include "scenarios/config/config.h"
@@ -167,6 +168,19 @@ ExecResult run_for_real(const Prepared& pr, const OutputOptions& out, const std:
 // the run stopped early and that the report covers what ran, and returns 130 (SIGINT) or 143
 // (SIGTERM).
 int signal_stop(const SimResult& r);
+
+// `vlasim compare --trace`: the prepared scenario's first model predicted (options `so`) beside
+// a PyTorch profiler trace's inferences (record_function range `inference`; "": found), one
+// finished request per inference arriving at its start, with the stages found in it and the
+// per-op times where the trace has shapes. The Markdown begins with what the measured side is.
+// Throws ConfigError for an unreadable trace or one without inferences.
+struct TraceComparison {
+  Comparison cmp;
+  SimResult predicted;
+  std::string markdown;
+};
+TraceComparison compare_with_trace(const Prepared& pr, const std::string& trace, const std::string& inference,
+                                   double margin, const SimOptions& so);
 
 // What `leaderboard`, `roofline` and `passes` run: a card at its defaults (with the shape
 // options given), or a model of a scenario file (--model, default the first). A path ending in

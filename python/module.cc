@@ -251,6 +251,23 @@ CompareOutcome run_comparison(const PyScenario& sc, long long seed, const std::s
   return out;
 }
 
+// `vlasim compare --trace`'s comparison (cli::compare_with_trace): `sc` predicted beside a
+// PyTorch profiler trace's inferences, without the GIL.
+CompareOutcome run_trace_comparison(const PyScenario& sc, const std::string& trace, const std::string& inference,
+                                    double margin, long long seed) {
+  cli::Prepared pr;
+  pr.s = sc.parsed();
+  cli::plan_prepared(pr, seed, true);
+  CompareOutcome out;
+  py::gil_scoped_release nogil;
+  std::lock_guard<std::mutex> one_at_a_time(simulate_mutex());
+  const cli::TraceComparison tc = cli::compare_with_trace(pr, trace, inference, margin, SimOptions());
+  out.compare_json = compare_json_text(tc.cmp);
+  out.markdown = tc.markdown;
+  out.predicted_json = report_json_text(make_report(pr.s, pr.plan, tc.predicted, "simulate"));
+  return out;
+}
+
 // One registry as a list of {name, description, params: [{name, default, description}]}.
 template <class R>
 py::list registry_list(const R& reg) {
@@ -407,6 +424,8 @@ PYBIND11_MODULE(_vlasim, m) {
       .def_readonly("interrupted", &CompareOutcome::interrupted);
   m.def("compare", &run_comparison, py::arg("scenario"), py::arg("seed") = -1, py::arg("executor") = "onednn",
         py::arg("warmup") = 2, py::arg("margin") = 0.10, py::arg("max_wall_s") = 0.0);
+  m.def("compare_trace", &run_trace_comparison, py::arg("scenario"), py::arg("trace"), py::arg("inference") = "",
+        py::arg("margin") = 0.10, py::arg("seed") = -1);
   m.def("registries", &registries);
   m.def("graph", &card_graph, py::arg("card"), py::arg("views") = 0, py::arg("prompt") = -1, py::arg("chunk") = 0,
         py::arg("steps") = 0, py::arg("batch") = 0, py::arg("dtype") = "");

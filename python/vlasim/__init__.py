@@ -38,7 +38,7 @@ from ._vlasim import ConfigError  # noqa: E402
 
 __all__ = ["ConfigError", "Interrupted", "Report", "Scenario", "load", "simulate", "registries",
            "graph", "configure", "requests_array", "register_queue_policy", "leaderboard", "roofline",
-           "csv_array", "execute", "compare"]
+           "csv_array", "execute", "compare", "compare_trace"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -238,6 +238,19 @@ def execute(scenario, seed=None, executor="onednn", warmup=2, max_wall_s=0, requ
     if out.interrupted:
         raise Interrupted(report)
     return report
+
+
+def compare_trace(scenario, trace, inference="", margin=0.10, seed=None):
+    """`vlasim compare --trace`: the scenario's first model predicted beside a PyTorch profiler
+    trace (.json or .json.gz; one inference per `inference` record_function range, found when
+    ""): compare.json as a dict, with "markdown" (it begins with what the measured side is) and
+    "predicted" (the prediction's report.json)."""
+    sc = scenario if isinstance(scenario, Scenario) else load(scenario)
+    out = _vlasim.compare_trace(sc._core, os.fspath(trace), inference, float(margin), -1 if seed is None else int(seed))
+    result = json.loads(out.compare_json)
+    result["markdown"] = out.markdown
+    result["predicted"] = Report(json.loads(out.predicted_json))
+    return result
 
 
 def compare(scenario, seed=None, executor="onednn", warmup=2, margin=0.10, max_wall_s=0):

@@ -363,6 +363,24 @@ class RealRuns(unittest.TestCase):
         self.assertIn("overall", c)
         self.assertIn("|", c["markdown"])
 
+    def test_compare_trace_gives_the_commands_compare_json(self):
+        scenario = os.path.join(SRC, "scenarios", "trace", "pi0_tiny_cpu.yaml")
+        trace = os.path.join(SRC, "tests", "data", "torch_trace", "pi0_tiny_cpu_shapes.json.gz")
+        c = vlasim.compare_trace(scenario, trace)
+        with tempfile.TemporaryDirectory() as out:
+            subprocess.run([VLASIM_BIN, "compare", scenario, "--trace", trace, "-q", "-o", out], check=True,
+                           stderr=subprocess.DEVNULL)
+            with open(os.path.join(out, "compare.json")) as f:
+                expected = json.load(f)
+        self.assertEqual({k: v for k, v in c.items() if k not in ("markdown", "predicted")}, expected)
+        self.assertTrue(c["markdown"].startswith("Measured side: PyTorch trace"))
+
+    def test_a_missing_trace_raises_config_error_naming_it(self):
+        scenario = os.path.join(SRC, "scenarios", "trace", "pi0_tiny_cpu.yaml")
+        with self.assertRaises(vlasim.ConfigError) as cm:
+            vlasim.compare_trace(scenario, "no/such/trace.json")
+        self.assertIn("no/such/trace.json", str(cm.exception))
+
     def test_an_unknown_executor_raises_config_error(self):
         with self.assertRaises(vlasim.ConfigError):
             vlasim.execute(vlasim.load(SMALL).set("workload.0.duration_s", 1), executor="no_such_executor")
