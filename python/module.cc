@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+
+#include "cli/commands.h"
 #include "cli/common.h"
 #include "executors/executor_registry.h"
 #include "executors/runtime/runtime.h"
@@ -268,6 +271,25 @@ CompareOutcome run_trace_comparison(const PyScenario& sc, const std::string& tra
   return out;
 }
 
+// Runs `vlasim calibrate ARGS` in this process, through the command's own options and code,
+// without the GIL; returns its exit status. A bad option raises ConfigError (key "calibrate").
+int run_calibrate_command(const std::vector<std::string>& args) {
+  CLI::App app{"vlasim"};
+  app.require_subcommand(1);
+  const cli::Command cmd = cli::add_calibrate(app);
+  std::vector<std::string> argv = {"calibrate"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::reverse(argv.begin(), argv.end());  // CLI11 takes them last first
+  try {
+    app.parse(argv);
+  } catch (const CLI::ParseError& e) {
+    throw ConfigError("<argument>", 0, 0, "calibrate", e.what());
+  }
+  py::gil_scoped_release nogil;
+  std::lock_guard<std::mutex> one_at_a_time(simulate_mutex());
+  return cmd.run(common());
+}
+
 // One registry as a list of {name, description, params: [{name, default, description}]}.
 template <class R>
 py::list registry_list(const R& reg) {
@@ -426,6 +448,7 @@ PYBIND11_MODULE(_vlasim, m) {
         py::arg("warmup") = 2, py::arg("margin") = 0.10, py::arg("max_wall_s") = 0.0);
   m.def("compare_trace", &run_trace_comparison, py::arg("scenario"), py::arg("trace"), py::arg("inference") = "",
         py::arg("margin") = 0.10, py::arg("seed") = -1);
+  m.def("calibrate_command", &run_calibrate_command, py::arg("args"));
   m.def("registries", &registries);
   m.def("graph", &card_graph, py::arg("card"), py::arg("views") = 0, py::arg("prompt") = -1, py::arg("chunk") = 0,
         py::arg("steps") = 0, py::arg("batch") = 0, py::arg("dtype") = "");

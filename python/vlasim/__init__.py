@@ -38,7 +38,7 @@ from ._vlasim import ConfigError  # noqa: E402
 
 __all__ = ["ConfigError", "Interrupted", "Report", "Scenario", "load", "simulate", "registries",
            "graph", "configure", "requests_array", "register_queue_policy", "leaderboard", "roofline",
-           "csv_array", "execute", "compare", "compare_trace"]
+           "csv_array", "execute", "compare", "compare_trace", "calibrate"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -270,6 +270,30 @@ def compare(scenario, seed=None, executor="onednn", warmup=2, margin=0.10, max_w
     if out.interrupted:
         raise Interrupted(result)
     return result
+
+
+def calibrate(scenarios=(), out="profile.json", device="epyc-2vcpu", grid="quick", reps=5, threads=None,
+              dtypes=None, in_context=False, args=(), quiet=True):
+    """`vlasim calibrate`: operators profiled on this machine's executor into the device profile
+    `out` (the scenarios' every op shape, and the shape grid `grid`: none, quick or full), run
+    by the command's own code; `args` adds any other of its options (e.g. ["--base", P]).
+    Returns the profile as a dict. The GIL is released; Ctrl-C waits for its end."""
+    argv = [os.fspath(s) for s in ([scenarios] if isinstance(scenarios, (str, os.PathLike)) else scenarios)]
+    argv += ["-o", os.fspath(out), "--device", device, "--grid", grid, "--reps", str(int(reps))]
+    if threads:
+        argv += ["--threads", ",".join(str(int(n)) for n in threads)]
+    if dtypes:
+        argv += ["--dtypes", ",".join(dtypes)]
+    if in_context:
+        argv.append("--in-context")
+    if quiet:
+        argv.append("-q")
+    argv += [str(a) for a in args]
+    status = _vlasim.calibrate_command(argv)
+    if status != 0:
+        raise RuntimeError(f"vlasim calibrate exited with status {status}")
+    with open(out) as f:
+        return json.load(f)
 
 
 def registries():

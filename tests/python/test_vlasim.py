@@ -381,6 +381,22 @@ class RealRuns(unittest.TestCase):
             vlasim.compare_trace(scenario, "no/such/trace.json")
         self.assertIn("no/such/trace.json", str(cm.exception))
 
+    def test_calibrate_writes_and_returns_a_profile_of_the_scenarios_ops(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "small.yaml")
+            with open(path, "w") as f:
+                f.write(SMALL)
+            out = os.path.join(d, "profile.json")
+            p = vlasim.calibrate([path], out=out, grid="none", reps=1)
+            self.assertTrue(os.path.isfile(out))
+        self.assertEqual(p["catalog_device"], "epyc-2vcpu")
+        self.assertTrue(p["sections"])
+
+    def test_a_bad_calibrate_option_raises_config_error_naming_it(self):
+        with self.assertRaises(vlasim.ConfigError) as cm:
+            vlasim.calibrate([], out=os.path.join(tempfile.gettempdir(), "unused.json"), grid="bogus")
+        self.assertEqual(cm.exception.key, "--grid")
+
     def test_an_unknown_executor_raises_config_error(self):
         with self.assertRaises(vlasim.ConfigError):
             vlasim.execute(vlasim.load(SMALL).set("workload.0.duration_s", 1), executor="no_such_executor")
