@@ -397,6 +397,20 @@ class RealRuns(unittest.TestCase):
             vlasim.calibrate([], out=os.path.join(tempfile.gettempdir(), "unused.json"), grid="bogus")
         self.assertEqual(cm.exception.key, "--grid")
 
+    def test_a_python_policy_drives_the_real_runtime(self):
+        calls = []
+
+        def oldest(v):
+            calls.append(len(v.queue))
+            return 0
+        vlasim.register_queue_policy("py_oldest_runtime", oldest)
+        busy = SMALL.replace("pipeline: serial", "pipeline: {name: async, params: {depth: 4}}")
+        s = vlasim.load(busy).set("workload.0.duration_s", 0.5).set("workload.0.rate_hz", 20)
+        s.set("policies.queue", "py_oldest_runtime")
+        r = vlasim.execute(s, warmup=1)
+        self.assertEqual(r["finished"], r["requests"])
+        self.assertTrue(calls and max(calls) > 1, calls)
+
     def test_an_unknown_executor_raises_config_error(self):
         with self.assertRaises(vlasim.ConfigError):
             vlasim.execute(vlasim.load(SMALL).set("workload.0.duration_s", 1), executor="no_such_executor")
