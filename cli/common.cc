@@ -230,6 +230,11 @@ void use_host_entry(Scenario& s, bool quiet) {
 
 Scenario load_for(const Common& c, const std::string& path, bool on_this_host, bool quiet) {
   Scenario s = load_scenario(path, c.catalog, c.cards);
+  ready_for(c, s, on_this_host, quiet);
+  return s;
+}
+
+void ready_for(const Common& c, Scenario& s, bool on_this_host, bool quiet) {
   resolve_auto_dtypes(s, native_cpu_dtype());
   if (!quiet) tell_auto_dtypes(s);
   if (!c.profile.empty()) use_profiled_cost_model(s, c.profile);
@@ -245,12 +250,16 @@ Scenario load_for(const Common& c, const std::string& path, bool on_this_host, b
         ref.where.fail(why);
       }
     }
-  return s;
 }
 
 Prepared prepare(const Common& c, const std::string& path, long long seed, bool on_this_host, bool quiet) {
   Prepared pr;
   pr.s = load_for(c, path, on_this_host, quiet);
+  plan_prepared(pr, seed, quiet);
+  return pr;
+}
+
+void plan_prepared(Prepared& pr, long long seed, bool quiet) {
   if (seed >= 0) pr.s.seed = static_cast<uint64_t>(seed);
   pr.plan = plan_scenario(pr.s);
   resolve_stream_loads(pr.s, pr.plan);
@@ -258,7 +267,6 @@ Prepared prepare(const Common& c, const std::string& path, long long seed, bool 
     for (const StreamDecl& sd : pr.s.streams)
       if (sd.load > 0)
         std::fprintf(stderr, "load %g: stream '%s' runs at %.3f Hz\n", sd.load, sd.name.c_str(), sd.rate_hz);
-  return pr;
 }
 
 void print_written(const std::vector<std::string>& files, const std::vector<std::string>& warnings, bool quiet) {

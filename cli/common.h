@@ -14,6 +14,7 @@
 
 #include "executors/runtime/runtime.h"
 #include "models/builder.h"
+#include "reports/compare.h"
 #include "reports/leaderboard.h"
 #include "reports/report.h"
 #include "scenarios/config/config.h"
@@ -138,9 +139,14 @@ void use_host_entry(Scenario& s, bool quiet);
 // entry when it was measured here (use_host_entry), and with `on_this_host`
 // (its prediction is compared with a run here) refuses a profile made on another CPU ISA.
 Scenario load_for(const Common& c, const std::string& path, bool on_this_host, bool quiet);
+// What load_for does to a scenario once it is read (for one read from elsewhere: a string, an
+// edited document).
+void ready_for(const Common& c, Scenario& s, bool on_this_host, bool quiet);
 
 // load_for, then the seed (when >= 0), the plan and the streams' loads (told unless quiet).
 Prepared prepare(const Common& c, const std::string& path, long long seed, bool on_this_host, bool quiet);
+// prepare's steps after load_for: the seed (when >= 0), the plan and the streams' loads.
+void plan_prepared(Prepared& pr, long long seed, bool quiet);
 
 // Prints each warning on stderr and, unless quiet, the files written.
 void print_written(const std::vector<std::string>& files, const std::vector<std::string>& warnings, bool quiet);
@@ -162,6 +168,19 @@ ExecResult run_for_real(const Prepared& pr, const OutputOptions& out, const std:
 // the run stopped early and that the report covers what ran, and returns 130 (SIGINT) or 143
 // (SIGTERM).
 int signal_stop(const SimResult& r);
+
+// `vlasim compare --trace`: the prepared scenario's first model predicted (options `so`) beside
+// a PyTorch profiler trace's inferences (record_function range `inference`; "": found), one
+// finished request per inference arriving at its start, with the stages found in it and the
+// per-op times where the trace has shapes. The Markdown begins with what the measured side is.
+// Throws ConfigError for an unreadable trace or one without inferences.
+struct TraceComparison {
+  Comparison cmp;
+  SimResult predicted;
+  std::string markdown;
+};
+TraceComparison compare_with_trace(const Prepared& pr, const std::string& trace, const std::string& inference,
+                                   double margin, const SimOptions& so);
 
 // What `leaderboard`, `roofline` and `passes` run: a card at its defaults (with the shape
 // options given), or a model of a scenario file (--model, default the first). A path ending in

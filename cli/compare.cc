@@ -20,29 +20,14 @@
 #include "sim/costs/profiled_cost_model.h"
 
 namespace vlasim::cli {
-namespace {
 
-struct CompareArgs {
-  RunOptions run;
-  std::string executor = "onednn";
-  int warmup = 2;
-  double margin = 0.10;
-  std::string trace, inference;  // --trace: the measured side from a PyTorch profiler trace
-};
-
-// The measured side from a PyTorch profiler trace: one finished request of the scenario's first
-// model per inference range, arriving at the range's start, with the stages found in it; the
-// per-op times where the trace has shapes.
-int run_compare_trace(const Common& c, const CompareArgs& a) {
-  const OutputOptions& out = a.run.out;
-  if (!out.dir.empty()) check_output_dir("--out", out.dir);
-  const TorchTrace t = read_torch_trace(a.trace);
+TraceComparison compare_with_trace(const Prepared& pr, const std::string& trace, const std::string& inference,
+                                   double margin, const SimOptions& so) {
+  const TorchTrace t = read_torch_trace(trace);
   std::string inf_name;
-  const std::vector<TraceInference> inf = trace_inferences(t, a.inference, &inf_name);
-  Prepared pr = prepare(c, a.run.scenario, a.run.seed, false, out.quiet);
-  if (pr.s.models.size() != 1)
-    std::cerr << "note: the trace is compared with the scenario's first model, " << pr.s.models[0].name << "\n";
-  SimResult predicted = simulate(pr.s, pr.plan, out.sim_options());
+  const std::vector<TraceInference> inf = trace_inferences(t, inference, &inf_name);
+  TraceComparison tc;
+  tc.predicted = simulate(pr.s, pr.plan, so);
   SimResult measured;
   const double t0 = inf.front().start_us;
   for (size_t i = 0; i < inf.size(); ++i) {
@@ -83,9 +68,8 @@ int run_compare_trace(const Common& c, const CompareArgs& a) {
   }
   // without shapes no op has a measured time: no op rows rather than every op skipped
   const std::vector<OpTime> ops = t.shapes ? op_times(pr.s, pr.plan, op_s) : std::vector<OpTime>{};
-  Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured, ops, a.margin);
-  std::string md = compare_markdown(cmp);
-  std::string head = "Measured side: PyTorch trace " + a.trace + " (" + (t.kineto ? "Kineto" : "legacy") + ", " +
+  tc.cmp = compare_runs(pr.s, pr.plan, tc.predicted, measured, ops, margin);
+  std::string head = "Measured side: PyTorch trace " + trace + " (" + (t.kineto ? "Kineto" : "legacy") + ", " +
                      std::to_string(inf.size()) + " inferences from record_function '" + inf_name +
                      "', run back to back: the measured throughput and queueing are the trace's, not the scenario's "
                      "workload); " + op_note + ".";
@@ -97,7 +81,31 @@ int run_compare_trace(const Common& c, const CompareArgs& a) {
                   t.inflight, t.inflight_us / 1e3, t.device_us() > 0 ? 100 * t.inflight_us / t.device_us() : 0.0);
     head += buf;
   }
-  md = head + "\n\n" + md;
+  tc.markdown = head + "\n\n" + compare_markdown(tc.cmp);
+  return tc;
+}
+
+namespace {
+
+struct CompareArgs {
+  RunOptions run;
+  std::string executor = "onednn";
+  int warmup = 2;
+  double margin = 0.10;
+  std::string trace, inference;  // --trace: the measured side from a PyTorch profiler trace
+};
+
+// The measured side from a PyTorch profiler trace (compare_with_trace).
+int run_compare_trace(const Common& c, const CompareArgs& a) {
+  const OutputOptions& out = a.run.out;
+  if (!out.dir.empty()) check_output_dir("--out", out.dir);
+  Prepared pr = prepare(c, a.run.scenario, a.run.seed, false, out.quiet);
+  if (pr.s.models.size() != 1)
+    std::cerr << "note: the trace is compared with the scenario's first model, " << pr.s.models[0].name << "\n";
+  const TraceComparison tc = compare_with_trace(pr, a.trace, a.inference, a.margin, out.sim_options());
+  const Comparison& cmp = tc.cmp;
+  const SimResult& predicted = tc.predicted;
+  const std::string& md = tc.markdown;
   if (!out.quiet) std::cout << md;
   if (!out.dir.empty()) {
     fs::create_directories(out.dir);

@@ -291,7 +291,7 @@ ordered_json to_json(const OpTime& op, double error) {
 }
 }  // namespace
 
-void write_compare_json(const Comparison& c, const std::string& path) {
+std::string compare_json_text(const Comparison& c) {
   ordered_json j;
   j["vlasim_compare"] = 1;
   j["scenario"] = c.scenario;
@@ -339,8 +339,10 @@ void write_compare_json(const Comparison& c, const std::string& path) {
   oj["skipped"] = ordered_json::array();
   for (const auto& op : c.ops_skipped) oj["skipped"].push_back(to_json(op, kNaN));
   j["operators"] = oj;
-  write_output_file(path, j.dump(2) + "\n");
+  return j.dump(2) + "\n";
 }
+
+void write_compare_json(const Comparison& c, const std::string& path) { write_output_file(path, compare_json_text(c)); }
 
 // ---------------------------------------------------------------------------------------
 // Markdown

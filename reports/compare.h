@@ -118,6 +118,8 @@ Comparison compare_runs(const Scenario& s, const Plan& p, const SimResult& predi
 // comparison gives a byte-identical file. NaN and infinite figures are written as null.
 // Throws std::runtime_error naming the path if it cannot write.
 void write_compare_json(const Comparison& c, const std::string& path);
+// compare.json's text: what write_compare_json writes.
+std::string compare_json_text(const Comparison& c);
 
 // A Markdown report: end-to-end, per-stage and per-op-kind tables, the 10 operators with the
 // largest |error|, and the KS and TOST results with their verdicts.

@@ -227,7 +227,7 @@ std::ofstream open_out(const std::string& path) {
 }
 }  // namespace
 
-void write_json(const Report& rep, const std::string& path) {
+std::string report_json_text(const Report& rep) {
   ordered_json j;
   j["vlasim_report"] = 1;
   j["scenario"] = rep.scenario;
@@ -286,8 +286,10 @@ void write_json(const Report& rep, const std::string& path) {
     j["guard_kept_split"] = rep.guard_kept;
   }
   j["trace_truncated"] = rep.trace_truncated;
-  write_output_file(path, j.dump(2) + "\n");
+  return j.dump(2) + "\n";
 }
+
+void write_json(const Report& rep, const std::string& path) { write_output_file(path, report_json_text(rep)); }
 
 namespace {
 // The significant digits that write seconds value v to a picosecond (the simulator's finest
@@ -302,26 +304,36 @@ int seconds_digits(double v) {
 
 RequestsCsv::RequestsCsv(const Scenario& s, const Plan& p, const std::string& path)
     : s_(s), p_(p), path_(path), tmp_(temporary_beside(path)), out_(open_out(tmp_)) {
-  out_ << "request,model,stream,cut,arrival_s,start_s,end_s,latency_s,deadline_s,met";
-  for (int k = 0; k < kStages; ++k) out_ << ',' << to_string(static_cast<Stage>(k)) << "_s";
-  out_ << '\n';
+  out_ << requests_csv_header();
 }
 
-void RequestsCsv::row(const RequestRecord& q) {
+void RequestsCsv::row(const RequestRecord& q) { out_ << requests_csv_row(s_, p_, q); }
+
+std::string requests_csv_header() {
+  std::ostringstream out;
+  out << "request,model,stream,cut,arrival_s,start_s,end_s,latency_s,deadline_s,met";
+  for (int k = 0; k < kStages; ++k) out << ',' << to_string(static_cast<Stage>(k)) << "_s";
+  out << '\n';
+  return out.str();
+}
+
+std::string requests_csv_row(const Scenario& s, const Plan& p, const RequestRecord& q) {
+  std::ostringstream out;
   char buf[64];
   auto num = [&](double v) {
     std::snprintf(buf, sizeof buf, "%.*g", seconds_digits(v), v);
     return std::string(buf);
   };
-  int cut = p_.models[q.plan].cut;
-  out_ << q.id << ',' << csv_field(s_.models[q.model].name) << ',' << csv_field(s_.streams[q.stream].name) << ','
+  int cut = p.models[q.plan].cut;
+  out << q.id << ',' << csv_field(s.models[q.model].name) << ',' << csv_field(s.streams[q.stream].name) << ','
        << (cut >= 0 ? std::to_string(cut) : "") << ','
        << num(q.arrival) << ',' << (q.start >= 0 ? num(q.start) : "") << ','
        << (q.finished() ? num(q.end) : "") << ',' << (q.finished() ? num(q.latency()) : "") << ','
        << (q.deadline > 0 ? num(q.deadline) : "") << ',' << (q.met() ? 1 : 0);
   for (int k = 0; k < kStages; ++k)
-    out_ << ',' << (q.stage_done(k) ? num(q.stage_latency[k]) : "");
-  out_ << '\n';
+    out << ',' << (q.stage_done(k) ? num(q.stage_latency[k]) : "");
+  out << '\n';
+  return out.str();
 }
 
 void RequestsCsv::close() {
@@ -344,6 +356,12 @@ RequestsCsv::~RequestsCsv() {
   if (closed_) return;
   std::error_code ec;
   std::filesystem::remove(tmp_, ec);  // never closed (an error on the way): no half-written file
+}
+
+std::string requests_csv_text(const Scenario& s, const Plan& p, const SimResult& r) {
+  std::string text = requests_csv_header();
+  for (const auto& q : r.requests) text += requests_csv_row(s, p, q);
+  return text;
 }
 
 void write_requests_csv(const Scenario& s, const Plan& p, const SimResult& r, const std::string& path) {

@@ -128,6 +128,15 @@ class RequestsCsv {
   bool closed_ = false;
 };
 
+// report.json's text: what write_json writes.
+std::string report_json_text(const Report& rep);
+// requests.csv's header line, and the row of one request (each ends in a newline): what
+// RequestsCsv and write_requests_csv write.
+std::string requests_csv_header();
+std::string requests_csv_row(const Scenario& s, const Plan& p, const RequestRecord& q);
+// requests.csv's text for the records of `r`: what write_requests_csv writes.
+std::string requests_csv_text(const Scenario& s, const Plan& p, const SimResult& r);
+
 // Each writer throws std::runtime_error naming the path if it cannot write.
 void write_json(const Report& rep, const std::string& path);
 void write_requests_csv(const Scenario& s, const Plan& p, const SimResult& r, const std::string& path);

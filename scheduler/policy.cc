@@ -204,8 +204,9 @@ int batch_bucket(int n, int max_batch) {
   return std::min(b, max_batch);
 }
 
-const QueuePolicyRegistry& queue_policies() {
-  static const QueuePolicyRegistry r = [] {
+namespace {
+QueuePolicyRegistry& queue_policy_list() {
+  static QueuePolicyRegistry r = [] {
     QueuePolicyRegistry r("queue policy");
     r.add({"fifo", "first come, first served at each unit", {},
            [](const Params&) { return std::make_unique<Fifo>(); }});
@@ -221,6 +222,11 @@ const QueuePolicyRegistry& queue_policies() {
   }();
   return r;
 }
+}  // namespace
+
+const QueuePolicyRegistry& queue_policies() { return queue_policy_list(); }
+
+void add_queue_policy(QueuePolicyRegistry::Entry e) { queue_policy_list().put(std::move(e)); }
 
 const PipelinePolicyRegistry& pipeline_policies() {
   static const PipelinePolicyRegistry r = [] {

@@ -120,4 +120,9 @@ const QueuePolicyRegistry& queue_policies();
 const PipelinePolicyRegistry& pipeline_policies();
 const BatchPolicyRegistry& batch_policies();
 
+// Adds a queue policy to queue_policies() (or replaces the one of its name): a part made
+// outside this list, such as a policy written in Python (python/policies.h). Not to be called
+// while a scenario is loaded or run.
+void add_queue_policy(QueuePolicyRegistry::Entry e);
+
 }  // namespace vlasim

@@ -46,7 +46,7 @@ if [[ -f $cache ]]; then
 else
   echo "gpu_kit: configuring $build (Release, CUDA sm_90 + PTX, without Open MPI)"
   cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=${VLASIM_UNITY:-ON} \
-        -DVLASIM_WITH_CUDA=ON -DVLASIM_WITH_MPI=OFF -DVLASIM_BUILD_TESTS=ON -DVLASIM_BUILD_BENCHMARKS=ON \
+        -DVLASIM_WITH_CUDA=ON -DVLASIM_WITH_MPI=OFF -DVLASIM_BUILD_TESTS=ON -DVLASIM_BUILD_BENCHMARKS=ON -DVLASIM_PYTHON=OFF \
         > "$build/kit_configure.log" 2>&1 || { tail -30 "$build/kit_configure.log"; fail "configure failed"; }
 fi
 grep -q '^VLASIM_WITH_MPI:BOOL=ON$' "$cache" && cli=vlasim_nompi || cli=vlasim

@@ -36,7 +36,10 @@ unset VLASIM_CARDS VLASIM_CATALOG
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 
 echo "install_check: bringing $build_dir's library and CLI up to date"
-step "cmake --build $build_dir" cmake --build "$build_dir" --target vlasim_shared vlasim -j "$jobs"
+# The Python module too where the tree builds it (VLASIM_PYTHON).
+targets=(vlasim_shared vlasim)
+grep -q '^VLASIM_PYTHON:BOOL=ON$' "$build_dir/CMakeCache.txt" && targets+=(vlasim_python)
+step "cmake --build $build_dir" cmake --build "$build_dir" --target "${targets[@]}" -j "$jobs"
 echo "install_check: installing $build_dir into $prefix"
 step "cmake --install $build_dir" cmake --install "$build_dir" --prefix "$prefix"
 for f in lib/libvlasim.so bin/vlasim include/vlasim/sim/engine/engine.h include/vlasim/scenarios/build.h \
@@ -94,5 +97,18 @@ out=$("$prefix/bin/vlasim" list devices 2>&1) || { echo "$out"; fail "vlasim lis
 grep -qx "devices (catalog $prefix/share/vlasim/catalog):" <<<"$out" ||
   fail "the installed CLI did not take its catalog from $prefix"
 grep -q 'rtx4090' <<<"$out" || fail "the installed CLI does not list the catalog's rtx4090"
+
+if [[ " ${targets[*]} " == *" vlasim_python "* ]]; then
+  echo "install_check: importing the installed Python module"
+  python=$(sed -n 's/^_*Python3_EXECUTABLE:[A-Z]*=//p' "$build_dir/CMakeCache.txt" | head -n 1)
+  pydir=$(sed -n 's/^VLASIM_PYTHON_INSTALL_DIR:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
+  [[ -f $prefix/$pydir/vlasim/__init__.py ]] || fail "the install lacks $pydir/vlasim"
+  out=$(cd "$work" && PYTHONPATH=$prefix/$pydir "${python:-python3}" -c \
+        'import vlasim; from vlasim import _vlasim; print(_vlasim.data_dirs()[1]); print(vlasim.graph("pi0_small")["card"])' 2>&1) ||
+    { echo "$out"; fail "the installed Python module does not import"; }
+  sed 's/^/  python| /' <<<"$out"
+  [[ $(head -n 1 <<<"$out") == "$prefix/share/vlasim/cards" ]] ||
+    fail "the installed Python module did not take its cards from $prefix"
+fi
 
 echo "install_check: PASS"

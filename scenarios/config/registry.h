@@ -31,6 +31,15 @@ class Registry {
   explicit Registry(std::string family) : family_(std::move(family)) {}
 
   void add(Entry e) { entries_.push_back(std::move(e)); }
+  // Adds `e`, or replaces the entry of its name.
+  void put(Entry e) {
+    for (auto& x : entries_)
+      if (x.name == e.name) {
+        x = std::move(e);
+        return;
+      }
+    add(std::move(e));
+  }
 
   const Entry* find(const std::string& name) const {
     for (const auto& e : entries_)
