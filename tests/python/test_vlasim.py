@@ -405,7 +405,9 @@ class RealRuns(unittest.TestCase):
             return 0
         vlasim.register_queue_policy("py_oldest_runtime", oldest)
         busy = SMALL.replace("pipeline: serial", "pipeline: {name: async, params: {depth: 4}}")
-        s = vlasim.load(busy).set("workload.0.duration_s", 0.5).set("workload.0.rate_hz", 20)
+        # Ten requests within 50 ms: they queue on any host (a pi0_small inference takes more
+        # than 5 ms), so the policy is asked to pick among several.
+        s = vlasim.load(busy).set("workload.0.rate_hz", 200).set("workload.0.duration_s", 0.05)
         s.set("policies.queue", "py_oldest_runtime")
         r = vlasim.execute(s, warmup=1)
         self.assertEqual(r["finished"], r["requests"])
