@@ -150,7 +150,9 @@ TEST(Demonstrations, SyntheticChunksAreSmoothSeededAndAtTheirPeakVelocity) {
   for (size_t c = 0; c < a.size(); ++c) {
     ASSERT_EQ(a[c].q.size(), 51u);
     EXPECT_EQ(a[c].q, b[c].q);  // the same seed, the same chunks
-    if (c + 1 < a.size()) EXPECT_EQ(a[c].q.back(), a[c + 1].q.front());  // consecutive
+    if (c + 1 < a.size()) {
+      EXPECT_EQ(a[c].q.back(), a[c + 1].q.front());  // consecutive
+    }
     for (size_t k = 0; k + 1 < a[c].q.size(); ++k)
       for (size_t j = 0; j < 7; ++j) peak = std::max(peak, std::fabs(a[c].q[k + 1][j] - a[c].q[k][j]) / 0.02);
   }
