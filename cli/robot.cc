@@ -7,7 +7,10 @@
 // the limit named), control-bound (a chunk's usable part after the delays is shorter than the
 // actions run before the next chunk, or the robot ran dry), or free. The fastest speed is the
 // largest one up to which every speed listed is free.
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -32,7 +35,8 @@ struct SpeedRow {
   size_t chunks = 0, motion_bound = 0;  // demonstration chunks, those the QP refuses
   std::string limit;                    // the limit the first refused chunk names
   double peak_acc_ratio = 0;            // re-timed peak acceleration / limit, largest chunk
-  bool control_bound() const { return dry_chunks > 0 || usable_min < execute; }
+  bool short_chunks = false;
+  bool control_bound() const { return short_chunks; }
   std::string bound() const {
     if (motion_bound > 0) return "motion-bound (" + limit + ")" + (control_bound() ? ", control-bound" : "");
     return control_bound() ? "control-bound" : "free";
@@ -51,18 +55,26 @@ SpeedRow run_speed(const Scenario& base, double speed, const std::vector<Traject
   row.speed = speed;
   row.hz = s.robot.spec.control_hz * speed;
   if (cr.streams.empty()) throw ConfigError(s.file, 0, 0, "workload", "no stream has control: the robot drives none");
-  const ControlStream& cs = cr.streams.front();
-  row.requests = cs.requests;
-  row.unfinished = cs.unfinished;
-  row.dry_chunks = cs.dry_chunks;
-  row.delay_p50_ms = cs.delay_p50 * 1e3;
-  row.frozen_p50 = cs.frozen_p50;
-  row.usable_min = cs.usable_min;
-  row.execute = cs.control.execute;
-  row.chunk = cs.chunk;
+  // Every control stream the robot drives: the worst of them.
+  row.usable_min = INT32_MAX;
+  for (const ControlStream& cs : cr.streams) {
+    row.requests += cs.requests;
+    row.unfinished += cs.unfinished;
+    row.dry_chunks += cs.dry_chunks;
+    row.delay_p50_ms = std::max(row.delay_p50_ms, cs.delay_p50 * 1e3);
+    row.frozen_p50 = std::max(row.frozen_p50, cs.frozen_p50);
+    if (cs.usable_min < row.usable_min) {
+      row.usable_min = cs.usable_min;
+      row.execute = cs.control.execute;
+      row.chunk = cs.chunk;
+    }
+    // A chunk shorter after its delay than the actions run before the next, a robot that ran
+    // dry, or a request that never finished.
+    row.short_chunks |= cs.dry_chunks > 0 || cs.usable_min < cs.control.execute || cs.unfinished > 0;
+  }
   size_t met = 0, with = 0;
   for (const RequestRecord& q : r.requests)
-    if (q.stream == cs.stream && q.deadline > 0) {
+    if (s.streams[static_cast<size_t>(q.stream)].control.on() && q.deadline > 0) {
       ++with;
       met += q.met();
     }
@@ -80,6 +92,53 @@ SpeedRow run_speed(const Scenario& base, double speed, const std::vector<Traject
   return row;
 }
 
+// The speed factors of --speeds in increasing order, each once; each checked as the
+// scenario's own rate would be (ConfigError naming --speeds).
+std::vector<double> parse_speeds(const SweepAxis& axis, const Scenario& base) {
+  std::vector<double> speeds_v;
+  for (const std::string& text : axis.values) {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (*end || !(v > 0 && v <= 100))
+      throw ConfigError("<command line>", 0, 0, "--speeds", "'" + text + "' is not a speed factor in (0, 100]");
+    const double hz = base.robot.spec.control_hz * v;
+    if (hz > 1e6)
+      throw ConfigError("<command line>", 0, 0, "--speeds",
+                        "at " + text + "x the robot runs " + fmt("%g", hz) + " actions a second: at most 1 MHz");
+    for (const StreamDecl& sd : base.streams)
+      if (sd.control.on() && sd.jitter_s * hz / sd.control.execute >= 0.5)
+        throw ConfigError("<command line>", 0, 0, "--speeds",
+                          "at " + text + "x stream " + sd.name + " asks every " + fmt("%g", sd.control.execute / hz * 1e3) +
+                              " ms, less than twice its jitter: its arrivals would reorder");
+    speeds_v.push_back(v);
+  }
+  std::sort(speeds_v.begin(), speeds_v.end());
+  speeds_v.erase(std::unique(speeds_v.begin(), speeds_v.end()), speeds_v.end());
+  return speeds_v;
+}
+
+// The demonstration chunks of `steps` steps at step h the robot of `base` is re-timed on: its
+// recorded ones (the first `chunks`) or synthetic ones. ConfigError for a chunk too large for
+// the QP or a recording whose joints are not the robot's.
+std::vector<Trajectory> load_demonstrations(const Scenario& base, int steps, double h, int chunks) {
+  if (static_cast<long long>(steps) * base.robot.spec.dof > kMaxRetimeCells)
+    throw ConfigError(base.file, 0, 0, "robot",
+                      "a chunk of " + std::to_string(steps) + " actions of " + std::to_string(base.robot.spec.dof) +
+                          " joints is past the " + std::to_string(kMaxRetimeCells) +
+                          " step-joints the re-timing QP takes; shorten the model's chunk or the robot's dof");
+  std::vector<Trajectory> demos =
+      base.robot.demonstrations.empty()
+          ? synthetic_demonstration(base.robot.spec.dof, steps, h, base.robot.demo_peak_vel * base.robot.spec.vel,
+                                    base.seed, chunks)
+          : recorded_demonstration(base.robot.demonstrations, steps, h);
+  if (demos.size() > static_cast<size_t>(chunks)) demos.resize(static_cast<size_t>(chunks));  // the first ones
+  if (!demos.empty() && static_cast<int>(demos.front().q.front().size()) != base.robot.spec.dof)
+    throw ConfigError(base.robot.demonstrations, 1, 0, "demonstrations",
+                      std::to_string(demos.front().q.front().size()) + " joints recorded; the robot has " +
+                          std::to_string(base.robot.spec.dof) + " (its dof)");
+  return demos;
+}
+
 int run_robot_speed(const Common& c, const std::string& path, const std::string& speeds, const std::string& dir,
                     int chunks, bool quiet) {
   const SweepAxis axis = parse_sweep_axis("speed=" + speeds);
@@ -94,22 +153,15 @@ int run_robot_speed(const Common& c, const std::string& path, const std::string&
   if (model < 0) throw ConfigError(base.file, 0, 0, "workload", "no stream has control: the robot drives none");
   const int steps = base.models[static_cast<size_t>(model)].shape.chunk;
   const double h = 1 / base.robot.spec.control_hz;
-  const std::vector<Trajectory> demos =
-      base.robot.demonstrations.empty()
-          ? synthetic_demonstration(base.robot.spec.dof, steps, h, base.robot.demo_peak_vel * base.robot.spec.vel,
-                                    base.seed, chunks)
-          : recorded_demonstration(base.robot.demonstrations, steps, h);
+  const std::vector<Trajectory> demos = load_demonstrations(base, steps, h, chunks);
   OutputOptions out;
   out.quiet = quiet;
   out.trace_limit = 0;
+  const std::vector<double> speeds_v = parse_speeds(axis, base);
   std::vector<SpeedRow> rows;
-  for (size_t i = 0; i < axis.values.size(); ++i) {
-    char* end = nullptr;
-    const double v = std::strtod(axis.values[i].c_str(), &end);
-    if (*end || !(v > 0 && v <= 100))
-      throw ConfigError("<command line>", 0, 0, "--speeds", "'" + axis.values[i] + "' is not a speed factor in (0, 100]");
+  for (double v : speeds_v) {
     rows.push_back(run_speed(base, v, demos, out));
-    if (!quiet) std::cerr << "robot-speed: " << axis.values[i] << "x: " << rows.back().bound() << "\n";
+    if (!quiet) std::cerr << "robot-speed: " << fmt("%g", v) << "x: " << rows.back().bound() << "\n";
   }
   // What the QP buys: the demonstrations' fastest speed within the joint limits with equal
   // steps (their peak acceleration grows as the speed squared; velocity as the speed) and re-timed.
@@ -126,6 +178,7 @@ int run_robot_speed(const Common& c, const std::string& path, const std::string&
     equal_steps = std::min(equal_steps, eq);
     retimed = std::min(retimed, max_speed(t, lim, 0.01, 100));
   }
+  auto speed_text = [](double v) { return v <= 0.01 ? std::string("below 0.01x") : "up to " + fmt("%.2f", v) + "x"; };
   int fastest = -1;
   for (size_t i = 0; i < rows.size() && rows[i].bound() == "free"; ++i) fastest = static_cast<int>(i);
   std::ostringstream md, csv;
@@ -154,9 +207,9 @@ int run_robot_speed(const Common& c, const std::string& path, const std::string&
                                 ? " (next, " + fmt("%g", rows[static_cast<size_t>(fastest) + 1].speed) + "x: " +
                                       rows[static_cast<size_t>(fastest) + 1].bound() + ")."
                                 : " (the last listed: try faster ones)."))
-     << "\n\nThe demonstrations within the joint limits (velocity and acceleration, every chunk): up to "
-     << fmt("%.2f", equal_steps) << "x with equal steps, " << fmt("%.2f", retimed)
-     << "x re-timed by the QP (jerk included).\n";
+     << "\n\nThe demonstrations within the joint limits (velocity and acceleration, every chunk): "
+     << speed_text(equal_steps) << " with equal steps, " << speed_text(retimed)
+     << " re-timed by the QP (jerk included).\n";
   std::cout << md.str();
   if (!dir.empty()) {
     std::filesystem::create_directories(dir);
@@ -197,8 +250,8 @@ Command add_robot_speed(CLI::App& app) {
                      "whether the demonstrations re-time within the joint limits (a QP), and the bound");
   cmd->add_option("scenario", a->scenario, "scenario YAML file with a `robot:` and a `control:` stream")->required();
   cmd->add_option("--speeds", a->speeds, "speed factors: a list (1,2,3) or a range FROM:TO[:STEP]")->capture_default_str();
-  cmd->add_option("--chunks", a->chunks, "synthetic demonstration chunks re-timed at each speed")
-      ->check(whole_number(1, 100000))
+  cmd->add_option("--chunks", a->chunks, "demonstration chunks re-timed at each speed (recorded ones: the first)")
+      ->check(whole_number(1, 1000))
       ->capture_default_str();
   cmd->add_option("-o,--out", a->dir, "folder for robot_speed.md, robot_speed.csv and robot_speed.svg");
   cmd->add_flag("-q,--quiet", a->quiet, "print nothing but the table and errors");

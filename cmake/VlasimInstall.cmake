@@ -48,7 +48,7 @@ install(TARGETS vlasim RUNTIME DESTINATION bin)
 
 # Public headers: every header of the library folders, under include/vlasim/<folder>/ so
 # that `#include "sim/engine/engine.h"` works as in the source tree.
-foreach(folder scenarios scenarios/config models models/passes scheduler scheduler/fleet sim/hardware sim/measured
+foreach(folder scenarios scenarios/config models models/passes scheduler scheduler/fleet scheduler/robot sim/hardware sim/measured
                sim/costs sim/engine executors executors/runtime executors/calibration reports)
   file(GLOB _headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.h)
   install(FILES ${_headers} DESTINATION include/vlasim/${folder})

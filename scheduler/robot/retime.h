@@ -21,17 +21,20 @@ struct JointLimits {
   double vel = 0, acc = 0, jerk = 0;
 };
 
-// The chunk re-timed for speed factor s. Inverse step times u[k] = 1 / dt[k] (k < N) are the
-// unknowns; the waypoints are kept and so is the mean speed (the mean of u[k] is s / h, that of
-// the demonstration run s times as fast); each step's velocity is (q[k+1] - q[k]) u[k], the
-// acceleration at waypoint k is (v[k] - v[k-1]) s / h and the jerk the difference of two
-// accelerations times s / h (finite differences at the nominal step, exact when the steps are
-// equal). The QP minimises the peak |acceleration| over joints and waypoints, plus a 1e-6
-// weighted pull of every u[k] towards s / h (which makes the optimum unique), subject to the
-// three limits and 0.1 s / h <= u[k] (no step over ten nominal ones).
+// The chunk re-timed for speed factor s: it lasts N h / s, as the demonstration run s times as
+// fast. The unknowns are the inverse step times u[k] = 1 / dt[k] (k < N); the waypoints are
+// kept. A QP minimises the peak |acceleration| over joints and waypoints, plus a 1e-6 weighted
+// pull of every u[k] towards their mean (which makes the optimum unique), at a given mean of u
+// (a linear constraint), subject to the velocity limit on each step ((q[k+1] - q[k]) u[k]), the
+// acceleration limit at each waypoint and the jerk limit (finite differences at the mean step,
+// linear in u), and u[k] >= 0.1 of the mean (no step over ten mean ones). Unequal steps make the
+// chunk last longer than N / mean(u), so the mean is raised until it lasts N h / s (a few
+// solves). The peaks are then measured at the steps found, each difference over its own steps,
+// and a timing whose measured peak passes a limit is refused too.
 struct Retimed {
   bool ok = false;
-  // When not ok: the limit that binds ("vel", "acc" or "jerk") and why, in words.
+  // When not ok: the limit that binds ("vel", "acc" or "jerk") and why, in words (a step whose
+  // velocity needs more than ten mean steps names it).
   std::string binding, why;
   std::vector<double> dt;          // step durations, s
   double duration_s = 0;           // their sum
@@ -41,8 +44,10 @@ struct Retimed {
   // chunk could run faster).
   std::string at_limit;
 };
-// REQUIRES: t.h > 0, s > 0, every waypoint of one size. Throws std::invalid_argument on a chunk
-// that breaks those, std::runtime_error when the solver fails.
+// REQUIRES: t.h > 0, s > 0, every waypoint of one size, steps x joints <= kMaxRetimeCells.
+// Throws std::invalid_argument on a chunk that breaks those, std::runtime_error when the
+// solver fails.
+inline constexpr long long kMaxRetimeCells = 100000;
 Retimed retime(const Trajectory& t, double speed, const JointLimits& limits);
 
 // The largest speed factor in [lo, hi] at which retime() succeeds, to 0.1% (bisection); lo when

@@ -35,8 +35,7 @@ RobotRegistry& robots() {
                {"vel", "joint velocity limit, rad/s", "2.175"},
                {"acc", "joint acceleration limit, rad/s^2", "7.5"},
                {"jerk", "joint jerk limit, rad/s^3", "7500"},
-               {"dof", "joints", "7"},
-               {"speed", "speed factor over the demonstrations", "1"}},
+               {"dof", "joints", "7"}},
               [](const Params& p) {
                 auto m = std::make_unique<RobotSpec>();
                 m->name = "arm";
@@ -51,7 +50,6 @@ RobotRegistry& robots() {
                 m->dof = static_cast<int>(figure(p, "dof", 7, 1, 64, "joints"));
                 if (p.node().defined() && p.node().has("dof") && p.get_double("dof", 7) != m->dof)
                   p.node().required("dof").fail("must be a whole number of joints");
-                m->speed = figure(p, "speed", 1, 0.01, 100, "(a factor)");
                 return m;
               }});
     return reg;

@@ -351,9 +351,11 @@ check "streams.csv: the expert read prefixes (staleness set)" awk -F, '$1 == "ex
 # keeps every chunk (no chunk runs dry) and one a step above it does not.
 "$bin" robot-speed "$src/scenarios/systems/realtime_pi0_robot_4090.yaml" --speeds 1:2:0.25 -q -o "$tmp/rspeed" > "$tmp/rspeed.out" 2>&1; rc=$?
 check "robot-speed exits 0" test "$rc" -eq 0
-check "robot-speed names the fastest speed and why the next is not" grep -q "Fastest speed with every chunk usable and within the joint limits: \*\*1.5x\*\* (next, 1.75x: control-bound)" "$tmp/rspeed.out"
+check "robot-speed names the fastest speed and why the next is not" grep -q "Fastest speed with every chunk usable and within the joint limits: \*\*1.5x\*\* (next, 1.75x: motion-bound (acc), control-bound)" "$tmp/rspeed.out"
 check "robot-speed writes its table and CSV" test -s "$tmp/rspeed/robot_speed.md" -a -s "$tmp/rspeed/robot_speed.csv"
-check "robot-speed: the QP re-times the demonstrations faster than equal steps allow" grep -q "up to 1.70x with equal steps, 1.96x re-timed by the QP" "$tmp/rspeed.out"
+check "robot-speed: the QP's timing is never slower than equal steps" grep -q "up to 1.70x with equal steps, up to 1.70x re-timed by the QP" "$tmp/rspeed.out"
+"$bin" robot-speed "$src/scenarios/systems/realtime_pi0_robot_4090.yaml" --speeds 2,1.5,1,1.5 -q > "$tmp/rspeed_order.out" 2>&1
+check "robot-speed sorts its speeds and runs each once" sh -c "grep -q 'Fastest speed with every chunk usable and within the joint limits: \*\*1.5x\*\* (next, 2x' '$tmp/rspeed_order.out' && test \$(grep -c '^| 1.5 |' '$tmp/rspeed_order.out') -eq 1"
 for sp in 1.5 1.75; do
   sed "s/robot: {name: arm, speed: 1}/robot: {name: arm, speed: $sp}/" "$src/scenarios/systems/realtime_pi0_robot_4090.yaml" > "$tmp/robot_$sp.yaml"
   "$bin" simulate "$tmp/robot_$sp.yaml" -q -o "$tmp/robot_$sp" > /dev/null 2>&1

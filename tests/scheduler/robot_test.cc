@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 #include "scenarios/scenario.h"
 #include "scheduler/robot/demos.h"
@@ -44,9 +45,12 @@ TEST(Robot, TheArmsDefaultsAndParametersAndBadOnesRefusedAtTheirKey) {
   EXPECT_NEAR(arm->tau_s, 0.150, 1e-12);
   EXPECT_EQ(arm->dof, 7);
   EXPECT_NEAR(arm->period_s(), 0.02, 1e-12);
-  const ConfigNode fast = ConfigNode::load_string("{speed: 2.5, control_hz: 30}", "robot.yaml");
-  EXPECT_NEAR(robots().make("arm", Params(fast), fast)->period_s(), 1 / 75.0, 1e-12);
-  for (const char* bad : {"{tau_ms: -1}", "{speed: 0}", "{vel: 0}", "{dof: 2.5}", "{control_hz: nan}", "{speed: fast}"}) {
+  const ConfigNode fast = ConfigNode::load_string("{control_hz: 30}", "robot.yaml");
+  auto r30 = robots().make("arm", Params(fast), fast);
+  r30->speed = 2.5;  // the scenario's robot.speed
+  EXPECT_NEAR(r30->period_s(), 1 / 75.0, 1e-12);
+  // (speed is the scenario's robot.speed, not a parameter of the robot: refused there too.)
+  for (const char* bad : {"{tau_ms: -1}", "{speed: 2}", "{vel: 0}", "{dof: 2.5}", "{control_hz: nan}", "{jerk: fast}"}) {
     const ConfigNode n = ConfigNode::load_string(bad, "robot.yaml");
     try {
       robots().make("arm", Params(n), n);
@@ -81,20 +85,24 @@ TEST(Retime, EvenlySpacedWaypointsKeepEqualStepsAtEverySpeed) {
   }
 }
 
-TEST(Retime, UnevenStepsAreSpreadSoTheAccelerationPeakVanishes) {
+TEST(Retime, UnevenStepsAreSpreadSoTheAccelerationPeakVanishesInTheSameTime) {
   // Steps of 1, 2, 1 (x 0.01 rad) at equal times: velocity 0.5, 1, 0.5 rad/s, peak acceleration
-  // 0.5 / 0.02 x 1/0.02 = 25 rad/s^2. Hand-solved: u = c (1, 1/2, 1) with the mean of u kept,
-  // (2.5 c = 3 / h), gives equal velocities (1.2 x 0.5 rad/s) and no acceleration at all.
+  // 0.5 / 0.02 x 1/0.02 = 25 rad/s^2. Hand-solved: u = c (1, 1/2, 1) with the chunk's time kept
+  // (1/c + 2/c + 1/c = 3 h, c = 4 / (3 h)) gives equal velocities (0.04 rad in 0.06 s: 0.667
+  // rad/s) and no acceleration at all.
   const Trajectory t = one_joint({0, 0.01, 0.03, 0.04});
   const Retimed r = retime(t, 1.0, JointLimits{10, 1000, 1e6});
   ASSERT_TRUE(r.ok) << r.why;
   EXPECT_NEAR(r.uniform_peak_acc, 25, 1e-9);
   EXPECT_NEAR(r.peak_acc, 0, 1e-3);
-  const double c = 1.2 / 0.02;
+  const double c = 4 / (3 * 0.02);
   EXPECT_NEAR(1 / r.dt[0], c, 1e-3 * c);
   EXPECT_NEAR(1 / r.dt[1], c / 2, 1e-3 * c);
   EXPECT_NEAR(1 / r.dt[2], c, 1e-3 * c);
-  EXPECT_NEAR(r.peak_vel, 0.6, 1e-4);
+  EXPECT_NEAR(r.duration_s, 0.06, 1e-8);  // as the demonstration: the speed is kept
+  EXPECT_NEAR(r.peak_vel, 0.04 / 0.06, 1e-4);
+  // Twice as fast: half the time.
+  EXPECT_NEAR(retime(t, 2.0, JointLimits{10, 1000, 1e6}).duration_s, 0.03, 1e-8);
 }
 
 TEST(Retime, ASpeedPastALimitIsRefusedNamingTheLimitThatBinds) {
@@ -124,9 +132,14 @@ TEST(Retime, ASpeedPastALimitIsRefusedNamingTheLimitThatBinds) {
   const double s = max_speed(t, lim);
   EXPECT_TRUE(retime(t, s, lim).ok);
   EXPECT_FALSE(retime(t, s * 1.01, lim).ok);
-  // Hand-solved: the spread timing runs every step at 0.6 s rad/s (above), so 2 rad/s allows
-  // s = 2 / 0.6.
-  EXPECT_NEAR(s, 2 / 0.6, 0.01);
+  // Hand-solved: the spread timing runs every step at the mean velocity, 0.667 s rad/s (above),
+  // so 2 rad/s allows s = 3.
+  EXPECT_NEAR(s, 3.0, 0.01);
+  // A step that would need more than ten mean steps to keep the velocity limit is named.
+  const Retimed jump = retime(one_joint({0, 1, 1, 1, 1, 1}), 1.0, JointLimits{2, 1000, 1e6});
+  EXPECT_FALSE(jump.ok);
+  EXPECT_EQ(jump.binding, "vel");
+  EXPECT_NE(jump.why.find("step 0"), std::string::npos) << jump.why;
 }
 
 TEST(Retime, AMalformedChunkIsRefused) {
@@ -135,6 +148,10 @@ TEST(Retime, AMalformedChunkIsRefused) {
   EXPECT_THROW(retime(t, 1, JointLimits{1, 1, 1}), std::invalid_argument);
   EXPECT_THROW(retime(one_joint({0}), 1, JointLimits{1, 1, 1}), std::invalid_argument);
   EXPECT_THROW(retime(one_joint({0, 1}), 0, JointLimits{1, 1, 1}), std::invalid_argument);
+  Trajectory huge;  // past the QP's size bound: refused, not solved for hours
+  huge.h = 0.02;
+  huge.q.assign(static_cast<size_t>(kMaxRetimeCells / 7 + 2), std::vector<double>(7, 0.0));
+  EXPECT_THROW(retime(huge, 1, JointLimits{1, 1, 1}), std::invalid_argument);
 }
 
 }  // namespace
@@ -161,7 +178,8 @@ TEST(Demonstrations, SyntheticChunksAreSmoothSeededAndAtTheirPeakVelocity) {
 }
 
 TEST(Demonstrations, RecordedChunksAreCutFromTheCsvAndABadRowIsNamed) {
-  const std::string path = (std::filesystem::temp_directory_path() / "vlasim_demo_test.csv").string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("vlasim_demo_test_" + std::to_string(::getpid()) + ".csv")).string();
   {
     std::ofstream f(path);
     f << "j0,j1\n";
@@ -187,6 +205,16 @@ TEST(Demonstrations, RecordedChunksAreCutFromTheCsvAndABadRowIsNamed) {
     f << "j0\n0\n";
   }
   EXPECT_THROW(recorded_demonstration(path, 5, 0.02), ConfigError);  // shorter than a chunk
+  {
+    std::ofstream f(path);
+    f << "j0,j1\n0,1,\n";
+  }
+  EXPECT_THROW(recorded_demonstration(path, 1, 0.02), ConfigError);  // a row ending with a comma
+  {
+    std::ofstream f(path);
+    f << "j0\n0\n1e308\n";
+  }
+  EXPECT_THROW(recorded_demonstration(path, 1, 0.02), ConfigError);  // no joint is 1e308 rad
   std::filesystem::remove(path);
 }
 
