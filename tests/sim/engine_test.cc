@@ -12,6 +12,13 @@
 namespace vlasim {
 namespace {
 
+UnitDecl unit(const std::string& name, int cores = 0) {
+  UnitDecl u;
+  u.name = name;
+  u.cores = cores;
+  return u;
+}
+
 // A scenario and plan with one GPU (two streams) and one CPU core group, built by hand so
 // the engine is tested apart from models and cost models.
 struct Fixture {
@@ -22,12 +29,12 @@ struct Fixture {
     DeviceInstance gpu;
     gpu.name = "gpu0";
     gpu.spec.type = DeviceType::Gpu;
-    gpu.units = {UnitDecl{"s0"}, UnitDecl{"s1"}};
+    gpu.units = {unit("s0"), unit("s1")};
     DeviceInstance cpu;
     cpu.name = "cpu0";
     cpu.spec.type = DeviceType::Cpu;
     cpu.spec.numa_nodes = 1;
-    cpu.units = {UnitDecl{"g0", 1.0, 1, 0, 0}};
+    cpu.units = {unit("g0", 1)};
     s.devices = {gpu, cpu};
     s.queue.name = "fifo";
     s.pipeline.name = "serial";
@@ -433,7 +440,9 @@ TEST(Engine, AQueueLimitDropsArrivalsBeyondItAndCountsThem) {
   for (const RequestRecord& q : r.requests) {
     dropped += q.dropped;
     finished += q.finished();
-    if (q.dropped) EXPECT_TRUE(q.start < 0 && !q.finished()) << q.id;
+    if (q.dropped) {
+      EXPECT_TRUE(q.start < 0 && !q.finished()) << q.id;
+    }
     // Waiting when q arrived (q itself not counted): earlier arrivals not dropped and not
     // started by then.
     size_t waiting = 0;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "sim/costs/gpu_sharing.h"
+#include "tests/sim/block_job.h"
 
 namespace vlasim {
 namespace sharing_effects {  // own names in a unity build beside gpu_sharing_test.cc
@@ -28,21 +29,6 @@ KernelTable table(std::initializer_list<KernelSpec> ks) {
   return t;
 }
 
-BlockScheduler::JobSpec job(const KernelTable* t, int pool = 0, int priority = 0) {
-  BlockScheduler::JobSpec j;
-  j.pool = pool;
-  j.priority = priority;
-  j.seconds = t->total();
-  double sm = 0, mem = 0;
-  for (const KernelSpec& k : t->kernels) {
-    sm += k.seconds * k.sms;
-    mem += k.seconds * k.memory;
-  }
-  j.usage_compute = sm / t->total() / 100;  // of a 100-SM GPU
-  j.usage_memory = mem / t->total();
-  j.kernels = [t] { return t; };
-  return j;
-}
 
 // A 100-SM GPU whose DRAM saturates at 50 SMs, with 40 MB of L2; issue 45's effects or none.
 BlockScheduler gpu(bool effects) {
@@ -87,8 +73,8 @@ TEST(GpuSharingEffects, AMemoryBoundKernelOnHalfItsSmsKeepsNearlyItsSpeed) {
   const KernelTable mem = table({kernel(1.0, 100, 0.2, 0.95)});
   for (bool effects : {true, false}) {
     BlockScheduler b = gpu(effects);
-    b.add(job(&first), 0);
-    const int m = b.add(job(&mem), 0);
+    b.add(test::block_job(&first), 0);
+    const int m = b.add(test::block_job(&mem), 0);
     b.resolve(0);
     EXPECT_DOUBLE_EQ(b.sms_held(m), 50);
     if (effects) EXPECT_GE(b.rate(m), 0.9);  // 50 SMs saturate DRAM
@@ -97,8 +83,8 @@ TEST(GpuSharingEffects, AMemoryBoundKernelOnHalfItsSmsKeepsNearlyItsSpeed) {
   // A compute-bound kernel on half its SMs still runs at half its speed.
   const KernelTable comp = table({kernel(1.0, 100, 0.95, 0.1)});
   BlockScheduler b = gpu(true);
-  b.add(job(&first), 0);
-  const int c = b.add(job(&comp), 0);
+  b.add(test::block_job(&first), 0);
+  const int c = b.add(test::block_job(&comp), 0);
   b.resolve(0);
   EXPECT_NEAR(b.rate(c), 1 / (0.05 + 0.95 * 2), 1e-12);
 }
@@ -112,7 +98,7 @@ TEST(GpuSharingEffects, AComputeBoundKernelBesideAMemoryBoundOneKeepsItsSpeedWhe
     BlockScheduler b = gpu(effects);
     b.set_pool_sms(0, 50);
     const int pool = b.add_pool(50);
-    const int m = b.add(job(&mem), 0), c = b.add(job(&comp, pool), 0);
+    const int m = b.add(test::block_job(&mem), 0), c = b.add(test::block_job(&comp, pool), 0);
     b.resolve(0);
     if (effects) {
       EXPECT_DOUBLE_EQ(b.rate(c), 1.0);
@@ -132,9 +118,9 @@ TEST(GpuSharingEffects, ALateHighPriorityKernelWaitsForTheBlocksRunning) {
   const KernelTable high = table({kernel(0.2, 100, 1.0, 0.0)});
   for (bool effects : {true, false}) {
     BlockScheduler b = gpu(effects);
-    const int l = b.add(job(&low), 0);
+    const int l = b.add(test::block_job(&low), 0);
     std::map<double, std::vector<int>> ids;
-    auto ends = run(b, {{0.3, {job(&high, 0, -1)}}}, &ids);
+    auto ends = run(b, {{0.3, {test::block_job(&high, 0, 0, -1)}}}, &ids);
     const int h = ids[0.3].at(0);
     if (effects) {
       EXPECT_NEAR(ends[l], 1.0, 1e-9);
@@ -152,9 +138,9 @@ TEST(GpuSharingEffects, ALateHighPriorityKernelWaitsForTheBlocksRunning) {
   waves.tail_sms = 100;
   const KernelTable low10 = table({waves});
   BlockScheduler b = gpu(true);
-  const int l = b.add(job(&low10), 0);
+  const int l = b.add(test::block_job(&low10), 0);
   std::map<double, std::vector<int>> ids;
-  auto ends = run(b, {{0.35, {job(&high, 0, -1)}}}, &ids);
+  auto ends = run(b, {{0.35, {test::block_job(&high, 0, 0, -1)}}}, &ids);
   EXPECT_NEAR(ends[ids[0.35].at(0)], 0.6, 1e-9);
   EXPECT_NEAR(ends[l], 1.2, 1e-9);
 }
@@ -169,7 +155,7 @@ TEST(GpuSharingEffects, AKernelsLastWaveFreesTheSmsItsBlocksLeave) {
   const KernelTable next = table({kernel(0.4, 70, 1.0, 0.0)});
   for (bool effects : {true, false}) {
     BlockScheduler b = gpu(effects);
-    const int f = b.add(job(&first), 0), n = b.add(job(&next), 0);
+    const int f = b.add(test::block_job(&first), 0), n = b.add(test::block_job(&next), 0);
     auto ends = run(b);
     EXPECT_NEAR(ends[f], 1.0, 1e-9);
     EXPECT_NEAR(ends[n], effects ? 0.9 : 1.4, 1e-9);
@@ -178,7 +164,7 @@ TEST(GpuSharingEffects, AKernelsLastWaveFreesTheSmsItsBlocksLeave) {
   // wave's end taken a little early still starts the last wave, which frees the SMs.
   {
     BlockScheduler b = gpu(true);
-    const int f = b.add(job(&first), 0), n = b.add(job(&next), 0);
+    const int f = b.add(test::block_job(&first), 0), n = b.add(test::block_job(&next), 0);
     std::map<int, double> ends;
     b.resolve(0);
     for (int guard = 0; !b.empty() && guard < 1000; ++guard) {
@@ -209,7 +195,7 @@ TEST(GpuSharingEffects, KernelsSharingL2RunAtTheirColdMemoryTime) {
   const KernelTable a = table({k});
   for (bool effects : {true, false}) {
     BlockScheduler b = gpu(effects);
-    const int x = b.add(job(&a), 0), y = b.add(job(&a), 0);
+    const int x = b.add(test::block_job(&a), 0), y = b.add(test::block_job(&a), 0);
     b.resolve(0);
     // (DRAM is not oversubscribed: each asks 0.8 x 40 / 50 of it at its rate.)
     if (effects) EXPECT_NEAR(b.rate(x), 1 / (0.5 + 0.8), 1e-9);  // 0.5 of neither, 0.8 of DRAM
@@ -222,7 +208,7 @@ TEST(GpuSharingEffects, KernelsSharingL2RunAtTheirColdMemoryTime) {
   wide.sms = 100;
   const KernelTable full = table({wide});
   BlockScheduler w = gpu(true);
-  const int run1 = w.add(job(&full), 0), wait1 = w.add(job(&full), 0);
+  const int run1 = w.add(test::block_job(&full), 0), wait1 = w.add(test::block_job(&full), 0);
   w.resolve(0);
   EXPECT_DOUBLE_EQ(w.sms_held(wait1), 0);
   EXPECT_DOUBLE_EQ(w.rate(run1), 1.0);
@@ -230,8 +216,8 @@ TEST(GpuSharingEffects, KernelsSharingL2RunAtTheirColdMemoryTime) {
   k.l2_bytes = 7e6;
   const KernelTable small = table({k});
   BlockScheduler b = gpu(true);
-  const int x = b.add(job(&small), 0);
-  b.add(job(&small), 0);
+  const int x = b.add(test::block_job(&small), 0);
+  b.add(test::block_job(&small), 0);
   b.resolve(0);
   EXPECT_DOUBLE_EQ(b.rate(x), 1.0);
 }
@@ -244,11 +230,11 @@ TEST(GpuSharingEffects, TheSecondLockstepStreamTakesTheFirstsSmsWhenItsBatchEnds
   const KernelTable act = table({kernel(2.0, 40, 1.0, 0.0)});
   BlockScheduler b = gpu(true);
   const int pool = b.add_pool(60, true);
-  auto a = job(&act, 0);
+  auto a = test::block_job(&act, 0);
   a.sms = 40;
   a.wide_sms = 100;
   a.wide_speedup = 2;
-  const int v = b.add(job(&vlm, pool), 0), x = b.add(a, 0);
+  const int v = b.add(test::block_job(&vlm, pool), 0), x = b.add(a, 0);
   b.resolve(0);
   EXPECT_DOUBLE_EQ(b.rate(x), 1.0);
   auto ends = run(b);
@@ -258,7 +244,7 @@ TEST(GpuSharingEffects, TheSecondLockstepStreamTakesTheFirstsSmsWhenItsBatchEnds
   BlockScheduler h = gpu(false);
   h.set_pool_sms(0, 40);
   const int p1 = h.add_pool(60);
-  const int v2 = h.add(job(&vlm, p1), 0), x2 = h.add(job(&act, 0), 0);
+  const int v2 = h.add(test::block_job(&vlm, p1), 0), x2 = h.add(test::block_job(&act, 0), 0);
   auto e2 = run(h);
   EXPECT_NEAR(e2[v2], 1.0, 1e-9);
   EXPECT_NEAR(e2[x2], 2.0, 1e-9);
@@ -267,11 +253,11 @@ TEST(GpuSharingEffects, TheSecondLockstepStreamTakesTheFirstsSmsWhenItsBatchEnds
   {
     BlockScheduler d = gpu(true);
     const int lp = d.add_pool(60, true);
-    auto late = job(&vlm, lp);
+    auto late = test::block_job(&vlm, lp);
     late.delay = 0.5;
     const KernelTable other = table({kernel(1.0, 100, 1.0, 0.0)});
     d.add(late, 0);
-    const int o = d.add(job(&other, 0), 0);
+    const int o = d.add(test::block_job(&other, 0), 0);
     d.resolve(0);
     EXPECT_DOUBLE_EQ(d.rate(o), 1.0);
   }
@@ -280,8 +266,8 @@ TEST(GpuSharingEffects, TheSecondLockstepStreamTakesTheFirstsSmsWhenItsBatchEnds
   BlockScheduler t = gpu(true);
   const int lp = t.add_pool(60, true);
   const KernelTable other = table({kernel(1.0, 100, 1.0, 0.0)});
-  t.add(job(&vlm, lp), 0);
-  const int o = t.add(job(&other, 0), 0);
+  t.add(test::block_job(&vlm, lp), 0);
+  const int o = t.add(test::block_job(&other, 0), 0);
   t.resolve(0);
   EXPECT_NEAR(t.rate(o), 0.4, 1e-12);
 }

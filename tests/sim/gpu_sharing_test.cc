@@ -1,6 +1,7 @@
 // The `blocks` GPU sharing model (sim/costs/gpu_sharing.h): the block scheduler driven alone, as the
 // engine drives it (advance to the next event, end what is due, resolve).
 #include "sim/costs/gpu_sharing.h"
+#include "tests/sim/block_job.h"
 
 #include <gtest/gtest.h>
 
@@ -17,21 +18,6 @@ KernelTable kernels(int n, double seconds, double sms, double memory = 0) {
   return t;
 }
 
-BlockScheduler::JobSpec job(const KernelTable* t, int pool = 0, int process = 0) {
-  BlockScheduler::JobSpec j;
-  j.pool = pool;
-  j.process = process;
-  j.seconds = t->total();
-  double sm = 0, mem = 0;
-  for (const KernelSpec& k : t->kernels) {
-    sm += k.seconds * k.sms;
-    mem += k.seconds * k.memory;
-  }
-  j.usage_compute = sm / t->total() / 100;  // of a 100-SM GPU
-  j.usage_memory = mem / t->total();
-  j.kernels = [t] { return t; };
-  return j;
-}
 
 // Runs until every job has ended; returns each job's end time by id.
 std::map<int, double> run(BlockScheduler& b, double now = 0) {
@@ -93,8 +79,8 @@ TEST(GpuSharing, TwoKernelsTakeTheSmsInLaunchOrder) {
   for (int first = 0; first < 2; ++first) {
     BlockScheduler b = gpu();
     int id[2];
-    id[first] = b.add(job(&full), 0);
-    id[1 - first] = b.add(job(&full), 0);
+    id[first] = b.add(test::block_job(&full), 0);
+    id[1 - first] = b.add(test::block_job(&full), 0);
     b.resolve(0);
     EXPECT_TRUE(b.kernel_level(id[0]) && b.kernel_level(id[1]));
     EXPECT_DOUBLE_EQ(b.rate(id[first]), 1.0);
@@ -106,7 +92,7 @@ TEST(GpuSharing, TwoKernelsTakeTheSmsInLaunchOrder) {
   // Two kernels that fit beside each other both run at once.
   BlockScheduler b = gpu();
   const KernelTable half = kernels(1, 1.0, 40);
-  const int a = b.add(job(&half), 0), c = b.add(job(&half), 0);
+  const int a = b.add(test::block_job(&half), 0), c = b.add(test::block_job(&half), 0);
   auto ends = run(b);
   EXPECT_NEAR(ends[a], 1.0, 1e-9);
   EXPECT_NEAR(ends[c], 1.0, 1e-9);
@@ -115,7 +101,7 @@ TEST(GpuSharing, TwoKernelsTakeTheSmsInLaunchOrder) {
 TEST(GpuSharing, HigherPriorityStreamTakesFreeSmsFirst) {
   const KernelTable full = kernels(1, 1.0, 100);
   BlockScheduler b = gpu();
-  auto low = job(&full), high = job(&full);
+  auto low = test::block_job(&full), high = test::block_job(&full);
   high.priority = -1;
   const int l = b.add(low, 0), h = b.add(high, 0);  // the low-priority kernel launched first
   auto ends = run(b);
@@ -129,7 +115,7 @@ TEST(GpuSharing, AStreamWithoutAnSmLimitStarvesBehindLargeKernels) {
   // VLM kernel ahead of it, so the expert takes about the VLM's time, not its own 0.1 s.
   const KernelTable vlm = kernels(10, 0.1, 100), ae = kernels(10, 0.01, 10);
   BlockScheduler b = gpu();
-  const int v = b.add(job(&vlm), 0), a = b.add(job(&ae), 0);
+  const int v = b.add(test::block_job(&vlm), 0), a = b.add(test::block_job(&ae), 0);
   auto ends = run(b);
   EXPECT_GT(ends[a], 0.8);       // more than 8x its alone time
   EXPECT_LT(ends[v], 1.0 + 0.2);  // the VLM loses at most the expert's SMs now and then
@@ -139,7 +125,7 @@ TEST(GpuSharing, AStreamWithoutAnSmLimitStarvesBehindLargeKernels) {
   p.set_pool_sms(0, 80);
   const int pool = p.add_pool(20);
   const KernelTable vlm80 = kernels(10, 0.125, 80);
-  const int v2 = p.add(job(&vlm80), 0), a2 = p.add(job(&ae, pool), 0);
+  const int v2 = p.add(test::block_job(&vlm80), 0), a2 = p.add(test::block_job(&ae, pool), 0);
   auto ends2 = run(p);
   EXPECT_NEAR(ends2[a2], 0.1, 1e-9);
   EXPECT_NEAR(ends2[v2], 1.25, 1e-9);
@@ -152,8 +138,8 @@ TEST(GpuSharing, APartitionIsIsolatedFromTheOtherStreamsKernels) {
   BlockScheduler b = gpu();
   b.set_pool_sms(0, 80);
   const int pool = b.add_pool(20);
-  const int o1 = b.add(job(&other), 0), o2 = b.add(job(&other), 0);
-  const int m = b.add(job(&mine, pool), 0);
+  const int o1 = b.add(test::block_job(&other), 0), o2 = b.add(test::block_job(&other), 0);
+  const int m = b.add(test::block_job(&mine, pool), 0);
   b.resolve(0);
   EXPECT_FALSE(b.kernel_level(m));
   EXPECT_TRUE(b.kernel_level(o1) && b.kernel_level(o2));
@@ -166,13 +152,13 @@ TEST(GpuSharing, APartitionIsIsolatedFromTheOtherStreamsKernels) {
 TEST(GpuSharing, AJobAloneRunsAsOneSegmentAndKernelByKernelOnlyWhileOthersOverlap) {
   const KernelTable long_job = kernels(100, 0.01, 100), short_job = kernels(1, 0.05, 100);
   BlockScheduler b = gpu();
-  const int l = b.add(job(&long_job), 0);
+  const int l = b.add(test::block_job(&long_job), 0);
   b.resolve(0);
   EXPECT_FALSE(b.kernel_level(l));
   EXPECT_NEAR(b.next_event(), 1.0, 1e-12);  // one event: the segment's end
   b.advance(0.305);                          // in its 31st kernel
   b.take_done(0.305, 1e-12);
-  const int s = b.add(job(&short_job), 0.305);
+  const int s = b.add(test::block_job(&short_job), 0.305);
   b.resolve(0.305);
   EXPECT_TRUE(b.kernel_level(l) && b.kernel_level(s));
   EXPECT_NEAR(b.next_event(), 0.31, 1e-12);  // the current kernel's end
@@ -188,7 +174,7 @@ TEST(GpuSharing, DramIsSharedInProportionToTheSmsAKernelHolds) {
   // other gets the 10 left of the 50 it would occupy; bandwidth splits 1 : 0.2.
   const KernelTable big = kernels(1, 1.0, 90, 1.0), small = kernels(1, 1.0, 50, 1.0);
   BlockScheduler b = gpu();
-  const int x = b.add(job(&big), 0), y = b.add(job(&small), 0);
+  const int x = b.add(test::block_job(&big), 0), y = b.add(test::block_job(&small), 0);
   b.resolve(0);
   EXPECT_NEAR(b.sms_held(y), 10, 1e-12);
   EXPECT_NEAR(b.rate(x), 1 / 1.2, 1e-12);
@@ -199,7 +185,7 @@ TEST(GpuSharing, DramIsSharedInProportionToTheSmsAKernelHolds) {
   p.set_pool_sms(0, 50);
   const KernelTable stream = kernels(1, 1.0, 50, 1.0);
   const int q = p.add_pool(50);
-  const int u = p.add(job(&stream), 0), v = p.add(job(&stream, q), 0);
+  const int u = p.add(test::block_job(&stream), 0), v = p.add(test::block_job(&stream, q), 0);
   auto ends = run(p);
   EXPECT_NEAR(ends[u], 2.0, 1e-9);
   EXPECT_NEAR(ends[v], 2.0, 1e-9);
@@ -210,7 +196,7 @@ TEST(GpuSharing, SeparateProcessesTimeSliceTheGpu) {
   // take turns (2 ms slices, 0.1 ms switches), so both end near 20 ms, not 10.
   const KernelTable work = kernels(10, 1e-3, 40);
   BlockScheduler b = gpu(false, 2e-3, 1e-4);
-  const int a = b.add(job(&work, 0, 0), 0), c = b.add(job(&work, 0, 1), 0);
+  const int a = b.add(test::block_job(&work, 0, 0), 0), c = b.add(test::block_job(&work, 0, 1), 0);
   b.resolve(0);
   EXPECT_EQ(b.active_process(), 0);
   EXPECT_DOUBLE_EQ(b.rate(a), 1.0);
@@ -224,7 +210,7 @@ TEST(GpuSharing, SeparateProcessesTimeSliceTheGpu) {
   EXPECT_NEAR(std::max(ends[a], ends[c]), 20e-3 + 1e-4 * static_cast<double>(b.context_switches()), 1e-9);
   // A process alone never switches or slices.
   BlockScheduler one = gpu(false, 2e-3, 1e-4);
-  const int z = one.add(job(&work, 0, 1), 0);
+  const int z = one.add(test::block_job(&work, 0, 1), 0);
   auto e1 = run(one);
   EXPECT_NEAR(e1[z], 10e-3, 1e-12);
   EXPECT_EQ(one.context_switches(), 0u);
@@ -233,7 +219,7 @@ TEST(GpuSharing, SeparateProcessesTimeSliceTheGpu) {
 TEST(GpuSharing, MpsLetsProcessesShareSmsAsStreamsDo) {
   const KernelTable work = kernels(10, 1e-3, 40);
   BlockScheduler b = gpu(true, 2e-3, 1e-4);
-  const int a = b.add(job(&work, 0, 0), 0), c = b.add(job(&work, 0, 1), 0);
+  const int a = b.add(test::block_job(&work, 0, 0), 0), c = b.add(test::block_job(&work, 0, 1), 0);
   auto ends = run(b);
   EXPECT_NEAR(ends[a], 10e-3, 1e-9);
   EXPECT_NEAR(ends[c], 10e-3, 1e-9);
