@@ -41,7 +41,12 @@ nlohmann::json num(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlo
 nlohmann::json sentinel_json(const SentinelRecord& r) {
   nlohmann::json samples = nlohmann::json::array();
   for (const auto& [t, s] : r.samples) samples.push_back(nlohmann::json::array({t, s}));
-  return {{"samples", samples}, {"median_s", r.median_s()}, {"drift", r.drift()}, {"max_deviation", r.max_deviation()}};
+  return {{"samples", samples},
+          {"median_s", r.median_s()},
+          {"drift", r.drift()},
+          {"max_deviation", r.max_deviation()},
+          {"others_cpu", r.others_cpu >= 0 ? num(r.others_cpu) : nlohmann::json(nullptr)},
+          {"steal", r.steal >= 0 ? num(r.steal) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace
@@ -90,7 +95,6 @@ std::vector<CorunRow> corun_slowdowns(const Scenario& s, const Plan& p) {
       if (seg.transfer || seg.unit < 0 || static_cast<size_t>(seg.unit) >= p.units.size()) continue;
       const UnitInfo& ui = p.units[static_cast<size_t>(seg.unit)];
       if (ui.type != DeviceType::Cpu || ui.device < 0) continue;
-      const DeviceSpec& spec = s.devices[static_cast<size_t>(ui.device)].spec;
       CorunRow r;
       r.unit = seg.unit;
       r.unit_name = ui.name;
@@ -128,7 +132,8 @@ double speed_change(const DriftInputs& d) {
 }
 
 bool drift_marked(const DriftInputs& d) {
-  return std::abs(d.measurement.drift()) > kDriftTarget || std::abs(speed_change(d)) > kDriftTarget;
+  return std::abs(d.measurement.drift()) > kDriftTarget || std::abs(speed_change(d)) > kDriftTarget ||
+         d.measurement.disturbed();
 }
 
 std::string drift_markdown(const Comparison& c, const DriftInputs& d, const ServiceSensitivity& sens) {
@@ -144,6 +149,12 @@ std::string drift_markdown(const Comparison& c, const DriftInputs& d, const Serv
                   1e3 * d.measurement.median_s(), d.measurement.samples.size(), signed_percent(d.measurement.drift()).c_str(),
                   100 * d.measurement.max_deviation());
     md += b;
+    if (d.measurement.others_cpu >= 0) {
+      std::snprintf(b, sizeof b,
+                    "other processes used %.1f%% of the machine's CPU time during it and the hypervisor stole %.1f%%; ",
+                    100 * d.measurement.others_cpu, 100 * d.measurement.steal);
+      md += b;
+    }
     if (d.calibration.empty())
       md += "the profile records no sentinel of its calibration, so the speed change since then is unknown.\n";
     else {
@@ -158,9 +169,9 @@ std::string drift_markdown(const Comparison& c, const DriftInputs& d, const Serv
   if (drift_marked(d)) {
     std::snprintf(b, sizeof b,
                   "\n**Marked: the machine's own speed moved by more than %.0f%%** (drift or speed change since "
-                  "calibration): the errors below are partly the machine's, not the model's; do not count this run "
-                  "towards the targets.\n",
-                  100 * kDriftTarget);
+                  "calibration), **or other processes or the hypervisor took more than %.0f%% of its CPU time**: the "
+                  "errors below are partly the machine's, not the model's; do not count this run towards the targets.\n",
+                  100 * kDriftTarget, 100 * kLoadTarget);
     md += b;
   }
   std::snprintf(b, sizeof b,

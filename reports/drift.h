@@ -65,7 +65,8 @@ struct DriftInputs {
 double speed_change(const DriftInputs& d);
 
 // Whether the run is marked: |drift during the measurement| or |speed change since
-// calibration| beyond kDriftTarget.
+// calibration| beyond kDriftTarget, or the measurement's CPUs disturbed (other processes or
+// steal beyond kLoadTarget, SentinelRecord::disturbed).
 bool drift_marked(const DriftInputs& d);
 
 // Markdown section: the sentinel's figures, the mark, and per end-to-end figure (mean, p50,

@@ -45,8 +45,8 @@ PassTable make_pass_table(const Scenario& s, int m, const PassTableOptions& o,
       throw ConfigError("<command line>", 0, 0, "--passes",
                         "unknown pass '" + p + "'; valid are: " + join_names(pass_names()));
   std::vector<PassRow> rows;
-  rows.push_back({.step = "naive"});
-  if (gpu) rows.push_back({.step = "graph capture", .graph_capture = true});
+  rows.push_back({.step = "naive", .passes = {}});
+  if (gpu) rows.push_back({.step = "graph capture", .passes = {}, .graph_capture = true});
   std::vector<std::string> on;
   for (const std::string& p : pass_names()) {
     if (o.none) break;

@@ -161,7 +161,9 @@ for path in scenarios:
     if os.path.exists(dj):
         d = json.load(open(dj))
         sc = d["speed_change"]
-        drows.append(f"| {name} | {pct(d['measurement']['drift'])} | {pct(sc)} | "
+        oc, st = d["measurement"].get("others_cpu"), d["measurement"].get("steal")
+        load = f"{100*oc:.1f}% / {100*st:.1f}%" if oc is not None and st is not None else "n/a"
+        drows.append(f"| {name} | {pct(d['measurement']['drift'])} | {pct(sc)} | {load} | "
                      f"{d['sensitivity']['p50_elasticity']:.2f} | {100*d['sensitivity']['utilisation']:.0f}% | "
                      f"{'**marked**' if d['marked'] else 'no'} |")
         if not d["marked"]:
@@ -220,11 +222,13 @@ if drows:
                  "measurement over the start; speed change: its time before and after the measurement over "
                  "its time before and after the calibration (samples taken during either share the cores with "
                  f"the work, so they time its load, not the machine; > 0: the machine was slower when measured). A run beyond {100*0.03:.0f}% "
-                 "in either is marked and left out of the medians below. Elasticity: d(p50)/p50 over "
+                 "in either, or one whose CPUs other processes or the hypervisor used for more than 5% of their "
+                 "time (others / steal: /proc/stat over the measurement, less vlasim's own CPU time; n/a in runs "
+                 "before this column), is marked and left out of the medians below. Elasticity: d(p50)/p50 over "
                  "d(service)/service, from re-simulating with every service time x(1 -+ 2%): the factor by which "
                  "the queueing multiplies a service-time error (calibration noise, the machine's drift).\n")
-    lines.append("| scenario | sentinel drift | speed change since calibration | p50 elasticity | busiest unit | marked |")
-    lines.append("|---|---:|---:|---:|---:|---|")
+    lines.append("| scenario | sentinel drift | speed change since calibration | others / steal | p50 elasticity | busiest unit | marked |")
+    lines.append("|---|---:|---:|---:|---:|---:|---|")
     lines += drows
     lines.append("")
     lines.append(f"Over the {len(quiet_stage)} scenarios not marked: median stage error {pct(med(quiet_stage), False)}, "

@@ -5,14 +5,9 @@
 // for the machine's sake; on a quiet machine (CI's) it runs and fails as before.
 #pragma once
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -49,22 +44,16 @@ inline MachineVerdict judge_machine(double others_share, double sentinel_drift) 
   return v;
 }
 
-// Watches the machine from construction to verdict(): /proc/stat's busy and steal jiffies less
-// this process's own CPU time (getrusage), and the sentinel kernel before and after.
+// Watches the machine from construction to verdict(): other processes' and the hypervisor's
+// share of the CPUs (host_measure.h others_and_steal), and the sentinel kernel before and after.
 class MachineWatch {
  public:
-  MachineWatch() : t0_(std::chrono::steady_clock::now()), jiffies0_(busy_jiffies()), own0_(own_cpu_s()) {
-    sentinel0_ = sentinel_seconds();
-  }
+  MachineWatch() : cpu0_(read_cpu_times()) { sentinel0_ = sentinel_seconds(); }
 
   MachineVerdict verdict() const {
     const double sentinel1 = sentinel_seconds();
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
-    const double all_cpu_s = (busy_jiffies() - jiffies0_) / (hz > 0 ? hz : 100);
-    const double others = std::max(0.0, all_cpu_s - (own_cpu_s() - own0_));
-    const double cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-    return judge_machine(wall > 0 ? others / (wall * cpus) : 0, sentinel0_ > 0 ? sentinel1 / sentinel0_ - 1 : 0);
+    const auto [others, steal] = others_and_steal(cpu0_, read_cpu_times());
+    return judge_machine(others >= 0 ? others + steal : 0, sentinel0_ > 0 ? sentinel1 / sentinel0_ - 1 : 0);
   }
 
   // Waits until a window of `window_s` seconds with this process idle finds the machine quiet,
@@ -81,24 +70,8 @@ class MachineWatch {
   }
 
  private:
-  // Jiffies every CPU spent busy (user, nice, system, irq, softirq, steal) since boot.
-  static double busy_jiffies() {
-    std::ifstream f("/proc/stat");
-    std::string cpu;
-    double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-    f >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
-    return user + nice + system + irq + softirq + steal;
-  }
-  // CPU seconds this process (every thread) has used.
-  static double own_cpu_s() {
-    rusage r{};
-    getrusage(RUSAGE_SELF, &r);
-    auto s = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
-    return s(r.ru_utime) + s(r.ru_stime);
-  }
-
-  std::chrono::steady_clock::time_point t0_;
-  double jiffies0_, own0_, sentinel0_ = 0;
+  CpuTimes cpu0_;
+  double sentinel0_ = 0;
 };
 
 }  // namespace vlasim::testing

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -276,7 +277,36 @@ double sentinel_seconds() {
   return std::max(sum / static_cast<double>(runs.size()), 1e-9);
 }
 
-SentinelWatch::SentinelWatch(double interval_s) : interval_s_(interval_s), t0_(Clock::now()) {
+CpuTimes read_cpu_times() {
+  CpuTimes c;
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  // user nice system idle iowait irq softirq steal (guest time is inside user already)
+  double v[8] = {};
+  if (!(f >> cpu) || cpu != "cpu") return c;
+  for (double& x : v)
+    if (!(f >> x)) return c;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  if (!(tick > 0)) return c;
+  c.busy = (v[0] + v[1] + v[2] + v[5] + v[6]) / tick;
+  c.steal = v[7] / tick;
+  c.total = c.busy + (v[3] + v[4]) / tick + c.steal;
+  rusage ru{};
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return c;
+  c.self = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  c.ok = true;
+  return c;
+}
+
+std::pair<double, double> others_and_steal(const CpuTimes& before, const CpuTimes& after) {
+  const double total = after.total - before.total;
+  if (!before.ok || !after.ok || !(total > 0)) return {-1, -1};
+  const auto share = [&](double x) { return std::clamp(x / total, 0.0, 1.0); };
+  return {share((after.busy - before.busy) - (after.self - before.self)), share(after.steal - before.steal)};
+}
+
+SentinelWatch::SentinelWatch(double interval_s) : interval_s_(interval_s), t0_(Clock::now()), cpu0_(read_cpu_times()) {
   sample();
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> lock(mu_);
@@ -308,7 +338,10 @@ SentinelRecord SentinelWatch::stop() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   sample();
+  const auto [others, steal] = others_and_steal(cpu0_, read_cpu_times());
   std::lock_guard<std::mutex> lock(mu_);
+  record_.others_cpu = others;
+  record_.steal = steal;
   stopped_ = true;
   return record_;
 }
@@ -319,7 +352,13 @@ std::string sentinel_text(const SentinelRecord& r) {
   std::snprintf(buf, sizeof buf, "drift sentinel: %zu samples over %.1f s, kernel %.3f ms, drift %+.1f%%, largest deviation %.1f%%%s",
                 r.samples.size(), r.samples.back().first, r.median_s() * 1e3, 100 * r.drift(), 100 * r.max_deviation(),
                 std::abs(r.drift()) > kDriftTarget ? " (over the 3% target: the machine changed speed)" : "");
-  return buf;
+  std::string out = buf;
+  if (r.others_cpu >= 0) {
+    std::snprintf(buf, sizeof buf, "; other processes used %.1f%% of the CPUs, the hypervisor stole %.1f%%%s", 100 * r.others_cpu,
+                  100 * r.steal, r.disturbed() ? " (over the 5% target: the work shared its CPUs)" : "");
+    out += buf;
+  }
+  return out;
 }
 
 }  // namespace vlasim

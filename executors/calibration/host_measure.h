@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "sim/measured/profile.h"
@@ -48,9 +49,26 @@ HostEntry measure_host(const HostMeasureOptions& o = {});
 // not with anything vlasim does.
 double sentinel_seconds();
 
+// The machine's CPU time so far, from /proc/stat's "cpu" line (every CPU together), and this
+// process's own (every thread's user and system time), all in seconds.
+struct CpuTimes {
+  double busy = 0;   // user, nice, system, irq, softirq
+  double steal = 0;  // taken by the hypervisor
+  double total = 0;  // busy + idle + iowait + steal
+  double self = 0;   // this process
+  bool ok = false;   // false: /proc/stat could not be read
+};
+CpuTimes read_cpu_times();
+
+// Between two readings: the shares of the machine's CPU time that other processes (busy time
+// not this process's) and the hypervisor (steal) took, each clamped to [0, 1]; {-1, -1} when
+// either reading failed or no time passed.
+std::pair<double, double> others_and_steal(const CpuTimes& before, const CpuTimes& after);
+
 // Times the sentinel kernel now (start), every interval_s from a background thread, and at
 // stop(). Each sample takes a few milliseconds of one CPU, so it barely disturbs a
-// measurement running beside it (under 1% of a core at the default interval).
+// measurement running beside it (under 1% of a core at the default interval). The record also
+// carries the other processes' and the hypervisor's share of the CPUs over the watch.
 class SentinelWatch {
  public:
   explicit SentinelWatch(double interval_s = 2.0);
@@ -65,6 +83,7 @@ class SentinelWatch {
   void sample();
   double interval_s_;
   std::chrono::steady_clock::time_point t0_;
+  CpuTimes cpu0_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false, stopped_ = false;

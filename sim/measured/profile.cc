@@ -402,6 +402,8 @@ double SentinelRecord::median_s() const {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+bool SentinelRecord::disturbed() const { return others_cpu > kLoadTarget || steal > kLoadTarget; }
+
 double SentinelRecord::idle_s() const {
   if (samples.empty()) return 0;
   return (samples.front().second + samples.back().second) / 2;

@@ -245,10 +245,21 @@ struct SentinelRecord {
   // between share the CPUs with that work, which on a machine whose every core it uses makes
   // them time how busy the work keeps the cores, not the machine's own speed.
   double idle_s() const;
+  // Over the watch, the share of the machine's CPU time (every CPU, wall time x CPUs) that
+  // other processes used (others_cpu) and that the hypervisor took (steal), from /proc/stat
+  // and this process's own CPU time; -1 where not read (no /proc, or a record read back from a
+  // profile, which does not store them). A share beyond kLoadTarget means the measured work
+  // shared its CPUs with something vlasim did not run.
+  double others_cpu = -1, steal = -1;
+  // Whether others_cpu or steal is beyond kLoadTarget.
+  bool disturbed() const;
 };
 
 // The machine's speed drift targets: a run whose sentinel moved by more than this is marked.
 inline constexpr double kDriftTarget = 0.03;
+// Other processes' (or the hypervisor's) share of the machine's CPU time beyond which a watched
+// run is marked: on a 2-CPU machine, a tenth of one CPU.
+inline constexpr double kLoadTarget = 0.05;
 
 // Replaces the figures of CPU spec `spec` that the cost models and the engine read with the
 // measured host's: core_bw (one core alone), core_bw_loaded (one core with every core

@@ -199,6 +199,8 @@ std::string profile_to_json(const DeviceProfile& p) {
     json ss = json::array();
     for (const auto& [t, v] : p.sentinel.samples) ss.push_back(json::array({t, v}));
     j["sentinel"] = ss;
+    if (p.sentinel.others_cpu >= 0 && p.sentinel.steal >= 0)
+      j["sentinel_load"] = json{{"others_cpu", p.sentinel.others_cpu}, {"steal", p.sentinel.steal}};
   }
   json secs = json::array();
   for (const ProfileSection& s : p.sections) {
@@ -342,6 +344,20 @@ SentinelRecord parse_sentinel(const At& a) {
   return r;
 }
 
+// The profile's `sentinel` and `sentinel_load` (empty record when neither is given).
+SentinelRecord parse_sentinel_keys(const At& root) {
+  SentinelRecord r;
+  if (root.has("sentinel")) r = parse_sentinel(root.key("sentinel"));
+  if (root.has("sentinel_load")) {
+    const At l = root.key("sentinel_load");
+    if (!root.has("sentinel")) l.fail("given without the sentinel it describes");
+    l.check_keys({"others_cpu", "steal"});
+    r.others_cpu = l.key("others_cpu").within(0, 1, "a share of the machine's CPU time, 0 to 1");
+    r.steal = l.key("steal").within(0, 1, "a share of the machine's CPU time, 0 to 1");
+  }
+  return r;
+}
+
 }  // namespace
 
 void check_json_unique_keys(const std::string& text, const std::string& name) {
@@ -359,7 +375,7 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
   }
   At root(j, name, "");
   root.check_keys({"format", "version", "catalog_device", "made_with", "threads", "dtypes", "memcpy", "host",
-                   "sentinel", "sections"});
+                   "sentinel", "sentinel_load", "sections"});
   if (root.key("format").str() != "vlasim-device-profile")
     root.key("format").fail("not a vlasim device profile (expected 'vlasim-device-profile')");
   int version = root.key("version").integer(0, 1 << 20);
@@ -411,7 +427,7 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
                                           " cores, but the profile was made on " +
                                           std::to_string(p.logical_cpus) + " logical CPUs");
   }
-  if (root.has("sentinel")) p.sentinel = parse_sentinel(root.key("sentinel"));
+  p.sentinel = parse_sentinel_keys(root);
 
   for (const At& sa : root.key("sections").items()) {
     sa.check_keys({"threads", "dtype", "executor_device", "table", "fits", "skipped", "op_overhead_s",

@@ -751,7 +751,9 @@ TEST(HostMeasure, MeasuresEveryGroupAskedForAndRoundTrips) {
   ASSERT_GE(h.curve.size(), 3u);
   for (size_t i = 0; i < h.curve.size(); ++i) {
     EXPECT_GT(h.curve[i].second, 0);
-    if (i) EXPECT_NEAR(h.curve[i].first / h.curve[i - 1].first, 2.0, 0.01);
+    if (i) {
+      EXPECT_NEAR(h.curve[i].first / h.curve[i - 1].first, 2.0, 0.01);
+    }
   }
   DeviceProfile p;
   p.catalog_device = "epyc-2vcpu";

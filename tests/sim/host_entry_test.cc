@@ -2,6 +2,7 @@
 // bad entries are refused by key, and once applied to a CPU spec it changes the engine's
 // predicted slowdown of core groups that run at once (sim/engine/engine.cc) and nothing else.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 
@@ -133,7 +134,12 @@ struct TwoGroups {
     DeviceInstance cpu;
     cpu.name = "cpu0";
     cpu.spec = spec;
-    cpu.units = {UnitDecl{"a", 1.0, 1, 0, 0}, UnitDecl{"b", 1.0, 1, 1, 0}};
+    cpu.units.resize(2);
+    for (int i = 0; i < 2; ++i) {
+      cpu.units[static_cast<size_t>(i)].name = i ? "b" : "a";
+      cpu.units[static_cast<size_t>(i)].cores = 1;
+      cpu.units[static_cast<size_t>(i)].first_core = i;
+    }
     s.devices = {cpu};
     s.queue.name = "fifo";
     s.pipeline.name = "serial";
@@ -529,6 +535,37 @@ TEST(HostEntry, SentinelSpeedChangeIgnoresTheSamplesTakenDuringTheWork) {
   d.measurement.samples.front().second = 0.0110;  // slower before the run: a real change
   d.measurement.samples.back().second = 0.0110;
   EXPECT_TRUE(drift_marked(d));
+}
+
+// The calibration's sentinel load (others' CPU and steal) survives the profile file, checked at its keys.
+TEST(HostEntry, TheProfileKeepsTheCalibrationsLoadBesideItsSentinel) {
+  DeviceProfile p = small_profile();
+  p.sentinel.samples = {{0, 0.01}, {3, 0.011}};
+  p.sentinel.others_cpu = 0.125;
+  p.sentinel.steal = 0.0625;
+  const std::string text = profile_to_json(p);
+  EXPECT_EQ(parse_profile(text, "p.json").sentinel, p.sentinel);
+  auto refused = [&](const std::string& a, const std::string& b) {
+    std::string bad = text;
+    replace(bad, a, b);
+    try {
+      parse_profile(bad, "bad.json");
+    } catch (const ConfigError& e) {
+      return e.key() + ": " + e.message();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused("\"others_cpu\": 0.125", "\"others_cpu\": 1.5"),
+            "sentinel_load.others_cpu: must be from a share of the machine's CPU time, 0 to 1");
+  nlohmann::json j = nlohmann::json::parse(text);
+  j.erase("sentinel");
+  try {
+    parse_profile(j.dump(), "bad.json");
+    ADD_FAILURE() << "a sentinel_load without its sentinel was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key() + ": " + e.message(), "sentinel_load: given without the sentinel it describes");
+  }
+  EXPECT_EQ(refused("\"steal\": 0.0625", "\"stole\": 0.0625"), "sentinel_load.stole: unknown key; valid keys are: others_cpu, steal");
 }
 
 TEST(ServiceSensitivity, QueueingAmplifiesAServiceTimeErrorNearSaturation) {
