@@ -309,7 +309,11 @@ std::pair<double, double> others_and_steal(const CpuTimes& before, const CpuTime
 SentinelWatch::SentinelWatch(double interval_s) : interval_s_(interval_s), t0_(Clock::now()), cpu0_(read_cpu_times()) {
   sample();
   thread_ = std::thread([this] {
+    // The samples in between run only on a CPU the work leaves idle: the work never waits for them.
+    sched_param idle{};
+    const bool ok = pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle) == 0;
     std::unique_lock<std::mutex> lock(mu_);
+    background_idle_ = ok;
     while (!stopping_) {
       if (cv_.wait_for(lock, std::chrono::duration<double>(interval_s_), [this] { return stopping_; })) break;
       lock.unlock();

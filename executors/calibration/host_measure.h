@@ -66,8 +66,9 @@ CpuTimes read_cpu_times();
 std::pair<double, double> others_and_steal(const CpuTimes& before, const CpuTimes& after);
 
 // Times the sentinel kernel now (start), every interval_s from a background thread, and at
-// stop(). Each sample takes a few milliseconds of one CPU, so it barely disturbs a
-// measurement running beside it (under 1% of a core at the default interval). The record also
+// stop(). The samples in between run at the idle scheduling class (SCHED_IDLE), so they take
+// only CPU time the watched work leaves idle: no run of it is delayed by a sample (with every CPU
+// busy a sample waits, and times the work's load, not the machine). The record also
 // carries the other processes' and the hypervisor's share of the CPUs over the watch.
 class SentinelWatch {
  public:
@@ -78,6 +79,17 @@ class SentinelWatch {
   // Stops sampling, takes the last sample and returns every sample (idempotent: later calls
   // return the same record).
   SentinelRecord stop();
+  // Samples taken so far.
+  size_t taken() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return record_.samples.size();
+  }
+  // Whether the sampling thread runs at the idle scheduling class (false until it has started,
+  // or where the system refused it).
+  bool background_idle() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return background_idle_;
+  }
 
  private:
   void sample();
@@ -86,7 +98,7 @@ class SentinelWatch {
   CpuTimes cpu0_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false, stopped_ = false;
+  bool stopping_ = false, stopped_ = false, background_idle_ = false;
   SentinelRecord record_;
   std::thread thread_;
 };

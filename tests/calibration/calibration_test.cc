@@ -774,6 +774,8 @@ TEST(HostMeasure, MeasuresEveryGroupAskedForAndRoundTrips) {
 TEST(HostMeasure, SentinelSamplesAtStartEveryIntervalAndStop) {
   SentinelWatch w(0.05);
   std::this_thread::sleep_for(std::chrono::milliseconds(220));
+  // The samples in between take only idle CPU time: with every CPU busy, wait up to 20 s for one.
+  for (int i = 0; i < 2000 && w.taken() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const SentinelRecord r = w.stop();
   ASSERT_GE(r.samples.size(), 3u);  // start, at least one during, stop
   for (size_t i = 0; i < r.samples.size(); ++i) {

@@ -67,6 +67,21 @@ TEST(SentinelLoad, AProcessSpinningBesideTheWatchShowsAsOtherProcessesCpu) {
   EXPECT_NE(sentinel_text(r).find("other processes used"), std::string::npos);
 }
 
+// The samples a watch takes during the work run at the idle scheduling class, so no run of the
+// work waits for one.
+TEST(SentinelLoad, TheSamplesInBetweenTakeOnlyIdleCpuTime) {
+  SentinelWatch w(0.02);
+  bool idle = false;
+  for (int i = 0; i < 200 && !idle; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    idle = w.background_idle();
+  }
+  EXPECT_TRUE(idle);
+  // With every CPU busy (other tests) an idle-class sample waits: give it up to 20 s.
+  for (int i = 0; i < 2000 && w.taken() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GE(w.stop().samples.size(), 3u);  // start, at least one in between, stop
+}
+
 TEST(SentinelLoad, AMeasurementSharingItsCpusIsMarkedWithoutAnyDrift) {
   DriftInputs d;
   d.measurement.samples = {{0, 0.010}, {2, 0.010}};
