@@ -681,17 +681,12 @@ TEST(RuntimeFaults, RefusesACoreGroupWhoseCpusThisProcessMayNotRunOn) {
 // accounted for, chunks in effect never going back to an older one, and (timing-free) the
 // same chunks taking effect as the arm stepped over the measured times afterwards.
 TEST(Runtime, ALiveArmTicksThroughTheRunAndConsumesTheChunksReallyInferred) {
-  Scenario s = scenario(R"(
-name: live-arm
-hardware:
-  devices:
-    - {name: cpu0, catalog: epyc-2vcpu, core_groups: [{name: all, cores: 2}]}
-models:
-  - {name: tiny, card: pi0_tiny, dtype: fp32, placement: [{stages: [vision, prefix, action], device: cpu0.all}]}
-workload:
-  - {name: arm, model: tiny, duration_s: 1, control: {hz: 50, execute: 5, capture_ms: 20, actuation_ms: 10}}
-drain_s: 5
-)");
+  // pi0_tiny on both cores driving a robot at 50 actions/s that asks every 5 actions for 1 s.
+  Scenario s = scenario(
+      "name: live-arm\nhardware: {devices: [{name: cpu0, catalog: epyc-2vcpu, core_groups: [{name: all, cores: 2}]}]}\n"
+      "models: [{name: tiny, card: pi0_tiny, dtype: fp32, placement: [{stages: [vision, prefix, action], device: cpu0.all}]}]\n"
+      "workload: [{name: arm, model: tiny, duration_s: 1, control: {hz: 50, execute: 5, capture_ms: 20, actuation_ms: 10}}]\n"
+      "drain_s: 5\n");
   Plan p = plan_of(s);
   ExecuteOptions o;
   o.warmup = 1;
