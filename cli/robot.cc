@@ -7,6 +7,11 @@
 // the limit named), control-bound (a chunk's usable part after the delays is shorter than the
 // actions run before the next chunk, or the robot ran dry), or free. The fastest speed is the
 // largest one up to which every speed listed is free.
+//
+// With --measure each speed is also run for real (executors/runtime/runtime.h, the CPU
+// executor) against a simulated arm ticking live at the speed's control rate
+// (scheduler/robot/arm.h): predicted and measured delay, usable chunk, dry chunks and ticks and
+// the bound side by side, in a table of their own and columns appended to the CSV.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -17,15 +22,32 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "executors/executor_registry.h"
+#include "executors/host.h"
+#include "executors/runtime/runtime.h"
+#include "executors/stop_signal.h"
 #include "reports/control.h"
 #include "reports/plot.h"
 #include "reports/sweep.h"
+#include "scenarios/config/csv.h"
 #include "scheduler/robot/demos.h"
 #include "scheduler/robot/retime.h"
 #include "sim/engine/planner.h"
 
 namespace vlasim::cli {
 namespace {
+
+// A speed run for real against a live arm (--measure): the worst of the control streams.
+struct MeasuredRow {
+  bool on = false;
+  size_t requests = 0, unfinished = 0, failed = 0;
+  double delay_p50_ms = 0;
+  int skipped_p50 = 0, usable_min = 0;  // the live arm's: first action executed, H - the largest
+  size_t dry_chunks = 0, dry_ticks = 0, ticks = 0;
+  size_t model_dry_ticks = 0;           // the same arm stepped over the measured times afterwards
+  double late_p50_ms = 0, late_max_ms = 0;
+  bool short_chunks = false;
+};
 
 struct SpeedRow {
   double speed = 0, hz = 0;
@@ -36,18 +58,31 @@ struct SpeedRow {
   std::string limit;                    // the limit the first refused chunk names
   double peak_acc_ratio = 0;            // re-timed peak acceleration / limit, largest chunk
   bool short_chunks = false;
+  size_t dry_ticks = 0;                 // the simulated arm's over the simulated run (all streams)
+  MeasuredRow measured;
   bool control_bound() const { return short_chunks; }
-  std::string bound() const {
-    if (motion_bound > 0) return "motion-bound (" + limit + ")" + (control_bound() ? ", control-bound" : "");
-    return control_bound() ? "control-bound" : "free";
+  std::string bound() const { return bound_with(control_bound()); }
+  std::string measured_bound() const { return bound_with(measured.short_chunks); }
+  std::string bound_with(bool control) const {
+    if (motion_bound > 0) return "motion-bound (" + limit + ")" + (control ? ", control-bound" : "");
+    return control ? "control-bound" : "free";
   }
 };
 
 std::string fmt(const char* f, double v) { return printf_number(f, v); }
 
-SpeedRow run_speed(const Scenario& base, double speed, const std::vector<Trajectory>& demos, const OutputOptions& out) {
+// `base` at speed factor `speed`; with `seconds` > 0 every stream lasts at most that long.
+Scenario at_speed(const Scenario& base, double speed, double seconds) {
   Scenario s = base;
   set_robot_speed(s.robot, s.streams, speed);
+  if (seconds > 0)
+    for (StreamDecl& sd : s.streams) sd.duration_s = std::min(sd.duration_s, seconds);
+  return s;
+}
+
+SpeedRow run_speed(const Scenario& base, double speed, double seconds, const std::vector<Trajectory>& demos,
+                   const OutputOptions& out) {
+  const Scenario s = at_speed(base, speed, seconds);
   const Plan plan = plan_scenario(s);
   const SimResult r = simulate(s, plan, out.sim_options());
   const ControlReport cr = make_control_report(s, r);
@@ -71,6 +106,7 @@ SpeedRow run_speed(const Scenario& base, double speed, const std::vector<Traject
     // A chunk shorter after its delay than the actions run before the next, a robot that ran
     // dry, or a request that never finished.
     row.short_chunks |= cs.dry_chunks > 0 || cs.usable_min < cs.control.execute || cs.unfinished > 0;
+    row.dry_ticks += control_arm(s, r, cr, cs).dry_ticks;
   }
   size_t met = 0, with = 0;
   for (const RequestRecord& q : r.requests)
@@ -139,10 +175,198 @@ std::vector<Trajectory> load_demonstrations(const Scenario& base, int steps, dou
   return demos;
 }
 
-int run_robot_speed(const Common& c, const std::string& path, const std::string& speeds, const std::string& dir,
-                    int chunks, bool quiet) {
-  const SweepAxis axis = parse_sweep_axis("speed=" + speeds);
-  Scenario base = load_for(c, path, false, quiet);
+struct RobotSpeedArgs {
+  std::string scenario, speeds = "1:4:0.25", dir;
+  int chunks = 20;
+  bool quiet = false;
+  bool measure = false;  // also run each speed for real against a live simulated arm
+  std::string executor = "onednn";
+  int warmup = 2;
+  double seconds = 0;  // > 0: every stream lasts at most this long (simulated and measured)
+};
+
+// Refuses --measure for a scenario with a GPU this host cannot start the cuda executor on
+// (ConfigError at the device): the CPU executor runs CPU core groups only.
+void check_measurable(const Scenario& s, const Plan& p) {
+  for (const ModelPlan& mp : p.models)
+    for (const Segment& seg : mp.segments) {
+      const UnitInfo& ui = p.units[static_cast<size_t>(seg.unit)];
+      if (ui.type == DeviceType::Link) continue;
+      const DeviceInstance& dev = s.devices[static_cast<size_t>(ui.device)];
+      if (dev.spec.type != DeviceType::Gpu) continue;
+      std::string why;
+      try {
+        ConfigNode n = ConfigNode::load_string("{}", "<robot-speed>");
+        executor_registry().make("cuda", Params(n), n);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      if (!why.empty())
+        throw ConfigError(s.file, dev.line, 0, "hardware.devices",
+                          "device '" + dev.name + "' (" + dev.spec.name +
+                              ") is a GPU: --measure runs the scenario for real, and this host cannot start the cuda "
+                              "executor (" + why + "); the CPU executor runs CPU core groups only: drop --measure, or "
+                              "measure a CPU scenario (scenarios/papers/realtime_robot_cpu.yaml)");
+      return;
+    }
+}
+
+// Runs `base` at `speed` for real against a live arm per control stream and fills row.measured
+// (the worst of the streams, as run_speed does for the prediction).
+void measure_speed(const Scenario& base, double speed, const RobotSpeedArgs& a, const OutputOptions& out,
+                   SpeedRow& row) {
+  const Scenario s = at_speed(base, speed, a.seconds);
+  const Plan plan = plan_scenario(s);
+  ExecuteOptions opt;
+  opt.executor = a.executor;
+  opt.warmup = a.warmup;
+  opt.arm = true;
+  opt.trace_limit = 0;
+  opt.max_seconds = out.max_run_s;
+  opt.should_stop = [] { return StopSignals::reason(); };
+  const ExecResult er = execute(s, plan, opt);
+  if (er.failed)
+    throw std::runtime_error("robot-speed --measure: at " + fmt("%g", speed) + "x " + std::to_string(er.failed) +
+                             " requests failed in their executor; the first: " + er.first_error);
+  const ControlReport cr = make_control_report(s, er.result);
+  MeasuredRow& m = row.measured;
+  m.on = true;
+  m.usable_min = INT32_MAX;
+  for (size_t i = 0; i < cr.streams.size() && i < er.arms.size(); ++i) {
+    const ControlStream& cs = cr.streams[i];
+    const ArmRun& arm = er.arms[i];
+    m.requests += cs.requests;
+    m.unfinished += cs.unfinished;
+    m.delay_p50_ms = std::max(m.delay_p50_ms, cs.delay_p50 * 1e3);
+    m.skipped_p50 = std::max(m.skipped_p50, arm.skipped_p50);
+    m.usable_min = std::min(m.usable_min, arm.usable_min);
+    m.dry_chunks += arm.dry_chunks;
+    m.dry_ticks += arm.dry_ticks;
+    m.ticks += arm.ticks.size();
+    m.model_dry_ticks += control_arm(s, er.result, cr, cs).dry_ticks;
+    m.late_p50_ms = std::max(m.late_p50_ms, arm.late_p50_s * 1e3);
+    m.late_max_ms = std::max(m.late_max_ms, arm.late_max_s * 1e3);
+    m.short_chunks |= arm.dry_chunks > 0 || arm.usable_min < cs.control.execute || cs.unfinished > 0;
+  }
+}
+
+// The section --measure adds to robot_speed.md: predicted / measured per speed.
+std::string measured_markdown(const std::vector<SpeedRow>& rows, const RobotSpeedArgs& a) {
+  std::ostringstream md;
+  const HostInfo& host = host_info();
+  md << "\n## Predicted / measured against a simulated arm\n\n"
+     << "Measured on this host (" << host.cpu_model << ", " << host.logical_cpus << " CPUs, oneDNN ISA " << host.isa
+     << "), executor " << a.executor << ": each speed run for real, a simulated arm ticking live at the speed's "
+     << "control rate on a thread of its own, running the newest chunk whose inference really ended (+ actuation). "
+     << "Predicted: the same arm over the simulated run. Each cell predicted / measured; the dry ticks' third "
+        "figure is the arm stepped over the measured times afterwards (what the live arm's own lateness changed).\n\n"
+     << "| speed | delay p50 ms | skipped p50 | usable min | dry chunks | dry ticks | tick late p50 / max ms | "
+        "unfinished | bound |\n|---|---|---|---|---|---|---|---|---|\n";
+  int fastest = -1;
+  for (size_t i = 0; i < rows.size() && rows[i].measured_bound() == "free"; ++i) fastest = static_cast<int>(i);
+  for (const SpeedRow& r : rows) {
+    const MeasuredRow& m = r.measured;
+    md << "| " << fmt("%g", r.speed) << " | " << fmt("%.1f", r.delay_p50_ms) << " / " << fmt("%.1f", m.delay_p50_ms)
+       << " | " << r.frozen_p50 << " / " << m.skipped_p50 << " | " << r.usable_min << " / " << m.usable_min << " | "
+       << r.dry_chunks << " / " << m.dry_chunks << " | " << r.dry_ticks << " / " << m.dry_ticks << " ("
+       << m.model_dry_ticks << ") | " << fmt("%.2f", m.late_p50_ms) << " / " << fmt("%.2f", m.late_max_ms) << " | "
+       << r.unfinished << " / " << m.unfinished << " | " << r.bound() << " / " << r.measured_bound() << " |\n";
+  }
+  md << "\n"
+     << (fastest < 0 ? std::string("Measured: no speed listed is free.")
+                     : "Measured: fastest speed with every chunk usable and within the joint limits **" +
+                           fmt("%g", rows[static_cast<size_t>(fastest)].speed) + "x**.")
+     << "\n";
+  return md.str();
+}
+
+// The CSV: a row per speed; with --measure the measured figures before the bounds (so that
+// every numeric column keeps its place) and both bounds quoted.
+std::string speed_csv(const std::vector<SpeedRow>& rows, bool measure) {
+  std::ostringstream csv;
+  csv << "speed,control_hz,requests,unfinished,delay_p50_s,frozen_p50,usable_min,execute,dry_chunks,attainment,"
+         "chunks,motion_bound,limit,peak_acc_ratio,"
+      << (measure ? "predicted_dry_ticks,measured_requests,measured_unfinished,measured_delay_p50_s,"
+                    "measured_skipped_p50,measured_usable_min,measured_dry_chunks,measured_dry_ticks,model_dry_ticks,"
+                    "measured_ticks,tick_late_p50_s,tick_late_max_s,bound,measured_bound\n"
+                  : "bound\n");
+  for (const SpeedRow& r : rows) {
+    csv << fmt("%.17g", r.speed) << "," << fmt("%.17g", r.hz) << "," << r.requests << "," << r.unfinished << ","
+        << fmt("%.9g", r.delay_p50_ms * 1e-3) << "," << r.frozen_p50 << "," << r.usable_min << "," << r.execute << ","
+        << r.dry_chunks << "," << fmt("%.6g", r.attainment) << "," << r.chunks << "," << r.motion_bound << ","
+        << r.limit << "," << fmt("%.6g", r.peak_acc_ratio) << ",";
+    if (!measure) {
+      csv << r.bound() << "\n";
+      continue;
+    }
+    const MeasuredRow& m = r.measured;
+    csv << r.dry_ticks << "," << m.requests << "," << m.unfinished << "," << fmt("%.9g", m.delay_p50_ms * 1e-3) << ","
+        << m.skipped_p50 << "," << m.usable_min << "," << m.dry_chunks << "," << m.dry_ticks << ","
+        << m.model_dry_ticks << "," << m.ticks << "," << fmt("%.6g", m.late_p50_ms * 1e-3) << ","
+        << fmt("%.6g", m.late_max_ms * 1e-3) << "," << csv_field(r.bound()) << "," << csv_field(r.measured_bound())
+        << "\n";
+  }
+  return csv.str();
+}
+
+// robot_speed.md, robot_speed.csv and (gnuplot on PATH) robot_speed.svg into a.dir.
+void write_speed_files(const Scenario& base, const RobotSpeedArgs& a, const std::string& md, const std::string& csv) {
+  const std::string& dir = a.dir;
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> written, warnings;
+  write_into(dir, "robot_speed.md", md, &written);
+  write_into(dir, "robot_speed.csv", csv, &written);
+  if (on_path("gnuplot")) {
+    std::ostringstream gp;
+    gp << kSvgHeader << "set output 'robot_speed.svg'\nset datafile separator ','\nset key autotitle columnhead\n"
+       << "set xlabel 'speed factor'\nset ylabel 'actions'\nset title " << gp_quote("usable chunk and bound: " + base.name)
+       << "\nplot 'robot_speed.csv' using 1:7 with linespoints title 'usable (min)', "
+          "'' using 1:8 with lines title 'executed per chunk', "
+          "'' using 1:($12 > 0 ? $7 : 1/0) with points pt 7 ps 1.5 title 'motion-bound', "
+          "'' using 1:($9 > 0 ? $7 : 1/0) with points pt 6 ps 2 title 'control-bound (ran dry)'"
+       << (a.measure ? ", '' using 1:20 with linespoints dt 2 title 'usable (min), measured'" : "") << "\n";
+    write_into(dir, "robot_speed.gp", gp.str(), &written);
+    if (std::string e = run_gnuplot(dir + "/robot_speed.gp", dir + "/robot_speed.svg"); !e.empty()) warnings.push_back(e);
+    else written.push_back(dir + "/robot_speed.svg");
+  } else {
+    warnings.push_back("gnuplot is not on PATH: no robot_speed.svg");
+  }
+  print_written(written, warnings, a.quiet);
+}
+
+// Per speed listed, the simulation (and with --measure the real run) and its row; stops early
+// (the signal's exit status in *stopped) when SIGINT / SIGTERM ends a measured run.
+std::vector<SpeedRow> run_speeds(const Scenario& base, const RobotSpeedArgs& a, const std::vector<double>& speeds,
+                                 const std::vector<Trajectory>& demos, int* stopped) {
+  OutputOptions out;
+  out.quiet = a.quiet;
+  out.trace_limit = 0;
+  if (a.measure) check_measurable(base, plan_scenario(base));
+  StopSignals signals;  // a measured run ends early on SIGINT / SIGTERM
+  std::vector<SpeedRow> rows;
+  for (double v : speeds) {
+    rows.push_back(run_speed(base, v, a.seconds, demos, out));
+    if (a.measure) {
+      measure_speed(base, v, a, out, rows.back());
+      if ((*stopped = StopSignals::exit_status())) {
+        std::cerr << "robot-speed: stopped by " << StopSignals::reason() << " while measuring " << fmt("%g", v)
+                  << "x; nothing written\n";
+        return rows;
+      }
+    }
+    if (!a.quiet)
+      std::cerr << "robot-speed: " << fmt("%g", v) << "x: " << rows.back().bound()
+                << (a.measure ? "; measured: " + rows.back().measured_bound() : "") << "\n";
+  }
+  return rows;
+}
+
+int run_robot_speed(const Common& c, const RobotSpeedArgs& a) {
+  const bool quiet = a.quiet;
+  const SweepAxis axis = parse_sweep_axis("speed=" + a.speeds);
+  // The prediction is robot-speed's with or without --measure (a profile made elsewhere is not
+  // refused here as `compare` refuses it: the table says what predicted it).
+  Scenario base = load_for(c, a.scenario, false, quiet);
   if (!base.robot.on) throw ConfigError(base.file, 0, 0, "robot", "the scenario has no robot: give one (robot: {name: arm})");
   int model = -1;
   for (const StreamDecl& sd : base.streams)
@@ -153,16 +377,11 @@ int run_robot_speed(const Common& c, const std::string& path, const std::string&
   if (model < 0) throw ConfigError(base.file, 0, 0, "workload", "no stream has control: the robot drives none");
   const int steps = base.models[static_cast<size_t>(model)].shape.chunk;
   const double h = 1 / base.robot.spec.control_hz;
-  const std::vector<Trajectory> demos = load_demonstrations(base, steps, h, chunks);
-  OutputOptions out;
-  out.quiet = quiet;
-  out.trace_limit = 0;
+  const std::vector<Trajectory> demos = load_demonstrations(base, steps, h, a.chunks);
   const std::vector<double> speeds_v = parse_speeds(axis, base);
-  std::vector<SpeedRow> rows;
-  for (double v : speeds_v) {
-    rows.push_back(run_speed(base, v, demos, out));
-    if (!quiet) std::cerr << "robot-speed: " << fmt("%g", v) << "x: " << rows.back().bound() << "\n";
-  }
+  int stopped = 0;
+  const std::vector<SpeedRow> rows = run_speeds(base, a, speeds_v, demos, &stopped);
+  if (stopped) return stopped;
   // What the QP buys: the demonstrations' fastest speed within the joint limits with equal
   // steps (their peak acceleration grows as the speed squared; velocity as the speed) and re-timed.
   const JointLimits lim{base.robot.spec.vel, base.robot.spec.acc, base.robot.spec.jerk};
@@ -181,23 +400,17 @@ int run_robot_speed(const Common& c, const std::string& path, const std::string&
   auto speed_text = [](double v) { return v <= 0.01 ? std::string("below 0.01x") : "up to " + fmt("%.2f", v) + "x"; };
   int fastest = -1;
   for (size_t i = 0; i < rows.size() && rows[i].bound() == "free"; ++i) fastest = static_cast<int>(i);
-  std::ostringstream md, csv;
+  std::ostringstream md;
   md << "# Robot speed: " << base.name << " (" << base.robot.spec.name << ", "
      << (base.robot.demonstrations.empty() ? "synthetic demonstrations" : "demonstrations " + base.robot.demonstrations)
      << ", " << demos.size() << " chunks of " << steps << " steps)\n\n"
      << "| speed | actions/s | delay p50 ms | frozen p50 | usable min | executed | dry chunks | attainment | "
         "chunks motion-bound | peak acc / limit | bound |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
-  csv << "speed,control_hz,requests,unfinished,delay_p50_s,frozen_p50,usable_min,execute,dry_chunks,attainment,"
-         "chunks,motion_bound,limit,peak_acc_ratio,bound\n";
   for (const SpeedRow& r : rows) {
     md << "| " << fmt("%g", r.speed) << " | " << fmt("%g", r.hz) << " | " << fmt("%.1f", r.delay_p50_ms) << " | "
        << r.frozen_p50 << " | " << r.usable_min << " | " << r.execute << " | " << r.dry_chunks << " | "
        << fmt("%.3f", r.attainment) << " | " << r.motion_bound << " of " << r.chunks << " | "
        << fmt("%.2f", r.peak_acc_ratio) << " | " << r.bound() << " |\n";
-    csv << fmt("%.17g", r.speed) << "," << fmt("%.17g", r.hz) << "," << r.requests << "," << r.unfinished << ","
-        << fmt("%.9g", r.delay_p50_ms * 1e-3) << "," << r.frozen_p50 << "," << r.usable_min << "," << r.execute << ","
-        << r.dry_chunks << "," << fmt("%.6g", r.attainment) << "," << r.chunks << "," << r.motion_bound << ","
-        << r.limit << "," << fmt("%.6g", r.peak_acc_ratio) << "," << r.bound() << "\n";
   }
   md << "\n"
      << (fastest < 0 ? std::string("No speed listed is free: the first is ") + rows.front().bound() + "."
@@ -210,36 +423,11 @@ int run_robot_speed(const Common& c, const std::string& path, const std::string&
      << "\n\nThe demonstrations within the joint limits (velocity and acceleration, every chunk): "
      << speed_text(equal_steps) << " with equal steps, " << speed_text(retimed)
      << " re-timed by the QP (jerk included).\n";
+  if (a.measure) md << measured_markdown(rows, a);
   std::cout << md.str();
-  if (!dir.empty()) {
-    std::filesystem::create_directories(dir);
-    std::vector<std::string> written, warnings;
-    write_into(dir, "robot_speed.md", md.str(), &written);
-    write_into(dir, "robot_speed.csv", csv.str(), &written);
-    if (on_path("gnuplot")) {
-      std::ostringstream gp;
-      gp << kSvgHeader << "set output 'robot_speed.svg'\nset datafile separator ','\nset key autotitle columnhead\n"
-         << "set xlabel 'speed factor'\nset ylabel 'actions'\nset title " << gp_quote("usable chunk and bound: " + base.name)
-         << "\nplot 'robot_speed.csv' using 1:7 with linespoints title 'usable (min)', "
-            "'' using 1:8 with lines title 'executed per chunk', "
-            "'' using 1:($12 > 0 ? $7 : 1/0) with points pt 7 ps 1.5 title 'motion-bound', "
-            "'' using 1:($9 > 0 ? $7 : 1/0) with points pt 6 ps 2 title 'control-bound (ran dry)'\n";
-      write_into(dir, "robot_speed.gp", gp.str(), &written);
-      if (std::string e = run_gnuplot(dir + "/robot_speed.gp", dir + "/robot_speed.svg"); !e.empty()) warnings.push_back(e);
-      else written.push_back(dir + "/robot_speed.svg");
-    } else {
-      warnings.push_back("gnuplot is not on PATH: no robot_speed.svg");
-    }
-    print_written(written, warnings, quiet);
-  }
+  if (!a.dir.empty()) write_speed_files(base, a, md.str(), speed_csv(rows, a.measure));
   return 0;
 }
-
-struct RobotSpeedArgs {
-  std::string scenario, speeds = "1:4:0.25", dir;
-  int chunks = 20;
-  bool quiet = false;
-};
 
 }  // namespace
 
@@ -255,7 +443,20 @@ Command add_robot_speed(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-o,--out", a->dir, "folder for robot_speed.md, robot_speed.csv and robot_speed.svg");
   cmd->add_flag("-q,--quiet", a->quiet, "print nothing but the table and errors");
-  return {cmd, [a](const Common& c) { return run_robot_speed(c, a->scenario, a->speeds, a->dir, a->chunks, a->quiet); }};
+  CLI::Option* measure = cmd->add_flag("--measure", a->measure,
+                "also run each speed for real on this machine's executors against a simulated arm ticking live at the "
+                "speed's control rate: predicted and measured delay, usable chunk, dry chunks and ticks, bound");
+  cmd->add_option("--executor", a->executor, "with --measure: the executor of CPU core groups (`vlasim list executors`)")
+      ->capture_default_str()
+      ->needs(measure);
+  cmd->add_option("--warmup", a->warmup, "with --measure: runs of every segment before each real run's clock starts")
+      ->capture_default_str()
+      ->check(whole_number(0, 1000))
+      ->needs(measure);
+  cmd->add_option("--seconds", a->seconds,
+                  "every stream lasts at most this long, simulated and measured (default: the scenario's durations)")
+      ->check(number_in(0, 3600, true));
+  return {cmd, [a](const Common& c) { return run_robot_speed(c, *a); }};
 }
 
 }  // namespace vlasim::cli

@@ -132,6 +132,18 @@ ControlReport make_control_report(const Scenario& s, const SimResult& r) {
   return c;
 }
 
+ArmRun control_arm(const Scenario& s, const SimResult& r, const ControlReport& c, const ControlStream& cs) {
+  std::vector<ArmRequest> requests;
+  for (const ControlRow& row : c.rows)
+    if (row.stream == cs.stream) requests.push_back({row.observed_s, row.finished ? row.ready_s : -1});
+  const StreamDecl& sd = s.streams[static_cast<size_t>(cs.stream)];
+  // Its last chunk in: the arm runs until that one runs out (no dry tick can follow), else to
+  // the run's end (the analysis counts a chunk followed by unfinished ones dry until then).
+  const bool last_in = !requests.empty() && requests.back().ready_s >= 0;
+  return run_arm(cs.chunk, cs.control.hz, sd.start_s - cs.control.capture_s, requests,
+                 last_in ? std::numeric_limits<double>::infinity() : std::max(r.end_time, r.horizon));
+}
+
 std::string control_markdown(const ControlReport& c) {
   std::ostringstream os;
   os << "# Control delay and real-time chunking\n";

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "scenarios/scenario.h"
+#include "scheduler/robot/arm.h"
 #include "sim/engine/engine.h"
 
 namespace vlasim {
@@ -64,6 +65,13 @@ struct ControlReport {
 
 // The analysis of run `r` of `s` (empty when no stream has control:).
 ControlReport make_control_report(const Scenario& s, const SimResult& r);
+// The simulated arm (scheduler/robot/arm.h) over control stream `cs` of `c`, the analysis of
+// run `r` of `s`: its requests' observation and ready times, ticks on the grid of its
+// observations (start - capture, every 1 / hz) from time 0 to the run's end as the analysis
+// takes it (max of the last end and the horizon). With observations on that grid (no jitter)
+// its first actions are the frozen counts, and it runs dry after the chunks the analysis says,
+// for ceil(dry time x hz) ticks each.
+ArmRun control_arm(const Scenario& s, const SimResult& r, const ControlReport& c, const ControlStream& cs);
 // Markdown: per stream its delays, the mean split of the delay, frozen and usable actions,
 // running dry, the bounded rate and the sweep over a constant delay.
 std::string control_markdown(const ControlReport& c);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -340,6 +341,21 @@ struct TimedRun {
   RequestFlow flow;
   std::atomic<bool> bg_stop{false};
   std::vector<std::thread> bg_threads;
+  // The live arms (ExecuteOptions::arm): one per control stream, ticked by arm_thread until
+  // a tick falls at or past arm_until (set by the drain to the run's end) or every arm is done.
+  struct LiveArm {
+    int stream = 0;
+    double actuation_s = 0;
+    Arm arm;
+    std::vector<size_t> records;  // its requests' indices in out.result.requests, in arrival order
+    std::vector<char> marked;     // per request: its ready time handed to the arm, or never will be
+    size_t pending = 0;           // requests before it all marked
+    long k = 0;                   // its next tick
+  };
+  std::vector<LiveArm> arms;
+  std::thread arm_thread;
+  std::atomic<double> arm_until{std::numeric_limits<double>::infinity()};
+  size_t scanned = 0;  // records of out.result.requests sorted into arms (guarded by mu)
 
   // Seconds since t0.
   double now() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -359,9 +375,22 @@ struct TimedRun {
   // Background load on CPU core groups: one spinning thread per core, busy for `compute` of
   // every 2 ms while the load lasts. (Memory-bandwidth load is not reproduced for real.)
   void start_background_load();
-  // Issues the arrivals, merged over streams in (time, stream) order, at their times, until
-  // a stop is asked.
-  void issue_arrivals(const ExecuteOptions& o, StopAsker& stop_asked);
+  // The arrivals, merged over streams in (time, stream) order.
+  std::vector<std::pair<double, int>> schedule() const;
+  // A live arm per control stream over its requests in `arrivals`, ticking from the first tick
+  // at or after time 0 on a thread of its own.
+  void start_arms(const std::vector<std::pair<double, int>>& arrivals);
+  // The arms' thread: each tick at its time, after handing each arm the ready times of its
+  // requests that ended since.
+  void run_arms();
+  // Under mu: sorts new records into the arms and hands them the chunks ready since.
+  void arms_learn();
+  // Lets the arms tick up to `tail_s` past the run's end `end_s` (until done: their last
+  // chunks run out), joins their thread and keeps what they did.
+  void finish_arms(double end_s, double tail_s);
+  // Issues `arrivals` at their times, until a stop is asked.
+  void issue_arrivals(const std::vector<std::pair<double, int>>& arrivals, const ExecuteOptions& o,
+                      StopAsker& stop_asked);
   // Waits until every issued request has ended, the drain's end, or a stop; then the workers
   // stop taking work, and this waits for the segments still running and joins every thread.
   void drain(StopAsker& stop_asked);
@@ -480,14 +509,77 @@ void TimedRun::start_background_load() {
   }
 }
 
-void TimedRun::issue_arrivals(const ExecuteOptions& o, StopAsker& stop_asked) {
-  SimResult& r = out.result;
+std::vector<std::pair<double, int>> TimedRun::schedule() const {
   std::vector<std::pair<double, int>> arrivals;
   for (size_t i = 0; i < s.streams.size(); ++i) {
     auto a = make_arrivals(s.streams[i], s.seed, i);
     for (double t = a->next(); t >= 0; t = a->next()) arrivals.emplace_back(t, static_cast<int>(i));
   }
   std::sort(arrivals.begin(), arrivals.end());
+  return arrivals;
+}
+
+void TimedRun::start_arms(const std::vector<std::pair<double, int>>& arrivals) {
+  for (size_t i = 0; i < s.streams.size(); ++i) {
+    const ControlDecl& c = s.streams[i].control;
+    if (!c.on()) continue;
+    std::vector<double> observed;
+    for (auto [t, stream] : arrivals)
+      if (stream == static_cast<int>(i)) observed.push_back(t - c.capture_s);
+    const int chunk = s.models[static_cast<size_t>(s.streams[i].model)].shape.chunk;
+    const size_t n = observed.size();
+    Arm arm(chunk, c.hz, s.streams[i].start_s - c.capture_s, std::move(observed));
+    const long k = std::max(0L, arm.first_tick_at(0));
+    arms.push_back({static_cast<int>(i), c.actuation_s, std::move(arm), {}, std::vector<char>(n, 0), 0, k});
+  }
+  if (!arms.empty()) arm_thread = std::thread([this] { run_arms(); });
+}
+
+void TimedRun::arms_learn() {
+  const std::vector<RequestRecord>& reqs = out.result.requests;
+  for (; scanned < reqs.size(); ++scanned)
+    for (LiveArm& a : arms)
+      if (reqs[scanned].stream == a.stream) a.records.push_back(scanned);
+  for (LiveArm& a : arms) {
+    for (size_t i = a.pending; i < a.records.size(); ++i) {
+      const RequestRecord& q = reqs[a.records[i]];
+      if (a.marked[i]) continue;
+      if (q.finished() && !q.failed) a.arm.ready(i, q.end + a.actuation_s);
+      a.marked[i] = q.finished() || q.failed || q.dropped;
+    }
+    while (a.pending < a.records.size() && a.marked[a.pending]) ++a.pending;
+  }
+}
+
+void TimedRun::run_arms() {
+  for (;;) {
+    LiveArm* next = nullptr;
+    for (LiveArm& a : arms)
+      if (!a.arm.done() && (!next || a.arm.tick_time(a.k) < next->arm.tick_time(next->k))) next = &a;
+    if (!next) return;
+    const double due_s = next->arm.tick_time(next->k);
+    const Clock::time_point due = t0 + seconds(due_s);
+    while (due_s < arm_until && Clock::now() < due) std::this_thread::sleep_until(std::min(due, Clock::now() + kWaitSlice));
+    if (due_s >= arm_until) return;
+    const double late = now() - due_s;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      arms_learn();
+    }
+    next->arm.tick(next->k++, late);
+  }
+}
+
+void TimedRun::finish_arms(double end_s, double tail_s) {
+  if (arms.empty()) return;
+  arm_until = end_s + tail_s;
+  arm_thread.join();
+  for (const LiveArm& a : arms) out.arms.push_back(a.arm.result());
+}
+
+void TimedRun::issue_arrivals(const std::vector<std::pair<double, int>>& arrivals, const ExecuteOptions& o,
+                              StopAsker& stop_asked) {
+  SimResult& r = out.result;
   size_t issued = 0;
   for (auto [t, stream] : arrivals) {
     const Clock::time_point due = t0 + seconds(t);
@@ -582,9 +674,23 @@ ExecResult execute(const Scenario& s, const Plan& p, const ExecuteOptions& o) {
   TimedRun run(s, p, units, out, o.trace_limit);
   run.start_workers();
   run.start_background_load();
-  run.issue_arrivals(o, stop_asked);
+  const std::vector<std::pair<double, int>> arrivals = run.schedule();
+  if (o.arm) run.start_arms(arrivals);
+  run.issue_arrivals(arrivals, o, stop_asked);
   if (!r.stopped.empty()) r.horizon = std::min(r.horizon, run.now());  // as a simulation stopped early
   run.drain(stop_asked);
+  // Each arm's last chunk in: the arms run their last chunks out (no dry tick can follow);
+  // else they stop at the run's end, as the control analysis (reports/control.h) counts a
+  // chunk followed by unfinished ones dry until then.
+  double tail = 0;
+  bool last_in = r.stopped.empty();
+  for (const auto& a : run.arms) {
+    auto last = std::find_if(r.requests.rbegin(), r.requests.rend(), [&](const RequestRecord& q) { return q.stream == a.stream; });
+    last_in &= last != r.requests.rend() && last->finished() && !last->failed;
+    tail = std::max(tail, a.actuation_s + (a.arm.chunk() + 1) / a.arm.hz());
+  }
+  if (!last_in) tail = 0;
+  run.finish_arms(std::max(r.end_time, r.horizon), tail);
   summarize(s, p, run.samples, out);
   return out;
 }

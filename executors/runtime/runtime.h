@@ -10,6 +10,7 @@
 
 #include "executors/executor.h"
 #include "scenarios/scenario.h"
+#include "scheduler/robot/arm.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/plan.h"
 
@@ -34,6 +35,10 @@ struct ExecuteOptions {
   // A run is refused before it starts when its arrivals end past max_seconds of wall-clock
   // time, or its work passes the simulator's limits (check_work).
   double max_seconds = 3600;
+  // A simulated arm per control stream (scheduler/robot/arm.h) ticking live, on a thread of its
+  // own, at the stream's control rate in wall-clock time: each tick runs the action of the
+  // newest chunk whose request has really ended (+ actuation) by then; ExecResult::arms.
+  bool arm = false;
   double max_requests = SimOptions().max_requests;
   double max_memory_bytes = SimOptions().max_memory_bytes;
 };
@@ -46,6 +51,11 @@ struct ExecResult {
   std::vector<std::string> devices;  // per unit used: the executor's device description
   size_t failed = 0;                 // requests whose segment threw (RequestRecord::failed)
   std::string first_error;           // the first such error: "unit: message"
+  // With ExecuteOptions::arm: per control stream of the scenario, in stream order, what its
+  // live arm did (ticks with their lateness, chunks run, dry ticks). Its ticks lie on the grid
+  // of the stream's observations (start - capture, every 1 / hz) from time 0 to the run's end
+  // (max of the last end and the arrivals' end), or until its last chunk ran out.
+  std::vector<ArmRun> arms;
 };
 
 // Runs `s` as planned in `p`. A segment whose executor throws ends its request as failed

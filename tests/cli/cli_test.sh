@@ -368,6 +368,25 @@ check "robot-speed says what is missing" grep -q "robot" "$tmp/rspeed_none.out"
 "$bin" robot-speed "$src/scenarios/systems/realtime_pi0_robot_4090.yaml" --speeds 0,1 -q > "$tmp/rspeed_bad.out" 2>&1; rc=$?
 check "robot-speed refuses a speed of 0 at --speeds" sh -c "test $rc -eq 2 && grep -q -- '--speeds' '$tmp/rspeed_bad.out'"
 check "list robots shows the arm and its parameters" sh -c "'$bin' list robots | grep -q 'tau_ms (default 150)'"
+# The robot against the real runtime (issue 47): robot-speed --measure runs each speed for real
+# (the CPU executor) against a simulated arm ticking live; measured beside predicted. Ratios
+# with wide margins only: the same arrivals, a delay within 0.8x..20x of the prediction, the arm
+# ticking through the run, no tick late by half a second, no request left unfinished. The delay
+# holds 50 ms of the arm's own capture and lag, so it cannot fall far below the prediction; on a
+# machine loaded by other work it rose to 5x (reports/faster_than_demo.md): 20x is the ceiling.
+"$bin" robot-speed "$src/scenarios/papers/realtime_robot_cpu.yaml" --speeds 2,1 --seconds 3 --measure -q -o "$tmp/rmeas" > "$tmp/rmeas.out" 2>&1; rc=$?
+check "robot-speed --measure exits 0" test "$rc" -eq 0
+check "robot-speed --measure sets predicted and measured side by side" grep -q "^## Predicted / measured against a simulated arm" "$tmp/rmeas/robot_speed.md"
+check "robot-speed --measure: the CSV gains the measured columns" \
+  grep -q "^speed,.*,peak_acc_ratio,predicted_dry_ticks,measured_requests,measured_unfinished,measured_delay_p50_s,measured_skipped_p50,measured_usable_min,measured_dry_chunks,measured_dry_ticks,model_dry_ticks,measured_ticks,tick_late_p50_s,tick_late_max_s,bound,measured_bound$" "$tmp/rmeas/robot_speed.csv"
+check "robot-speed --measure: plausible measured figures at both speeds" awk -F, \
+  'NR > 1 && $16 == $3 && $3 > 0 && $17 == 0 && $18 > 0.8 * $5 && $18 < 20 * $5 && $24 >= 2.7 * $2 && $26 < 0.5 && $19 >= 0 && $19 <= 10 { ok++ } END { exit !(ok == 2) }' "$tmp/rmeas/robot_speed.csv"
+check "robot-speed --measure: the predicted table is the simulation's" grep -q "^| 1 | 10 | " "$tmp/rmeas/robot_speed.md"
+expect_error "robot-speed --executor without --measure" 2 "requires --measure" robot-speed "$src/scenarios/papers/realtime_robot_cpu.yaml" --executor reference
+if ! command -v nvidia-smi > /dev/null 2>&1; then
+  expect_error "robot-speed --measure on a GPU scenario" 2 "realtime_pi0_robot_4090.yaml:.*is a GPU: --measure runs the scenario for real" \
+    robot-speed "$src/scenarios/systems/realtime_pi0_robot_4090.yaml" --speeds 1 --seconds 1 --measure
+fi
 
 # Capacity search (issue 11): the knee of a load sweep at a deadline-attainment SLO.
 "$bin" sweep "$src/scenarios/pi0_rtx4090.yaml" --set workload.0.count=1:4 --goal capacity --slo 0.98 -q >"$tmp/cap.out" 2>&1; rc=$?

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "scenarios/scenario.h"
+#include "scheduler/robot/arm.h"
 #include "scheduler/robot/demos.h"
 #include "scheduler/robot/retime.h"
 #include "scheduler/robot/robot.h"
@@ -270,6 +271,83 @@ TEST(RobotScenario, BadRobotsAndControlKeysTheRobotGivesAreRefusedAtTheirKey) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("robot gives hz"), std::string::npos) << e.what();
   }
+}
+
+// Chunk i of r took effect at action `first`, executed `executed` actions and ran dry for `dry` ticks.
+void expect_chunk(const ArmRun& r, size_t i, int first, int executed, int dry) {
+  ASSERT_LT(i, r.chunks.size());
+  EXPECT_EQ(r.chunks[i].first_action, first) << "chunk " << i;
+  EXPECT_EQ(r.chunks[i].executed, executed) << "chunk " << i;
+  EXPECT_EQ(r.chunks[i].dry_ticks, dry) << "chunk " << i;
+}
+
+// The simulated arm (scheduler/robot/arm.h), hand-worked: H = 10 actions at 50 actions/s (a
+// tick every 20 ms), a request every 5 ticks.
+TEST(Arm, ALateChunkGivesExactlyTheDryTicksItOwes) {
+  // Observations at -0.02, 0.08, 0.18 s (tick 0 at -0.02 s). Chunk 0 acts at 0.04 (60 ms: 3
+  // actions passed), runs its actions 3..9 at 0.04 .. 0.16 and is out at 0.18; chunk 1 acts
+  // only at 0.24, so the arm holds at 0.18, 0.20, 0.22 (3 dry ticks), then runs chunk 1's
+  // actions 8, 9 (8 passed in its 160 ms); chunk 2 acts at 0.30, so 0.28 is dry; chunk 2 runs
+  // 6..9 and the arm is done (nothing more asked for).
+  const ArmRun r = run_arm(10, 50, -0.02, {{-0.02, 0.04}, {0.08, 0.24}, {0.18, 0.30}}, 1e9);
+  ASSERT_EQ(r.chunks.size(), 3u);
+  EXPECT_EQ(r.waiting_ticks, 2u);  // 0.00 and 0.02: nothing in effect yet
+  expect_chunk(r, 0, 3, 7, 3);
+  expect_chunk(r, 1, 8, 2, 1);
+  expect_chunk(r, 2, 6, 4, 0);
+  EXPECT_EQ(r.dry_ticks, 4u);
+  EXPECT_EQ(r.dry_chunks, 2u);
+  EXPECT_EQ(r.executed, 13u);
+  EXPECT_EQ(r.usable_min, 2);   // chunk 1: 10 - 8
+  EXPECT_EQ(r.skipped_p50, 6);  // of 3, 6, 8
+  EXPECT_EQ(r.idle_ticks, 1u);  // 0.38: chunk 2 out, nothing asked for: done
+  ASSERT_EQ(r.ticks.size(), 2u + 13u + 4u + 1u);
+  EXPECT_EQ(r.ticks[2].chunk, 0);
+  EXPECT_EQ(r.ticks[2].action, 3);
+  EXPECT_TRUE(r.ticks[9].dry);
+  EXPECT_EQ(r.ticks[9].action, -1);
+}
+
+TEST(Arm, ANewerChunkReplacesTheOldOneMidWaySkippingItsPassedActions) {
+  // Observations at 0 and 0.1 s; chunk 0 acts at 0.02 (1 action passed), chunk 1 at 0.14 (2
+  // passed). Chunk 0 runs actions 1..6 (its 7..9 never run); chunk 1 runs from action 2.
+  const ArmRun r = run_arm(10, 50, 0, {{0, 0.02}, {0.1, 0.14}}, 1e9);
+  expect_chunk(r, 0, 1, 6, 0);
+  expect_chunk(r, 1, 2, 8, 0);
+  EXPECT_EQ(r.dry_ticks, 0u);
+  EXPECT_EQ(r.ran, 2u);
+  // A chunk whose delay passes its length runs nothing: the arm stays dry on the old one.
+  const ArmRun late = run_arm(10, 50, 0, {{0, 0.02}, {0.1, 0.32}, {0.2, 0.26}}, 1e9);
+  expect_chunk(late, 0, 1, 9, 3);   // dry at 0.20, 0.22, 0.24
+  expect_chunk(late, 1, -1, 0, 0);  // chunk 2 (ready at 0.26) is newer and in effect first
+  expect_chunk(late, 2, 3, 7, 0);
+}
+
+TEST(Arm, AnUnfinishedRequestLeavesTheArmDryToTheEnd) {
+  // Chunk 0 out at 0.2 s; request 1 (observed at 0.1) never finishes: dry from 0.20 to 0.48.
+  const ArmRun r = run_arm(10, 50, 0, {{0, 0.02}, {0.1, -1}}, 0.5);
+  EXPECT_EQ(r.chunks[0].executed, 9);
+  EXPECT_EQ(r.dry_ticks, 15u);
+  EXPECT_EQ(r.dry_chunks, 1u);
+}
+
+TEST(Arm, ALiveArmToldOfChunksAsTheyArriveDoesWhatTheSimulatedOneDoes) {
+  const std::vector<ArmRequest> q = {{-0.02, 0.04}, {0.08, 0.24}, {0.18, 0.30}};
+  const ArmRun sim = run_arm(10, 50, -0.02, q, 1e9);
+  Arm live(10, 50, -0.02, {-0.02, 0.08, 0.18});
+  size_t told = 0;
+  for (long k = live.first_tick_at(0); !live.done(); ++k) {
+    // Each chunk is told of at the first tick at or after its inference ended (here: ready).
+    for (; told < q.size() && q[told].ready_s <= live.tick_time(k) + 1e-12; ++told) live.ready(told, q[told].ready_s);
+    live.tick(k, 0.001 * static_cast<double>(k % 3));
+  }
+  const ArmRun r = live.result();
+  EXPECT_EQ(r.dry_ticks, sim.dry_ticks);
+  EXPECT_EQ(r.executed, sim.executed);
+  EXPECT_EQ(r.ticks.size(), sim.ticks.size());
+  EXPECT_DOUBLE_EQ(r.late_max_s, 0.002);
+  EXPECT_DOUBLE_EQ(r.late_p50_s, 0.001);
+  EXPECT_THROW(Arm(0, 50, 0, {}), std::invalid_argument);
 }
 
 }  // namespace
