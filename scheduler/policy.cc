@@ -247,8 +247,9 @@ const PipelinePolicyRegistry& pipeline_policies() {
   return r;
 }
 
-const BatchPolicyRegistry& batch_policies() {
-  static const BatchPolicyRegistry r = [] {
+namespace {
+BatchPolicyRegistry& batch_policy_list() {
+  static BatchPolicyRegistry r = [] {
     BatchPolicyRegistry r("batching policy");
     r.add({"dynamic",
            "a free unit runs what is waiting of one model and stage, up to its batch size, at the smallest power "
@@ -276,5 +277,10 @@ const BatchPolicyRegistry& batch_policies() {
   }();
   return r;
 }
+}  // namespace
+
+const BatchPolicyRegistry& batch_policies() { return batch_policy_list(); }
+
+void add_batch_policy(BatchPolicyRegistry::Entry e) { batch_policy_list().put(std::move(e)); }
 
 }  // namespace vlasim

@@ -124,5 +124,7 @@ const BatchPolicyRegistry& batch_policies();
 // outside this list, such as a policy written in Python (python/policies.h). Not to be called
 // while a scenario is loaded or run.
 void add_queue_policy(QueuePolicyRegistry::Entry e);
+// The same for batch_policies().
+void add_batch_policy(BatchPolicyRegistry::Entry e);
 
 }  // namespace vlasim
