@@ -147,13 +147,14 @@ class PythonQueuePolicy : public QueuePolicy {
   std::string name_;
 };
 
-// The sizes dynamic batching forms (scheduler/policy.cc DynamicBatch): 1, 2, 4, ... below
-// max_batch, and max_batch.
-std::vector<int> power_sizes(int max_batch) {
-  std::vector<int> out;
-  for (int b = 1; b < max_batch; b *= 2) out.push_back(b);
-  out.push_back(max_batch);
-  return out;
+// The policy object `factory` makes from the scenario's parameters, and its method `method`
+// (a TypeError naming the policy, `what`, when it has none).
+std::pair<py::object, py::object> make_policy(py::handle factory, const Params& params, const char* method,
+                                              const std::string& what) {
+  py::object obj = factory(params_dict(params));
+  if (!py::hasattr(obj, method)) throw py::type_error(what + type_name(obj) + " has no " + method + "()");
+  py::object m = obj.attr(method);
+  return {obj, m};
 }
 
 // A batch policy written in Python: an object made by the factory from the scenario's
@@ -164,9 +165,7 @@ class PythonBatchPolicy : public BatchPolicy {
   PythonBatchPolicy(py::handle factory, std::string name, const Params& params) : name_(std::move(name)) {
     py::gil_scoped_acquire gil;
     guarded([&] {
-      obj_ = factory(params_dict(params));
-      if (!py::hasattr(obj_, "form")) throw py::type_error(what() + type_name(obj_) + " has no form(view, lead, max_batch)");
-      form_ = obj_.attr("form");
+      std::tie(obj_, form_) = make_policy(factory, params, "form", what());
       has_sizes_ = py::hasattr(obj_, "sizes");
       if (py::object v = value_of(obj_, "default_size"); !v.is_none()) {
         const long long d = as_int(v, what() + "default_size");
@@ -199,7 +198,7 @@ class PythonBatchPolicy : public BatchPolicy {
 
   // Python's sizes(max_batch), checked and kept per max_batch; dynamic's without one.
   std::vector<int> sizes(int max_batch) const override {
-    if (!has_sizes_) return power_sizes(max_batch);
+    if (!has_sizes_) return bucket_sizes(max_batch);
     py::gil_scoped_acquire gil;
     if (auto it = sizes_.find(max_batch); it != sizes_.end()) return it->second;
     std::vector<int> out;
@@ -214,7 +213,7 @@ class PythonBatchPolicy : public BatchPolicy {
       }
       if (out.empty()) throw py::value_error(w + " is empty");
     });
-    if (!ok) out = power_sizes(max_batch);
+    if (!ok) out = bucket_sizes(max_batch);
     sizes_[max_batch] = out;
     return out;
   }
@@ -303,9 +302,7 @@ class PythonPartitionPolicy : public PartitionPolicy {
   PythonPartitionPolicy(py::handle factory, std::string name, const Params& params) : name_(std::move(name)) {
     py::gil_scoped_acquire gil;
     guarded([&] {
-      obj_ = factory(params_dict(params));
-      if (!py::hasattr(obj_, "rules_at")) throw py::type_error(what() + type_name(obj_) + " has no rules_at(blocks, cut)");
-      rules_at_ = obj_.attr("rules_at");
+      std::tie(obj_, rules_at_) = make_policy(factory, params, "rules_at", what());
       stage_ = stage_of(value_of(obj_, "stage"), what() + "stage");
       const long long c = as_int(value_of(obj_, "cut"), what() + "cut");
       if (c < 0) throw py::value_error(what() + "cut must not be negative");

@@ -147,12 +147,7 @@ class DynamicBatch : public BatchPolicy {
     c.size = batch_bucket(static_cast<int>(c.items.size()), max_batch);
     return c;
   }
-  std::vector<int> sizes(int max_batch) const override {
-    std::vector<int> out;
-    for (int b = 1; b < max_batch; b *= 2) out.push_back(b);
-    out.push_back(max_batch);
-    return out;
-  }
+  std::vector<int> sizes(int max_batch) const override { return bucket_sizes(max_batch); }
   int default_size() const override { return size_; }
 
  private:
@@ -202,6 +197,13 @@ int batch_bucket(int n, int max_batch) {
   int b = 1;
   while (b < n) b *= 2;
   return std::min(b, max_batch);
+}
+
+std::vector<int> bucket_sizes(int max_batch) {
+  std::vector<int> out;
+  for (int b = 1; b < max_batch; b *= 2) out.push_back(b);
+  out.push_back(max_batch);
+  return out;
 }
 
 namespace {

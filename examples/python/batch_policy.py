@@ -4,14 +4,8 @@ batches that never pad (every size from 1 to the unit's batch size is a size the
 
     PYTHONPATH=build/python python3 examples/python/batch_policy.py [--quick] [--seed N]
 """
-import argparse
-import os
-import time
-
 import vlasim
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROBION = os.path.join(HERE, "..", "..", "scenarios", "systems", "robion_serving_h100.yaml")
+from esf_policy import policy_table  # the table of policies on the Robion serving scenario
 
 
 def kind(w):
@@ -42,30 +36,10 @@ class Exact(Dynamic):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="2 s of requests (CI)")
-    ap.add_argument("--seed", type=int, default=2)
-    a = ap.parse_args()
     size = {"size": ("batch size of units that give no `batch:` of their own", 1)}
     vlasim.register_batch_policy("py_dynamic", Dynamic, params=size)
     vlasim.register_batch_policy("py_exact", Exact, params=size)
-    s = vlasim.load(ROBION)
-    if a.quick:
-        s.set("workload.0.duration_s", 2).set("workload.1.duration_s", 2)
-    results = {}
-    print(f"{'batching':>11} {'p50 ms':>8} {'p99 ms':>8} {'deadlines':>9} {'wall s':>7}")
-    for policy in ["dynamic", "py_dynamic", "py_exact", "fixed"]:
-        s.set("policies.batching", policy)
-        t0 = time.monotonic()
-        r = vlasim.simulate(s, seed=a.seed, requests=False)
-        wall = time.monotonic() - t0
-        results[policy] = r
-        print(f"{policy:>11} {r['latency']['p50_s'] * 1e3:>8.2f} {r['latency']['p99_s'] * 1e3:>8.2f} "
-              f"{r['deadline_attainment']:>9.1%} {wall:>7.2f}")
-    same = results["dynamic"] == results["py_dynamic"]
-    print("py_dynamic gives the C++ dynamic's report:", "yes" if same else "NO")
-    if not same:
-        raise SystemExit(1)
+    policy_table(__doc__, "policies.batching", ["dynamic", "py_dynamic", "py_exact", "fixed"], ("dynamic", "py_dynamic"))
 
 
 if __name__ == "__main__":
