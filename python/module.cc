@@ -1,7 +1,8 @@
 // vlasim._vlasim, the compiled half of the Python module (python/vlasim/__init__.py is the
-// other): scenarios read from a file or YAML text and edited by key, simulated as `vlasim
-// simulate` does with the GIL released, the registries with their parameters, a card's
-// operator graph. A ConfigError becomes vlasim.ConfigError with .file, .line and .key.
+// other): scenarios read from a file or YAML text and edited by key, simulated, executed,
+// compared and calibrated as the commands do with the GIL released (Ctrl-C stops each with
+// what ran), the registries with their parameters, a card's operator graph. A ConfigError
+// becomes vlasim.ConfigError with .file, .line and .key.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -71,8 +72,8 @@ struct PyScenario {
 
   ConfigNode root() const { return ConfigNode(doc, std::make_shared<const std::string>(file), ""); }
   // The scenario as `vlasim simulate` would run it (quiet); `on_this_host` as `vlasim compare`
-  // does (a profile made on another CPU ISA refused).
-  // An error a Python policy raised meanwhile is raised in place of what it caused.
+  // does (a profile made on another CPU ISA refused). An error a Python policy raised meanwhile
+  // is raised in place of the ConfigError it caused.
   Scenario parsed(bool on_this_host = false) const {
     take_policy_error();  // a failed run's, raised already
     try {
