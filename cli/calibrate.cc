@@ -1,5 +1,6 @@
 // vlasim calibrate: operators profiled on this machine's executor into a device profile.
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -21,6 +22,15 @@ struct GpuCalibration {
   std::vector<int> sms;  // SM limits (--sms)
   bool graph = false;    // --graph
 };
+
+// A calibration Common::should_stop ended (`why`): the sections measured so far are written
+// (no host entry, no in-context pass); returns a SIGINT's status, as for a run a signal ended.
+int stopped_early(const DeviceProfile& profile, const std::string& out_path, const std::string& why) {
+  save_profile(profile, out_path);
+  std::cerr << "stopped early: " << why << "; " << out_path << " holds the " << profile.sections.size()
+            << " section(s) measured so far\n";
+  return 128 + SIGINT;
+}
 
 int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, const std::string& out_path,
                   const std::string& device, const std::vector<int>& threads,
@@ -92,7 +102,10 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
   // The drift sentinel watches the machine's own speed over the whole calibration (CPU).
   std::unique_ptr<SentinelWatch> sentinel;
   if (!gpu) sentinel = std::make_unique<SentinelWatch>();
+  o.should_stop = c.should_stop;
   DeviceProfile profile = base.empty() ? calibrate(o) : load_profile(base);
+  if (const std::string why = c.should_stop ? c.should_stop() : ""; !why.empty())
+    return stopped_early(profile, out_path, why);
   if (!base.empty())
     if (std::string why = profile_isa_problem(profile, base, host_info().isa); !why.empty())
       throw ConfigError("<command line>", 0, 0, "--base", why);

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "executors/runtime/runtime.h"
 #include "models/builder.h"
 #include "reports/compare.h"
+#include "reports/control.h"
+#include "reports/drift.h"
 #include "reports/leaderboard.h"
 #include "reports/report.h"
 #include "scenarios/config/config.h"
@@ -39,6 +42,10 @@ struct Common {
   std::string catalog = default_catalog_dir();
   std::string cards = default_cards_dir();
   std::string profile;  // when set, replaces every scenario's cost model with "profiled"
+  // Set by a program that runs a command in its own process (the Python module), never by an
+  // option: asked between calibrate's measurements; a reason ("" to go on) ends the
+  // calibration early (cli/calibrate.cc). Empty: none.
+  std::function<std::string()> should_stop;
 };
 
 // Registers --catalog, --cards and --profile on the top-level `app`.
@@ -181,6 +188,30 @@ struct TraceComparison {
 };
 TraceComparison compare_with_trace(const Prepared& pr, const std::string& trace, const std::string& inference,
                                    double margin, const SimOptions& so);
+
+// `vlasim compare`'s comparison of a prepared scenario with a real run here: predicted
+// (options `so`), then measured by `measure` (run_for_real, or an execute() of the caller's)
+// while the drift sentinel watches the machine, the two compared (reports/compare.h; margin:
+// TOST's on the ratio of mean latencies), and compare.md's text: the comparison tables, then
+// the control, streaming, drift and co-run sections the scenario has.
+struct RealComparison {
+  SimResult predicted;
+  ExecResult measured;
+  Comparison cmp;
+  DriftInputs drift;
+  ServiceSensitivity sens;
+  std::vector<CorunRow> corun;
+  bool control = false;  // a stream has control: (control comparison; control files per run)
+  std::vector<StreamingRow> streams_predicted, streams_measured;  // empty: no streaming section
+  std::string markdown;
+};
+RealComparison compare_for_real(const Prepared& pr, const SimOptions& so, double margin,
+                                const std::function<ExecResult()>& measure);
+// The text files `vlasim compare -o DIR` writes for `rc` (its plots and trace.json aside), by
+// path under DIR: compare.json, compare.md, drift.json and, per run (simulate/, execute/),
+// report.json, requests.csv and, where the scenario has them, streams.md and streams.csv
+// (streaming), control.md and control.csv (control).
+std::map<std::string, std::string> compare_files(const Prepared& pr, const RealComparison& rc);
 
 // What `leaderboard`, `roofline` and `passes` run: a card at its defaults (with the shape
 // options given), or a model of a scenario file (--model, default the first). A path ending in

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -85,6 +87,54 @@ TraceComparison compare_with_trace(const Prepared& pr, const std::string& trace,
   return tc;
 }
 
+RealComparison compare_for_real(const Prepared& pr, const SimOptions& so, double margin,
+                                const std::function<ExecResult()>& measure) {
+  RealComparison rc;
+  rc.predicted = simulate(pr.s, pr.plan, so);
+  SentinelWatch watch;  // the machine's own speed over the measurement (reports/drift.h)
+  rc.measured = measure();
+  rc.drift.measurement = watch.stop();
+  if (const ProfileRef ref = scenario_profile(pr.s); !ref.path.empty())
+    rc.drift.calibration = load_profile(ref.path).sentinel;
+  rc.sens = service_sensitivity(pr.s, pr.plan, so, rc.predicted);
+  rc.cmp = compare_runs(pr.s, pr.plan, rc.predicted, rc.measured.result,
+                        op_times(pr.s, pr.plan, rc.measured.op_seconds), margin);
+  rc.markdown = compare_markdown(rc.cmp);
+  rc.control = std::any_of(pr.s.streams.begin(), pr.s.streams.end(), [](const StreamDecl& d) { return d.control.on(); });
+  if (rc.control)
+    rc.markdown += control_comparison(make_control_report(pr.s, rc.predicted), make_control_report(pr.s, rc.measured.result));
+  rc.streams_predicted = make_streaming_report(pr.s, rc.predicted);
+  rc.streams_measured = make_streaming_report(pr.s, rc.measured.result);
+  if (!rc.streams_predicted.empty()) rc.markdown += streaming_comparison(rc.streams_predicted, rc.streams_measured);
+  rc.markdown += drift_markdown(rc.cmp, rc.drift, rc.sens);
+  rc.corun = corun_slowdowns(pr.s, pr.plan);
+  rc.markdown += corun_markdown(rc.corun);
+  return rc;
+}
+
+std::map<std::string, std::string> compare_files(const Prepared& pr, const RealComparison& rc) {
+  std::map<std::string, std::string> f;
+  f["compare.json"] = compare_json_text(rc.cmp);
+  f["compare.md"] = rc.markdown;
+  f["drift.json"] = drift_json_text(rc.cmp, rc.drift, rc.sens, rc.corun);
+  for (const auto& [mode, r] : {std::pair<std::string, const SimResult*>{"simulate", &rc.predicted},
+                                {"execute", &rc.measured.result}}) {
+    f[mode + "/report.json"] = report_json_text(make_report(pr.s, pr.plan, *r, mode));
+    f[mode + "/requests.csv"] = requests_csv_text(pr.s, pr.plan, *r);
+    if (!rc.streams_predicted.empty()) {
+      const std::vector<StreamingRow>& rows = mode == "simulate" ? rc.streams_predicted : rc.streams_measured;
+      f[mode + "/streams.md"] = streaming_markdown(rows);
+      f[mode + "/streams.csv"] = streaming_csv(rows);
+    }
+    if (rc.control) {
+      const ControlReport c = make_control_report(pr.s, *r);
+      f[mode + "/control.md"] = control_markdown(c);
+      f[mode + "/control.csv"] = control_csv(c);
+    }
+  }
+  return f;
+}
+
 namespace {
 
 struct CompareArgs {
@@ -131,51 +181,28 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
                 const std::string& executor, int warmup, double margin) {
   if (!out.dir.empty()) check_output_dir("--out", out.dir);
   Prepared pr = prepare(c, path, seed, true, out.quiet);
-  SimOptions sopt = out.sim_options();
-  SimResult predicted = simulate(pr.s, pr.plan, sopt);
-  StopSignals signals;  // SIGINT / SIGTERM: the comparison of what ran, exit 130 / 143
-  SentinelWatch watch;  // the machine's own speed over the measurement (reports/drift.h)
-  ExecResult measured = run_for_real(pr, out, executor, warmup);
-  DriftInputs drift;
-  drift.measurement = watch.stop();
-  if (const ProfileRef ref = scenario_profile(pr.s); !ref.path.empty()) drift.calibration = load_profile(ref.path).sentinel;
-  const ServiceSensitivity sens = service_sensitivity(pr.s, pr.plan, sopt, predicted);
-  Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured.result,
-                                op_times(pr.s, pr.plan, measured.op_seconds), margin);
-  std::string md = compare_markdown(cmp);
-  const bool control = std::any_of(pr.s.streams.begin(), pr.s.streams.end(), [](const StreamDecl& d) { return d.control.on(); });
-  if (control) md += control_comparison(make_control_report(pr.s, predicted), make_control_report(pr.s, measured.result));
-  const std::vector<StreamingRow> sp = make_streaming_report(pr.s, predicted), sm = make_streaming_report(pr.s, measured.result);
-  if (!sp.empty()) md += streaming_comparison(sp, sm);
-  md += drift_markdown(cmp, drift, sens);
-  const std::vector<CorunRow> corun = corun_slowdowns(pr.s, pr.plan);
-  md += corun_markdown(corun);
-  if (!out.quiet) std::cout << md;
+  std::optional<StopSignals> signals;  // SIGINT / SIGTERM in the real run: the comparison of what ran, exit 130 / 143
+  const RealComparison rc = compare_for_real(pr, out.sim_options(), margin, [&] {
+    signals.emplace();
+    return run_for_real(pr, out, executor, warmup);
+  });
+  if (!out.quiet) std::cout << rc.markdown;
   if (!out.dir.empty()) {
-    fs::create_directories(out.dir);
-    write_compare_json(cmp, out.dir + "/compare.json");
-    write_file(out.dir + "/compare.md", md);
-    write_drift_json(cmp, drift, sens, corun, out.dir + "/drift.json");
-    for (const auto& [mode, r] : {std::pair<std::string, const SimResult*>{"simulate", &predicted},
-                                  {"execute", &measured.result}}) {
-      std::string sub = out.dir + "/" + mode;
-      fs::create_directories(sub);
-      write_json(make_report(pr.s, pr.plan, *r, mode), sub + "/report.json");
-      write_requests_csv(pr.s, pr.plan, *r, sub + "/requests.csv");
-      write_trace(pr.s, pr.plan, *r, sub + "/trace.json");
-      if (!sp.empty()) {
-        const std::vector<StreamingRow>& rows = mode == "simulate" ? sp : sm;
-        write_file(sub + "/streams.md", streaming_markdown(rows));
-        write_file(sub + "/streams.csv", streaming_csv(rows));
-      }
-      if (control) {
+    for (const auto& [name, text] : compare_files(pr, rc)) {
+      fs::create_directories(fs::path(out.dir + "/" + name).parent_path());
+      write_file(out.dir + "/" + name, text);
+    }
+    for (const auto& [mode, r] : {std::pair<std::string, const SimResult*>{"simulate", &rc.predicted},
+                                  {"execute", &rc.measured.result}}) {
+      write_trace(pr.s, pr.plan, *r, out.dir + "/" + mode + "/trace.json");
+      if (rc.control) {  // for its plot (control.md and control.csv again, the same text)
         std::vector<std::string> cw;
-        write_control(make_control_report(pr.s, *r), sub, &cw);
+        write_control(make_control_report(pr.s, *r), out.dir + "/" + mode, &cw);
         for (auto& w : cw) std::cerr << "warning: " << w << "\n";
       }
     }
     std::vector<std::string> warnings;
-    auto plots = write_compare_plots(cmp, out.dir, &warnings);
+    auto plots = write_compare_plots(rc.cmp, out.dir, &warnings);
     for (auto& w : warnings) std::cerr << "warning: " << w << "\n";
     if (!out.quiet) {
       std::cout << "\nwrote " << out.dir << "/compare.md, compare.json, simulate/ and execute/ reports";
@@ -183,8 +210,8 @@ int run_compare(const Common& c, const std::string& path, long long seed, const 
       std::cout << "\n";
     }
   }
-  if (const int stopped = signal_stop(measured.result)) return stopped;
-  return measured.failed ? kExitExecutorFailed : 0;
+  if (const int stopped = signal_stop(rc.measured.result)) return stopped;
+  return rc.measured.failed ? kExitExecutorFailed : 0;
 }
 
 }  // namespace

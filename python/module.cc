@@ -1,14 +1,18 @@
 // vlasim._vlasim, the compiled half of the Python module (python/vlasim/__init__.py is the
-// other): scenarios read from a file or YAML text and edited by key, simulated as `vlasim
-// simulate` does with the GIL released, the registries with their parameters, a card's
-// operator graph. A ConfigError becomes vlasim.ConfigError with .file, .line and .key.
+// other): scenarios read from a file or YAML text and edited by key, simulated, executed,
+// compared and calibrated as the commands do with the GIL released (Ctrl-C stops each with
+// what ran), the registries with their parameters, a card's operator graph. A ConfigError
+// becomes vlasim.ConfigError with .file, .line and .key.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <algorithm>
@@ -68,16 +72,38 @@ struct PyScenario {
 
   ConfigNode root() const { return ConfigNode(doc, std::make_shared<const std::string>(file), ""); }
   // The scenario as `vlasim simulate` would run it (quiet); `on_this_host` as `vlasim compare`
-  // does (a profile made on another CPU ISA refused).
+  // does (a profile made on another CPU ISA refused). An error a Python policy raised meanwhile
+  // is raised in place of the ConfigError it caused.
   Scenario parsed(bool on_this_host = false) const {
     take_policy_error();  // a failed run's, raised already
-    Scenario s = load_scenario_node(root(), common().catalog, common().cards);
-    raise_policy_error();
-    cli::ready_for(common(), s, on_this_host, true);
-    if (from_text) s.file.clear();
-    return s;
+    try {
+      Scenario s = load_scenario_node(root(), common().catalog, common().cards);
+      raise_policy_error();
+      cli::ready_for(common(), s, on_this_host, true);
+      if (from_text) s.file.clear();
+      return s;
+    } catch (const ConfigError&) {
+      raise_policy_error();
+      throw;
+    }
   }
 };
+
+// `sc` parsed, then planned as the commands do (seed < 0: the scenario's own). An error a
+// Python policy raised while planning (a partition's rules, a batch policy's sizes) is raised
+// in place of the ConfigError it caused.
+cli::Prepared prepared(const PyScenario& sc, long long seed, bool on_this_host = false) {
+  cli::Prepared pr;
+  pr.s = sc.parsed(on_this_host);
+  try {
+    cli::plan_prepared(pr, seed, true);
+  } catch (const ConfigError&) {
+    raise_policy_error();
+    throw;
+  }
+  raise_policy_error();
+  return pr;
+}
 
 PyScenario scenario_from_file(const std::string& path) {
   PyScenario sc{ConfigNode::load_file(path).raw(), path};
@@ -150,20 +176,32 @@ struct PyStop {
     if (max_wall_s > 0 && wall > max_wall_s) return "max_wall_s " + cli::fmt_g(max_wall_s) + " reached";
     return "";
   }
+
+  // After the run (with the GIL): raises what a signal handler or a Python policy raised;
+  // else whether Ctrl-C stopped it.
+  bool finish() {
+    if (error) throw std::move(*error);
+    raise_policy_error();
+    return interrupted;
+  }
 };
+
+// A PyStop of limit max_wall_s (0: none), and the stop hook that asks it.
+std::pair<std::shared_ptr<PyStop>, std::function<std::string()>> py_stop(double max_wall_s = 0) {
+  auto stop = std::make_shared<PyStop>();
+  stop->max_wall_s = max_wall_s;
+  return {stop, [stop]() { return (*stop)(); }};
+}
 
 // Simulates `sc` as `vlasim simulate` does (seed < 0: the scenario's own), without the GIL;
 // requests.csv's text only `with_requests`.
 SimOutcome run_simulation(const PyScenario& sc, long long seed, double max_wall_s, size_t trace_limit,
                           bool with_requests) {
-  cli::Prepared pr;
-  pr.s = sc.parsed();
-  cli::plan_prepared(pr, seed, true);
+  cli::Prepared pr = prepared(sc, seed);
   SimOptions opt;
   opt.trace_limit = trace_limit;
-  auto stop = std::make_shared<PyStop>();
-  stop->max_wall_s = max_wall_s;
-  opt.should_stop = [stop]() { return (*stop)(); };
+  auto [stop, hook] = py_stop(max_wall_s);
+  opt.should_stop = hook;
   std::unique_ptr<LiveController> controller;
   if (pr.s.controller.on()) {
     controller = std::make_unique<LiveController>(pr.s);
@@ -178,9 +216,7 @@ SimOutcome run_simulation(const PyScenario& sc, long long seed, double max_wall_
     if (with_requests) out.requests_csv = requests_csv_text(pr.s, pr.plan, r);
     out.stopped = r.stopped;
   }
-  if (stop->error) throw std::move(*stop->error);
-  raise_policy_error();
-  out.interrupted = stop->interrupted;
+  out.interrupted = stop->finish();
   return out;
 }
 
@@ -188,15 +224,12 @@ SimOutcome run_simulation(const PyScenario& sc, long long seed, double max_wall_
 // scenario's own), without the GIL; Ctrl-C and max_wall_s stop it with a partial report.
 SimOutcome run_execution(const PyScenario& sc, long long seed, const std::string& executor, int warmup,
                          double max_wall_s, bool with_requests) {
-  cli::Prepared pr;
-  pr.s = sc.parsed();
-  cli::plan_prepared(pr, seed, true);
+  cli::Prepared pr = prepared(sc, seed);
   ExecuteOptions opt;
   opt.executor = executor;
   opt.warmup = warmup;
-  auto stop = std::make_shared<PyStop>();
-  stop->max_wall_s = max_wall_s;
-  opt.should_stop = [stop]() { return (*stop)(); };
+  auto [stop, hook] = py_stop(max_wall_s);
+  opt.should_stop = hook;
   SimOutcome out;
   {
     py::gil_scoped_release nogil;
@@ -209,71 +242,67 @@ SimOutcome run_execution(const PyScenario& sc, long long seed, const std::string
     out.first_error = r.first_error;
     out.devices = r.devices;
   }
-  if (stop->error) throw std::move(*stop->error);
-  raise_policy_error();
-  out.interrupted = stop->interrupted;
+  out.interrupted = stop->finish();
   return out;
 }
 
-// What a comparison hands back: compare.json's text, compare_markdown's, and the predicted and
-// measured report.json.
+// What a comparison hands back: the text files `vlasim compare -o` writes, by path
+// (cli::compare_files; compare --trace: compare.json, compare.md and simulate/'s report.json
+// and requests.csv), and whether Ctrl-C stopped it.
 struct CompareOutcome {
-  std::string compare_json, markdown, predicted_json, measured_json;
+  std::map<std::string, std::string> files;
   bool interrupted = false;
 };
 
-// `vlasim compare`'s core: `sc` simulated, then run for real here, and the two compared
-// (reports/compare.h; margin: TOST's on the ratio of mean latencies), without the GIL.
+// `vlasim compare`'s core (cli::compare_for_real): `sc` simulated, then run for real here, and
+// the two compared (margin: TOST's on the ratio of mean latencies), without the GIL.
 CompareOutcome run_comparison(const PyScenario& sc, long long seed, const std::string& executor, int warmup,
                               double margin, double max_wall_s) {
-  cli::Prepared pr;
-  pr.s = sc.parsed(true);
-  cli::plan_prepared(pr, seed, true);
-  auto stop = std::make_shared<PyStop>();
-  stop->max_wall_s = max_wall_s;
+  cli::Prepared pr = prepared(sc, seed, true);
   ExecuteOptions eo;
   eo.executor = executor;
   eo.warmup = warmup;
-  eo.should_stop = [stop]() { return (*stop)(); };
+  auto [stop, hook] = py_stop(max_wall_s);
+  eo.should_stop = hook;
   CompareOutcome out;
   {
     py::gil_scoped_release nogil;
     std::lock_guard<std::mutex> one_at_a_time(simulate_mutex());
-    const SimResult predicted = simulate(pr.s, pr.plan, SimOptions());
-    const ExecResult measured = execute(pr.s, pr.plan, eo);
-    const Comparison cmp = compare_runs(pr.s, pr.plan, predicted, measured.result,
-                                        op_times(pr.s, pr.plan, measured.op_seconds), margin);
-    out.compare_json = compare_json_text(cmp);
-    out.markdown = compare_markdown(cmp);
-    out.predicted_json = report_json_text(make_report(pr.s, pr.plan, predicted, "simulate"));
-    out.measured_json = report_json_text(make_report(pr.s, pr.plan, measured.result, "execute"));
+    const cli::RealComparison rc = cli::compare_for_real(pr, SimOptions(), margin, [&] { return execute(pr.s, pr.plan, eo); });
+    out.files = cli::compare_files(pr, rc);
   }
-  if (stop->error) throw std::move(*stop->error);
-  raise_policy_error();
-  out.interrupted = stop->interrupted;
+  out.interrupted = stop->finish();
   return out;
 }
 
 // `vlasim compare --trace`'s comparison (cli::compare_with_trace): `sc` predicted beside a
-// PyTorch profiler trace's inferences, without the GIL.
+// PyTorch profiler trace's inferences, without the GIL; Ctrl-C stops the prediction, and the
+// comparison is of what it ran.
 CompareOutcome run_trace_comparison(const PyScenario& sc, const std::string& trace, const std::string& inference,
                                     double margin, long long seed) {
-  cli::Prepared pr;
-  pr.s = sc.parsed();
-  cli::plan_prepared(pr, seed, true);
+  cli::Prepared pr = prepared(sc, seed);
+  SimOptions so;
+  auto [stop, hook] = py_stop();
+  so.should_stop = hook;
   CompareOutcome out;
-  py::gil_scoped_release nogil;
-  std::lock_guard<std::mutex> one_at_a_time(simulate_mutex());
-  const cli::TraceComparison tc = cli::compare_with_trace(pr, trace, inference, margin, SimOptions());
-  out.compare_json = compare_json_text(tc.cmp);
-  out.markdown = tc.markdown;
-  out.predicted_json = report_json_text(make_report(pr.s, pr.plan, tc.predicted, "simulate"));
+  {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> one_at_a_time(simulate_mutex());
+    const cli::TraceComparison tc = cli::compare_with_trace(pr, trace, inference, margin, so);
+    out.files["compare.json"] = compare_json_text(tc.cmp);
+    out.files["compare.md"] = tc.markdown;
+    out.files["simulate/report.json"] = report_json_text(make_report(pr.s, pr.plan, tc.predicted, "simulate"));
+    out.files["simulate/requests.csv"] = requests_csv_text(pr.s, pr.plan, tc.predicted);
+  }
+  out.interrupted = stop->finish();
   return out;
 }
 
 // Runs `vlasim calibrate ARGS` in this process, through the command's own options and code,
-// without the GIL; returns its exit status. A bad option raises ConfigError (key "calibrate").
-int run_calibrate_command(const std::vector<std::string>& args) {
+// without the GIL; returns its exit status and whether Ctrl-C ended it early (between
+// measurements: the profile written holds what was measured). A bad option raises ConfigError
+// (key "calibrate").
+std::pair<int, bool> run_calibrate_command(const std::vector<std::string>& args) {
   CLI::App app{"vlasim"};
   app.require_subcommand(1);
   const cli::Command cmd = cli::add_calibrate(app);
@@ -285,9 +314,16 @@ int run_calibrate_command(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     throw ConfigError("<argument>", 0, 0, "calibrate", e.what());
   }
-  py::gil_scoped_release nogil;
-  std::lock_guard<std::mutex> one_at_a_time(simulate_mutex());
-  return cmd.run(common());
+  cli::Common c = common();
+  auto [stop, hook] = py_stop();
+  c.should_stop = hook;
+  int status = 0;
+  {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> one_at_a_time(simulate_mutex());
+    status = cmd.run(c);
+  }
+  return {status, stop->finish()};
 }
 
 // One registry as a list of {name, description, params: [{name, default, description}]}.
@@ -439,10 +475,7 @@ PYBIND11_MODULE(_vlasim, m) {
   m.def("execute", &run_execution, py::arg("scenario"), py::arg("seed") = -1, py::arg("executor") = "onednn",
         py::arg("warmup") = 2, py::arg("max_wall_s") = 0.0, py::arg("with_requests") = true);
   py::class_<CompareOutcome>(m, "CompareOutcome")
-      .def_readonly("compare_json", &CompareOutcome::compare_json)
-      .def_readonly("markdown", &CompareOutcome::markdown)
-      .def_readonly("predicted_json", &CompareOutcome::predicted_json)
-      .def_readonly("measured_json", &CompareOutcome::measured_json)
+      .def_readonly("files", &CompareOutcome::files)
       .def_readonly("interrupted", &CompareOutcome::interrupted);
   m.def("compare", &run_comparison, py::arg("scenario"), py::arg("seed") = -1, py::arg("executor") = "onednn",
         py::arg("warmup") = 2, py::arg("margin") = 0.10, py::arg("max_wall_s") = 0.0);

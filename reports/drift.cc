@@ -202,8 +202,8 @@ std::string drift_markdown(const Comparison& c, const DriftInputs& d, const Serv
   return md;
 }
 
-void write_drift_json(const Comparison& c, const DriftInputs& d, const ServiceSensitivity& sens,
-                      const std::vector<CorunRow>& corun, const std::string& path) {
+std::string drift_json_text(const Comparison& c, const DriftInputs& d, const ServiceSensitivity& sens,
+                            const std::vector<CorunRow>& corun) {
   nlohmann::json j;
   nlohmann::json cr = nlohmann::json::array();
   for (const CorunRow& r : corun)
@@ -231,7 +231,12 @@ void write_drift_json(const Comparison& c, const DriftInputs& d, const ServiceSe
                       {"p99_elasticity", sens.p99_elasticity},
                       {"method", "re-simulation, every service time x (1 +- step), same seed"}};
   j["errors"] = {{"mean", num(c.overall.mean_s.error)}, {"p50", num(c.overall.p50_s.error)}, {"p99", num(c.overall.p99_s.error)}};
-  write_output_file(path, j.dump(1) + "\n");
+  return j.dump(1) + "\n";
+}
+
+void write_drift_json(const Comparison& c, const DriftInputs& d, const ServiceSensitivity& sens,
+                      const std::vector<CorunRow>& corun, const std::string& path) {
+  write_output_file(path, drift_json_text(c, d, sens, corun));
 }
 
 }  // namespace vlasim

@@ -77,9 +77,11 @@ std::string drift_markdown(const Comparison& c, const DriftInputs& d, const Serv
 // Markdown table of corun_slowdowns (empty text when there are none).
 std::string corun_markdown(const std::vector<CorunRow>& rows);
 
-// The same as JSON (fixed key order; NaN as null). Throws std::runtime_error naming the path
-// when it cannot write.
-// `corun` goes in as the key "corun".
+// The same as JSON text, drift.json's (fixed key order; NaN as null); `corun` goes in as the
+// key "corun".
+std::string drift_json_text(const Comparison& c, const DriftInputs& d, const ServiceSensitivity& sens,
+                            const std::vector<CorunRow>& corun);
+// Writes drift_json_text into `path`. Throws std::runtime_error naming the path when it cannot write.
 void write_drift_json(const Comparison& c, const DriftInputs& d, const ServiceSensitivity& sens,
                       const std::vector<CorunRow>& corun, const std::string& path);
 

@@ -492,9 +492,11 @@ ModelInstance parse_model_instance(const ConfigNode& m, const std::string& cards
     PolicyDecl d = parse_policy(m, "partition", "");
     mi.partition = partition_policies().make(d.name, d.params, d.where);
     mi.partition_where = m.required("partition");
-    // Check the devices it names now, where the error can point at them.
+    // Check the devices it names now, where the error can point at them (block_split's
+    // `first` and `second`; a policy written in Python may name its devices otherwise).
     for (const char* key : {"first", "second"}) {
-      ConfigNode dn = d.params.node().required(key);
+      ConfigNode dn = d.params.node().is_map() ? d.params.node().optional(key) : ConfigNode();
+      if (!dn.defined()) continue;
       std::string dev, unit;
       resolve_device_ref(s, dn.as_string(), dn, &dev, &unit);
     }

@@ -24,8 +24,9 @@ std::vector<PlacementSpec> BlockSplit::rules_at(int blocks, int cut) const {
   return out;
 }
 
-const PartitionRegistry& partition_policies() {
-  static const PartitionRegistry r = [] {
+namespace {
+PartitionRegistry& partition_policy_list() {
+  static PartitionRegistry r = [] {
     PartitionRegistry r("partition policy");
     r.add({"block_split",
            "vision and the first after_block blocks of a stage on device first, the rest on second",
@@ -59,6 +60,11 @@ const PartitionRegistry& partition_policies() {
   }();
   return r;
 }
+}  // namespace
+
+const PartitionRegistry& partition_policies() { return partition_policy_list(); }
+
+void add_partition_policy(PartitionRegistry::Entry e) { partition_policy_list().put(std::move(e)); }
 
 bool parse_split_goal(const std::string& s, SplitGoal* out) {
   if (s == "throughput") *out = SplitGoal::Throughput;

@@ -53,6 +53,10 @@ class BlockSplit : public PartitionPolicy {
 using PartitionRegistry = Registry<PartitionPolicy>;
 // "block_split".
 const PartitionRegistry& partition_policies();
+// Adds a partition policy to partition_policies() (or replaces the one of its name): a part
+// made outside this list, such as a policy written in Python (python/policies.h). Not to be
+// called while a scenario is loaded or run.
+void add_partition_policy(PartitionRegistry::Entry e);
 
 // What a planner weighs for one candidate split.
 struct SplitOutcome {

@@ -147,12 +147,7 @@ class DynamicBatch : public BatchPolicy {
     c.size = batch_bucket(static_cast<int>(c.items.size()), max_batch);
     return c;
   }
-  std::vector<int> sizes(int max_batch) const override {
-    std::vector<int> out;
-    for (int b = 1; b < max_batch; b *= 2) out.push_back(b);
-    out.push_back(max_batch);
-    return out;
-  }
+  std::vector<int> sizes(int max_batch) const override { return bucket_sizes(max_batch); }
   int default_size() const override { return size_; }
 
  private:
@@ -204,6 +199,13 @@ int batch_bucket(int n, int max_batch) {
   return std::min(b, max_batch);
 }
 
+std::vector<int> bucket_sizes(int max_batch) {
+  std::vector<int> out;
+  for (int b = 1; b < max_batch; b *= 2) out.push_back(b);
+  out.push_back(max_batch);
+  return out;
+}
+
 namespace {
 QueuePolicyRegistry& queue_policy_list() {
   static QueuePolicyRegistry r = [] {
@@ -247,8 +249,9 @@ const PipelinePolicyRegistry& pipeline_policies() {
   return r;
 }
 
-const BatchPolicyRegistry& batch_policies() {
-  static const BatchPolicyRegistry r = [] {
+namespace {
+BatchPolicyRegistry& batch_policy_list() {
+  static BatchPolicyRegistry r = [] {
     BatchPolicyRegistry r("batching policy");
     r.add({"dynamic",
            "a free unit runs what is waiting of one model and stage, up to its batch size, at the smallest power "
@@ -276,5 +279,10 @@ const BatchPolicyRegistry& batch_policies() {
   }();
   return r;
 }
+}  // namespace
+
+const BatchPolicyRegistry& batch_policies() { return batch_policy_list(); }
+
+void add_batch_policy(BatchPolicyRegistry::Entry e) { batch_policy_list().put(std::move(e)); }
 
 }  // namespace vlasim

@@ -114,6 +114,9 @@ using BatchPolicyRegistry = Registry<BatchPolicy>;
 // The batch size a batch of n items runs at under dynamic batching, and the SM table's batch
 // class of such a batch (sim/engine/lockstep.h): the smallest power of two >= n, at most max_batch.
 int batch_bucket(int n, int max_batch);
+// The sizes dynamic batching runs at on a unit of batch size max_batch: 1, 2, 4, ... below
+// max_batch, and max_batch.
+std::vector<int> bucket_sizes(int max_batch);
 
 // The registries with every built-in policy.
 const QueuePolicyRegistry& queue_policies();
@@ -124,5 +127,7 @@ const BatchPolicyRegistry& batch_policies();
 // outside this list, such as a policy written in Python (python/policies.h). Not to be called
 // while a scenario is loaded or run.
 void add_queue_policy(QueuePolicyRegistry::Entry e);
+// The same for batch_policies().
+void add_batch_policy(BatchPolicyRegistry::Entry e);
 
 }  // namespace vlasim

@@ -403,9 +403,13 @@ DeviceProfile empty_profile(const CalibrateOptions& o, bool gpu, const std::vect
 // Called after each measurement with its label.
 using ReportFn = std::function<void(const std::string&)>;
 
+// Whether o.should_stop asks the calibration to end now.
+bool stop_asked(const CalibrateOptions& o) { return o.should_stop && !o.should_stop().empty(); }
+
 // For each (width, dtype), a section of `p` with every op of plans[dtype index] timed on a
-// fresh executor (or the reason it was skipped), fitted.
-void measure_sections(const CalibrateOptions& o, const std::vector<int>& widths,
+// fresh executor (or the reason it was skipped), fitted. False when o.should_stop ended it
+// early (the section it was in kept with what it had, when it had anything).
+bool measure_sections(const CalibrateOptions& o, const std::vector<int>& widths,
                       const std::vector<std::vector<Work>>& plans, DeviceProfile& p, const ReportFn& report) {
   for (int t : widths)
     for (size_t di = 0; di < o.dtypes.size(); ++di) {
@@ -414,7 +418,9 @@ void measure_sections(const CalibrateOptions& o, const std::vector<int>& widths,
       s.threads = t;
       s.dtype = d;
       s.executor_device = make_calibration_executor(o.executor, t, d, o.graph)->device();
+      bool stopped = false;
       for (const Work& w : plans[di]) {
+        if ((stopped = stop_asked(o))) break;
         const std::string label = std::to_string(t) + "t " + to_string(d) + " " + w.sig;
         try {
           int id = 0;
@@ -438,17 +444,22 @@ void measure_sections(const CalibrateOptions& o, const std::vector<int>& widths,
         }
         report(label);
       }
+      if (stopped && s.table.empty() && s.skipped.empty()) return false;
       s.refit();
       p.sections.push_back(std::move(s));
+      if (stopped) return false;
     }
+  return true;
 }
 
 // The host memcpy figure of `p` for link o.memcpy_link: a copy of each size timed, and the
-// latency and bandwidth fitted to them.
+// latency and bandwidth fitted to them (none when o.should_stop ends it first).
 void measure_memcpy(const CalibrateOptions& o, const std::vector<double>& memcpy_sizes, DeviceProfile& p,
                     const ReportFn& report) {
-  p.memcpy.link = o.memcpy_link;
+  MemcpyFit m;  // `p` takes it only when every size was timed
+  m.link = o.memcpy_link;
   for (double bytes : memcpy_sizes) {
+    if (stop_asked(o)) return;
     Op op = base(OpKind::Transfer, OpFn::DeviceToDevice, DType::F32);
     op.out_bytes = bytes;
     int id = 0;
@@ -457,15 +468,16 @@ void measure_memcpy(const CalibrateOptions& o, const std::vector<double>& memcpy
     OpTiming tm = time_op(*ex, g, id, o.warmup, o.repetitions, o.min_repetitions, o.max_seconds_per_op);
     double t = std::max(tm.median_s, 1e-9);
     // Timer noise must not make a larger copy look faster than a smaller one.
-    if (!p.memcpy.points.empty()) t = std::max(t, p.memcpy.points.back().second);
-    p.memcpy.points.push_back({bytes, t});
+    if (!m.points.empty()) t = std::max(t, m.points.back().second);
+    m.points.push_back({bytes, t});
     report("memcpy " + std::to_string(static_cast<long long>(bytes)) + " B");
   }
-  const auto& pts = p.memcpy.points;
-  p.memcpy.latency_s = pts.front().second;
+  const auto& pts = m.points;
+  m.latency_s = pts.front().second;
   const size_t n = pts.size();
   const double dt = n > 1 ? pts[n - 1].second - pts[n - 2].second : 0;
-  p.memcpy.bytes_per_s = dt > 0 ? (pts[n - 1].first - pts[n - 2].first) / dt : pts.back().first / pts.back().second;
+  m.bytes_per_s = dt > 0 ? (pts[n - 1].first - pts[n - 2].first) / dt : pts.back().first / pts.back().second;
+  p.memcpy = std::move(m);
 }
 
 }  // namespace
@@ -485,8 +497,7 @@ DeviceProfile calibrate(const CalibrateOptions& o) {
     ++done;
     if (o.progress) o.progress(done, total, label);
   };
-  measure_sections(o, widths, plans, p, report);
-  if (!memcpy_sizes.empty()) measure_memcpy(o, memcpy_sizes, p, report);
+  if (measure_sections(o, widths, plans, p, report) && !memcpy_sizes.empty()) measure_memcpy(o, memcpy_sizes, p, report);
   return p;
 }
 

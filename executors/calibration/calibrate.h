@@ -48,6 +48,10 @@ struct CalibrateOptions {
   std::string memcpy_link = "shared-memory";
   // Called after each measurement with (done, total, label); may be empty.
   std::function<void(int, int, const std::string&)> progress;
+  // Asked before each measurement (may be empty): a reason ("" to go on) ends the calibration
+  // early, calibrate() then returning the sections measured so far (the one it was in fitted
+  // to what it had; none not begun) and no memcpy figure unless every size was timed.
+  std::function<std::string()> should_stop;
 };
 
 // The grid ops of `level` at `dtype`, in a fixed order, each with a unique name. Shapes are

@@ -8,8 +8,11 @@
     r.requests                                     # requests.csv's rows (numpy record array)
 
 Errors in a scenario, a card or an argument raise vlasim.ConfigError (a ValueError) whose
-.file, .line and .key say where. Ctrl-C during simulate() stops the run and raises
-vlasim.Interrupted (a KeyboardInterrupt) whose .report covers what ran.
+.file, .line and .key say where. Long calls (simulate, execute, compare, compare_trace,
+calibrate) release the GIL; Ctrl-C stops them and raises vlasim.Interrupted (a
+KeyboardInterrupt) whose .report holds what ran. Queue, batch and partition policies written
+in Python (register_queue_policy, register_batch_policy, register_partition_policy) drive the
+simulator and the real runtime as the built-in ones do.
 """
 
 import csv
@@ -34,18 +37,20 @@ if not os.environ.get("VLASIM_DATA_DIR") and _installed_data_dir():
     os.environ["VLASIM_DATA_DIR"] = _installed_data_dir()
 
 from . import _vlasim  # noqa: E402
-from ._vlasim import ConfigError  # noqa: E402
+from ._vlasim import ConfigError, PlacementSpec  # noqa: E402
 
 __all__ = ["ConfigError", "Interrupted", "Report", "Scenario", "load", "simulate", "registries",
-           "graph", "configure", "requests_array", "register_queue_policy", "leaderboard", "roofline",
-           "csv_array", "execute", "compare", "compare_trace", "calibrate"]
+           "graph", "configure", "requests_array", "register_queue_policy", "register_batch_policy",
+           "register_partition_policy", "PlacementSpec", "leaderboard", "roofline", "csv_array", "execute",
+           "compare", "compare_trace", "calibrate"]
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C stopped a simulation; .report is the partial report (its "partial" says why)."""
+    """Ctrl-C stopped a long call; .report is what it returns for what ran: a partial report
+    (its "partial" says why), a comparison of what ran, or the profile of what was measured."""
 
-    def __init__(self, report):
-        super().__init__("simulation interrupted; .report covers what ran")
+    def __init__(self, report, what="simulation"):
+        super().__init__(f"{what} interrupted; .report covers what ran")
         self.report = report
 
 
@@ -240,35 +245,59 @@ def execute(scenario, seed=None, executor="onednn", warmup=2, max_wall_s=0, requ
     return report
 
 
-def compare_trace(scenario, trace, inference="", margin=0.10, seed=None):
-    """`vlasim compare --trace`: the scenario's first model predicted beside a PyTorch profiler
-    trace (.json or .json.gz; one inference per `inference` record_function range, found when
-    ""): compare.json as a dict, with "markdown" (it begins with what the measured side is) and
-    "predicted" (the prediction's report.json)."""
-    sc = scenario if isinstance(scenario, Scenario) else load(scenario)
-    out = _vlasim.compare_trace(sc._core, os.fspath(trace), inference, float(margin), -1 if seed is None else int(seed))
-    result = json.loads(out.compare_json)
-    result["markdown"] = out.markdown
-    result["predicted"] = Report(json.loads(out.predicted_json))
+def _comparison(files, frames):
+    """A comparison's files (`vlasim compare -o`'s text files by path) as compare() returns it."""
+    result = json.loads(files["compare.json"])
+    result["markdown"] = files["compare.md"]
+    for mode, key in (("simulate", "predicted"), ("execute", "measured")):
+        if mode + "/report.json" not in files:
+            continue
+        report = Report(json.loads(files[mode + "/report.json"]))
+        report.requests = _as_frame(requests_array(files[mode + "/requests.csv"]), frames)
+        result[key] = report
+        for section in ("streams", "control"):
+            if f"{mode}/{section}.csv" in files:
+                result.setdefault(section, {})[mode] = _as_frame(csv_array(files[f"{mode}/{section}.csv"]), frames)
+    if "drift.json" in files:
+        result["drift"] = json.loads(files["drift.json"])
+    result["files"] = dict(files)
     return result
 
 
-def compare(scenario, seed=None, executor="onednn", warmup=2, margin=0.10, max_wall_s=0):
-    """`vlasim compare`'s comparison: the scenario simulated, then run for real here, and the
-    two compared. Returns compare.json as a dict, with "markdown" (the end-to-end, per-stage,
-    per-op-kind tables and the KS and TOST verdicts) and "predicted" / "measured" (each run's
-    report.json). The command's Markdown adds the control, streaming, drift and co-run
-    sections, which this leaves out. Ctrl-C during the real run raises Interrupted whose
-    .report is the comparison of what ran."""
+def compare_trace(scenario, trace, inference="", margin=0.10, seed=None, frames=False):
+    """`vlasim compare --trace`: the scenario's first model predicted beside a PyTorch profiler
+    trace (.json or .json.gz; one inference per `inference` record_function range, found when
+    ""): compare.json as a dict, with "markdown" (compare.md: it begins with what the measured
+    side is), "predicted" (the prediction's Report, with .requests) and "files" (the text files
+    `vlasim compare --trace -o` writes, by path). The GIL is released; Ctrl-C stops the
+    prediction and raises Interrupted whose .report is the comparison of what it ran."""
+    sc = scenario if isinstance(scenario, Scenario) else load(scenario)
+    out = _vlasim.compare_trace(sc._core, os.fspath(trace), inference, float(margin), -1 if seed is None else int(seed))
+    result = _comparison(out.files, frames)
+    if out.interrupted:
+        raise Interrupted(result, "comparison")
+    return result
+
+
+def compare(scenario, seed=None, executor="onednn", warmup=2, margin=0.10, max_wall_s=0, frames=False):
+    """`vlasim compare`: the scenario simulated, then run for real here, and the two compared;
+    what `vlasim compare -o` writes, as data. Returns compare.json as a dict, with
+      "markdown": compare.md (the end-to-end, per-stage and per-op-kind tables, the KS and
+        TOST verdicts, then the control, streaming, drift and co-run sections);
+      "predicted" / "measured": each run's Report (report.json), with .requests;
+      "drift": drift.json (the machine's speed over the run, the service-time sensitivity,
+        the co-run slowdowns);
+      "streams" / "control": {"simulate": rows, "execute": rows} of streams.csv / control.csv
+        (record arrays), only where the scenario has streaming or control streams;
+      "files": every text file the command writes (plots and trace.json aside), by path.
+    The GIL is released; Ctrl-C during the real run raises Interrupted whose .report is the
+    comparison of what ran; max_wall_s > 0 stops the real run after that many seconds."""
     sc = scenario if isinstance(scenario, Scenario) else load(scenario)
     out = _vlasim.compare(sc._core, -1 if seed is None else int(seed), str(executor), int(warmup), float(margin),
                           float(max_wall_s))
-    result = json.loads(out.compare_json)
-    result["markdown"] = out.markdown
-    result["predicted"] = Report(json.loads(out.predicted_json))
-    result["measured"] = Report(json.loads(out.measured_json))
+    result = _comparison(out.files, frames)
     if out.interrupted:
-        raise Interrupted(result)
+        raise Interrupted(result, "comparison")
     return result
 
 
@@ -277,7 +306,9 @@ def calibrate(scenarios=(), out="profile.json", device="epyc-2vcpu", grid="quick
     """`vlasim calibrate`: operators profiled on this machine's executor into the device profile
     `out` (the scenarios' every op shape, and the shape grid `grid`: none, quick or full), run
     by the command's own code; `args` adds any other of its options (e.g. ["--base", P]).
-    Returns the profile as a dict. The GIL is released; Ctrl-C waits for its end."""
+    Returns the profile as a dict. The GIL is released; Ctrl-C stops it before the next
+    measurement and raises Interrupted whose .report is the profile of what was measured (the
+    sections so far, no host entry or in-context pass), which `out` then holds too."""
     argv = [os.fspath(s) for s in ([scenarios] if isinstance(scenarios, (str, os.PathLike)) else scenarios)]
     argv += ["-o", os.fspath(out), "--device", device, "--grid", grid, "--reps", str(int(reps))]
     if threads:
@@ -289,11 +320,14 @@ def calibrate(scenarios=(), out="profile.json", device="epyc-2vcpu", grid="quick
     if quiet:
         argv.append("-q")
     argv += [str(a) for a in args]
-    status = _vlasim.calibrate_command(argv)
-    if status != 0:
+    status, interrupted = _vlasim.calibrate_command(argv)
+    if status != 0 and not interrupted:
         raise RuntimeError(f"vlasim calibrate exited with status {status}")
     with open(out) as f:
-        return json.load(f)
+        profile = json.load(f)
+    if interrupted:
+        raise Interrupted(profile, "calibration")
+    return profile
 
 
 def registries():
@@ -342,8 +376,92 @@ def register_queue_policy(name, policy, description=""):
             return policy
     else:
         raise TypeError(f"a queue policy is a class with pick(view) or a function, not {type(policy).__name__}")
-    _vlasim.register_queue_policy(name, factory, description or (policy.__doc__ or "").strip().split("\n")[0])
-    _policies[name] = factory
+    _vlasim.register_queue_policy(name, factory, _first_line(policy, description))
+    _policies["queue " + name] = factory
+
+
+def _param_list(params):
+    """A policy's declared parameters, {name: description} or {name: (description, default)},
+    as (name, description, default text) triples."""
+    out = []
+    for name, spec in (params or {}).items():
+        description, default = (spec if isinstance(spec, (tuple, list)) else (spec, ""))
+        out.append((str(name), str(description), "" if default is None else str(default)))
+    return out
+
+
+def _first_line(policy, description):
+    return description or (policy.__doc__ or "").strip().split("\n")[0]
+
+
+def register_batch_policy(name, policy, description="", params=None):
+    """Registers a batching policy written in Python under `name`, which a scenario's
+    `policies: {batching: NAME}` (or `{name: NAME, params: {...}}`) then selects, in the
+    simulator as in the real runtime (scheduler/policy.h BatchPolicy).
+
+    `policy` is a class, made with the scenario's params as keyword arguments whenever a
+    scenario is loaded or run (its state is the run's), with
+      form(view, lead, max_batch): the batch a free unit runs around view.queue[lead] (the
+        item the queue policy picked): a list of indices into view.queue, the lead first, at
+        most max_batch, every item of the lead's plan and kind (WorkItem.kind, or .segment
+        where kind is -1); or (indices, size) to run it at `size` (padding included);
+      and optionally (attributes or methods; C++'s defaults otherwise):
+        sizes(max_batch): the increasing batch sizes form may run at, what a plan costs
+          (default 1, 2, 4, ... below max_batch, and max_batch: dynamic's); a list alone
+          runs at the smallest of them that holds it;
+        default_size: the batch size of units that declare none (default 1);
+        per_step: True schedules the action expert step by step (continuous batching);
+        step_overhead_seconds: host seconds before each such step (default 0).
+    Or a function form(view, lead, max_batch) (no parameters, the defaults).
+    `params`: the parameters the scenario may give, {name: description} or {name:
+    (description, default)}. An exception in the policy, or a batch form may not return (an
+    index outside the queue, twice, an item of another plan or kind, more than max_batch, a
+    size not in sizes), stops the run and is raised by the call. A built-in name is refused."""
+    if isinstance(policy, type):
+        def factory(p):
+            return policy(**p)
+    elif callable(policy):
+        form = policy
+
+        class _Form:
+            pass
+
+        def factory(p):
+            f = _Form()
+            f.form = form
+            return f
+    else:
+        raise TypeError(f"a batch policy is a class with form(view, lead, max_batch) or a function, not "
+                        f"{type(policy).__name__}")
+    _vlasim.register_batch_policy(name, factory, _first_line(policy, description), _param_list(params))
+    _policies["batch " + name] = factory
+
+
+def register_partition_policy(name, policy, description="", params=None):
+    """Registers a partition policy written in Python under `name`, which a model's
+    `partition: {name: NAME, params: {...}}` then selects, in the simulator as in the real
+    runtime (scheduler/partition.h PartitionPolicy).
+
+    `policy` is a class, made with the partition's params as keyword arguments, with
+      stage: the stage it cuts ("vision", "prefix", "action", "decode"; attribute or method);
+      cut: the blocks before its cut (attribute or method);
+      rules_at(blocks, cut): the placement of a model whose cut stage has `blocks` blocks, cut
+        after block `cut` (its own, or a dynamic zone's candidate): a list of
+        vlasim.PlacementSpec(stage, device, first_block=-1, last_block=-1), later rules
+        overriding earlier ones; raises ValueError when the cut does not fit (the scenario's
+        ConfigError at its partition).
+    Devices are "dev" or "dev.unit"; params named `first` and `second` are checked as
+    devices when the scenario is loaded, as block_split's are. `params` declares what the
+    scenario may give, as for register_batch_policy. Any other exception is raised by the
+    call that planned the scenario. A built-in name is refused."""
+    if not isinstance(policy, type):
+        raise TypeError(f"a partition policy is a class with stage, cut and rules_at(blocks, cut), not "
+                        f"{type(policy).__name__}")
+
+    def factory(p):
+        return policy(**p)
+    _vlasim.register_partition_policy(name, factory, _first_line(policy, description), _param_list(params))
+    _policies["partition " + name] = factory
 
 
 def csv_array(csv_text):

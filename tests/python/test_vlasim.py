@@ -238,6 +238,44 @@ class LongRuns(unittest.TestCase):
         self.assertEqual(p.stdout.strip(), "Interrupted KeyboardInterrupt True True", p.stderr)
 
 
+    def interrupted(self, code):
+        """Runs `code` in a Python of its own, sent SIGINT after 1 s; its last line of output."""
+        code = ("import os, signal, threading, vlasim\n"
+                "threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n" + code)
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        return p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr
+
+    def test_ctrl_c_stops_compare_trace_with_the_comparison_of_what_ran(self):
+        scenario = os.path.join(SRC, "scenarios", "trace", "pi0_tiny_cpu.yaml")
+        trace = os.path.join(SRC, "tests", "data", "torch_trace", "pi0_tiny_cpu_shapes.json.gz")
+        out = self.interrupted(
+            f"s = vlasim.load({scenario!r}).set('workload.0.duration_s', 2000000)\n"
+            "try:\n"
+            f"    vlasim.compare_trace(s, {trace!r})\n"
+            "    print('finished')\n"
+            "except vlasim.Interrupted as e:\n"
+            "    p = e.report['predicted']\n"
+            "    print(type(e).__name__, p['partial'], 0 < p['requests'] < 2000000, 'overall' in e.report)\n")
+        self.assertEqual(out, "Interrupted KeyboardInterrupt True True")
+
+    def test_ctrl_c_stops_calibrate_with_the_profile_of_what_was_measured(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "profile.json")
+            out = self.interrupted(
+                "import json\n"
+                "try:\n"
+                f"    vlasim.calibrate([], out={path!r}, grid='full', reps=1)\n"
+                "    print('finished')\n"
+                "except vlasim.Interrupted as e:\n"
+                f"    with open({path!r}) as f:\n"
+                "        print(type(e).__name__, json.load(f) == e.report, len(e.report['sections']) <= 1)\n")
+            self.assertEqual(out, "Interrupted True True")
+            with open(path) as f:
+                profile = json.load(f)
+        # Stopped before the memcpy sizes, which are timed after every op of the grid.
+        self.assertFalse(profile.get("memcpy", {}).get("points"), profile.get("memcpy"))
+
+
 ROBION = os.path.join(SRC, "scenarios", "systems", "robion_serving_h100.yaml")
 
 
@@ -319,6 +357,232 @@ class PythonPolicies(unittest.TestCase):
             vlasim.register_queue_policy("esf", EsfInPython)
 
 
+SERVING = os.path.join(SRC, "scenarios", "systems", "robion_serving_h100.yaml")
+OMNI = os.path.join(SRC, "scenarios", "systems", "robion_vllm_omni_h100.yaml")
+
+
+class DynamicInPython:
+    """The C++ dynamic batching (scheduler/policy.cc DynamicBatch, batch_items): the lead, then
+    up to max_batch - 1 items of its plan and kind, earliest deadline first (ties: joined
+    first, then request id), run at the smallest power of two that holds them."""
+    forms = 0
+    largest = 0
+
+    def __init__(self, size=1):
+        self.default_size = size
+
+    def form(self, v, lead, max_batch):
+        DynamicInPython.forms += 1
+        q = v.queue
+
+        def kind(w):
+            return w.kind if w.kind >= 0 else w.segment
+        rest = [i for i, w in enumerate(q) if i != lead and w.plan == q[lead].plan and kind(w) == kind(q[lead])]
+        rest.sort(key=lambda i: (q[i].deadline, q[i].ready, q[i].request))
+        batch = [lead] + rest[:max_batch - 1]
+        DynamicInPython.largest = max(DynamicInPython.largest, len(batch))
+        return batch
+
+
+class ContinuousInPython(DynamicInPython):
+    """The C++ continuous batching: dynamic's batches, the action expert step by step, each
+    step first costing inspect_ms of host time."""
+    per_step = True
+
+    def __init__(self, size=1, inspect_ms=0):
+        super().__init__(size)
+        self.step_overhead_seconds = inspect_ms / 1000
+
+
+class FixedInPython(DynamicInPython):
+    """The C++ fixed batching: dynamic's items, always run at the unit's batch size."""
+
+    def sizes(self, max_batch):
+        return [max_batch]
+
+    def form(self, v, lead, max_batch):
+        return super().form(v, lead, max_batch), max_batch
+
+
+def short(path, seconds=2):
+    s = vlasim.load(path)
+    s.set("workload.0.duration_s", seconds).set("workload.1.duration_s", seconds)
+    return s
+
+
+SIZE = {"size": ("batch size of units that give no `batch:` of their own", 1)}
+
+
+class PythonBatchPolicies(unittest.TestCase):
+    def assert_twin(self, path, cpp, py):
+        s = short(path)
+        s.set("policies.batching", cpp)
+        expected = _vlasim.simulate(s._core, 5)
+        s.set("policies.batching", py)
+        DynamicInPython.forms = DynamicInPython.largest = 0
+        got = _vlasim.simulate(s._core, 5)
+        self.assertGreater(DynamicInPython.forms, 100)
+        self.assertGreater(DynamicInPython.largest, 1)  # it did batch
+        self.assertEqual(got.report_json.replace(py, cpp), expected.report_json)
+        self.assertEqual(got.requests_csv, expected.requests_csv)
+
+    def test_a_python_dynamic_batching_gives_the_cpp_ones_report_and_requests(self):
+        vlasim.register_batch_policy("py_dynamic", DynamicInPython, params=SIZE)
+        self.assert_twin(SERVING, "dynamic", "py_dynamic")
+
+    def test_a_python_fixed_batching_gives_the_cpp_ones_report_and_requests(self):
+        vlasim.register_batch_policy("py_fixed", FixedInPython, params=SIZE)
+        self.assert_twin(SERVING, "fixed", "py_fixed")
+
+    def test_a_python_continuous_batching_gives_the_cpp_ones_report_and_requests(self):
+        vlasim.register_batch_policy("py_continuous", ContinuousInPython,
+                                     params=dict(SIZE, inspect_ms="host ms before each step"))
+        s = short(OMNI)
+        expected = _vlasim.simulate(s._core, 5)
+        s.set("policies.batching.name", "py_continuous")
+        DynamicInPython.forms = 0
+        got = _vlasim.simulate(s._core, 5)
+        self.assertGreater(DynamicInPython.forms, 100)
+        self.assertEqual(got.report_json.replace("py_continuous", "continuous"), expected.report_json)
+        self.assertEqual(got.requests_csv, expected.requests_csv)
+
+    def test_params_reach_the_policy_and_undeclared_ones_are_refused(self):
+        made = []
+
+        class Sized(DynamicInPython):
+            def __init__(self, size=1):
+                made.append(size)
+                super().__init__(size)
+        vlasim.register_batch_policy("py_sized", Sized, params=SIZE)
+        d = small_dict()
+        d["policies"]["batching"] = {"name": "py_sized", "params": {"size": 4}}
+        d["policies"]["pipeline"] = {"name": "async", "params": {"depth": 4}}
+        self.assertEqual(vlasim.simulate(d)["finished"], vlasim.simulate(small_dict())["finished"])
+        self.assertEqual(set(made), {4})
+        d["policies"]["batching"]["params"] = {"sise": 4}
+        with self.assertRaises(vlasim.ConfigError) as cm:
+            vlasim.load(d)
+        self.assertIn("size", str(cm.exception))  # the valid names are listed
+
+    def bad_return(self, name, form, error, pattern):
+        vlasim.register_batch_policy(name, form)
+        s = short(SERVING)
+        s.set("policies.batching", name)
+        with self.assertRaisesRegex(error, pattern):
+            vlasim.simulate(s)
+        s.set("policies.batching", "dynamic")
+        self.assertGreater(vlasim.simulate(s)["finished"], 0)  # the error does not stay behind
+
+    def test_batches_form_may_not_return_raise(self):
+        def other_kind(v, lead, max_batch):
+            q = v.queue
+            others = [i for i, w in enumerate(q) if (w.plan, w.kind, w.segment) != (q[lead].plan, q[lead].kind,
+                                                                                   q[lead].segment)]
+            return [lead] + others[:1]
+        self.bad_return("py_out_of_range", lambda v, lead, m: [lead, len(v.queue)], IndexError, "py_out_of_range")
+        self.bad_return("py_twice", lambda v, lead, m: [lead, lead], ValueError, "twice")
+        self.bad_return("py_not_lead_first", lambda v, lead, m: [i for i in range(len(v.queue)) if i != lead] + [lead],
+                        ValueError, "lead")
+        self.bad_return("py_other_kind", other_kind, ValueError, "plan and kind")
+        self.bad_return("py_bad_size", lambda v, lead, m: ([lead], 3), ValueError, "sizes")
+        self.bad_return("py_not_a_list", lambda v, lead, m: "0", TypeError, "not a list")
+
+    def test_an_exception_in_form_is_raised(self):
+        def broken(v, lead, max_batch):
+            raise ZeroDivisionError("batch bug")
+        self.bad_return("py_batch_broken", broken, ZeroDivisionError, "batch bug")
+
+    def test_bad_sizes_and_a_built_in_name_are_refused(self):
+        class BadSizes(DynamicInPython):
+            def sizes(self, max_batch):
+                return [2, 1]
+        vlasim.register_batch_policy("py_bad_sizes", BadSizes, "sizes out of order")
+        s = short(SERVING).set("policies.batching", "py_bad_sizes")
+        with self.assertRaisesRegex(ValueError, "increasing"):
+            vlasim.simulate(s)
+        with self.assertRaises(ValueError):
+            vlasim.register_batch_policy("dynamic", DynamicInPython)
+        entry = [e for e in vlasim.registries()["batching_policies"] if e["name"] == "py_bad_sizes"]
+        self.assertEqual(entry[0]["description"], "[python] sizes out of order")
+
+
+class BlockSplitInPython:
+    """The C++ block_split (scheduler/partition.cc BlockSplit)."""
+    calls = []
+
+    def __init__(self, after_block, first, second, stage="prefix", second_stages=()):
+        self.stage, self.cut = stage, after_block
+        self.first, self.second, self.second_stages = first, second, list(second_stages)
+
+    def rules_at(self, blocks, cut):
+        BlockSplitInPython.calls.append((blocks, cut))
+        if cut < 0 or cut > blocks:
+            raise ValueError(f"after_block {cut} is outside 0..{blocks} (the stage's blocks)")
+        out = [vlasim.PlacementSpec(s, self.first) for s in ("vision", "prefix", "action", "decode", "head")]
+        if cut < blocks:
+            out.append(vlasim.PlacementSpec(self.stage, self.second, cut, blocks - 1))
+        return out + [vlasim.PlacementSpec(s, self.second) for s in self.second_stages]
+
+
+SPLIT_PARAMS = {k: k for k in ("stage", "after_block", "first", "second", "second_stages")}
+
+
+def split_dict(policy, after_block=2):
+    d = small_dict()
+    d["hardware"]["devices"][0]["core_groups"] = [{"name": "a", "cores": 1}, {"name": "b", "cores": 1}]
+    d["models"][0].pop("placement")
+    d["models"][0]["partition"] = {"name": policy, "params": {
+        "stage": "prefix", "after_block": after_block, "first": "cpu0.a", "second": "cpu0.b",
+        "second_stages": ["action"]}}
+    d["workload"][0]["rate_hz"] = 6
+    return d
+
+
+class PythonPartitionPolicies(unittest.TestCase):
+    def test_a_python_block_split_gives_the_cpp_ones_report_and_requests(self):
+        vlasim.register_partition_policy("py_block_split", BlockSplitInPython, params=SPLIT_PARAMS)
+        for cut in (0, 2, 4):
+            cpp = _vlasim.simulate(vlasim.load(split_dict("block_split", cut))._core)
+            BlockSplitInPython.calls = []
+            py = _vlasim.simulate(vlasim.load(split_dict("py_block_split", cut))._core)
+            self.assertIn(cut, [c for _, c in BlockSplitInPython.calls])
+            self.assertEqual(py.report_json, cpp.report_json)
+            self.assertEqual(py.requests_csv, cpp.requests_csv)
+        # the cut moves work between the core groups
+        self.assertNotEqual(without_file(vlasim.simulate(split_dict("py_block_split", 0))),
+                            without_file(vlasim.simulate(split_dict("py_block_split", 4))))
+
+    def test_a_cut_that_does_not_fit_is_the_scenarios_config_error(self):
+        vlasim.register_partition_policy("py_block_split", BlockSplitInPython, params=SPLIT_PARAMS)
+        with self.assertRaises(vlasim.ConfigError) as cm:
+            vlasim.simulate(split_dict("py_block_split", 99))
+        self.assertIn("after_block 99 is outside", str(cm.exception))
+        self.assertIn("partition", cm.exception.key)
+
+    def test_rules_that_are_not_placement_specs_raise(self):
+        class Tuples(BlockSplitInPython):
+            def rules_at(self, blocks, cut):
+                return [("prefix", "cpu0.a")]
+
+        class Broken(BlockSplitInPython):
+            def rules_at(self, blocks, cut):
+                raise ZeroDivisionError("partition bug")
+        vlasim.register_partition_policy("py_tuples", Tuples, params=SPLIT_PARAMS)
+        vlasim.register_partition_policy("py_broken_split", Broken, params=SPLIT_PARAMS)
+        with self.assertRaisesRegex(TypeError, "PlacementSpec"):
+            vlasim.simulate(split_dict("py_tuples"))
+        with self.assertRaisesRegex(ZeroDivisionError, "partition bug"):
+            vlasim.simulate(split_dict("py_broken_split"))
+        self.assertGreater(vlasim.simulate(split_dict("block_split"))["finished"], 0)
+
+    def test_a_bad_stage_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "stage"):
+            vlasim.PlacementSpec("nowhere", "cpu0.a")
+        self.assertEqual(vlasim.PlacementSpec("prefix", "cpu0.b", 1, 5).last_block, 5)
+        with self.assertRaises(ValueError):
+            vlasim.register_partition_policy("block_split", BlockSplitInPython)
+
+
 class ModelTools(unittest.TestCase):
     def test_leaderboard_rows_are_the_commands_csv(self):
         lb = vlasim.leaderboard("pi0_small", devices=["h100-sxm", "rtx4090"])
@@ -372,7 +636,11 @@ class RealRuns(unittest.TestCase):
                            stderr=subprocess.DEVNULL)
             with open(os.path.join(out, "compare.json")) as f:
                 expected = json.load(f)
-        self.assertEqual({k: v for k, v in c.items() if k not in ("markdown", "predicted")}, expected)
+            for name, text in c["files"].items():
+                with open(os.path.join(out, name)) as f:
+                    self.assertEqual(text, f.read(), name)
+        self.assertEqual({k: v for k, v in c.items() if k not in ("markdown", "predicted", "files")}, expected)
+        self.assertEqual(set(c["files"]), {"compare.json", "compare.md", "simulate/report.json", "simulate/requests.csv"})
         self.assertTrue(c["markdown"].startswith("Measured side: PyTorch trace"))
 
     def test_a_missing_trace_raises_config_error_naming_it(self):
@@ -412,6 +680,59 @@ class RealRuns(unittest.TestCase):
         r = vlasim.execute(s, warmup=1)
         self.assertEqual(r["finished"], r["requests"])
         self.assertTrue(calls and max(calls) > 1, calls)
+
+    def test_a_python_batch_policy_drives_the_real_runtime(self):
+        batches = []
+
+        class Recording(DynamicInPython):
+            def form(self, v, lead, max_batch):
+                batch = super().form(v, lead, max_batch)
+                batches.append(len(batch))
+                return batch
+        vlasim.register_batch_policy("py_batch_runtime", Recording)
+        d = small_dict()
+        d["hardware"]["devices"][0]["core_groups"][0]["batch"] = 4
+        d["policies"]["pipeline"] = {"name": "async", "params": {"depth": 4}}
+        d["policies"]["batching"] = "py_batch_runtime"
+        # Ten requests within 50 ms queue on any host, so batches of several form.
+        s = vlasim.load(d).set("workload.0.rate_hz", 200).set("workload.0.duration_s", 0.05)
+        r = vlasim.execute(s, warmup=1)
+        self.assertEqual(r["finished"], r["requests"])
+        self.assertEqual(r.failed, 0)
+        self.assertTrue(batches and max(batches) > 1, batches)
+
+    def test_compare_returns_what_the_command_writes(self):
+        s = vlasim.load(SMALL).set("workload.0.duration_s", 1)
+        c = vlasim.compare(s, warmup=1)
+        with tempfile.TemporaryDirectory() as out:
+            with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=out, delete=False) as f:
+                f.write(s.yaml())
+            subprocess.run([VLASIM_BIN, "compare", f.name, "--warmup", "1", "-q", "-o", os.path.join(out, "c")],
+                           check=True, stderr=subprocess.DEVNULL)
+            written = {os.path.relpath(os.path.join(d, n), os.path.join(out, "c"))
+                       for d, _, names in os.walk(os.path.join(out, "c")) for n in names}
+            with open(os.path.join(out, "c", "drift.json")) as f:
+                drift = json.load(f)
+        self.assertEqual(set(c["files"]), {n for n in written if n.endswith((".json", ".md", ".csv"))
+                                           and not n.endswith("trace.json")})
+        self.assertEqual(set(c["drift"]), set(drift))
+        self.assertEqual(c["drift"], json.loads(c["files"]["drift.json"]))
+        self.assertIn("sensitivity", c["markdown"].lower())
+        self.assertTrue(c["markdown"].startswith(c["files"]["compare.md"][:200]))
+        self.assertEqual(len(c["measured"].requests), c["measured"]["requests"])
+
+    def test_compare_gives_streams_rows_of_a_streaming_scenario(self):
+        d = small_dict()
+        d["hardware"]["devices"][0]["core_groups"] = [{"name": "vlm", "cores": 1}, {"name": "ae", "cores": 1}]
+        d["models"][0]["placement"] = [{"stages": ["vision", "prefix"], "device": "cpu0.vlm"},
+                                       {"stages": ["action"], "device": "cpu0.ae"}]
+        d["workload"] = [{"name": "vlm", "model": "pi0s", "rate_hz": 2, "duration_s": 1, "stages": ["vision", "prefix"]},
+                         {"name": "act", "model": "pi0s", "rate_hz": 4, "duration_s": 1, "stages": ["action"]}]
+        c = vlasim.compare(d, warmup=1)
+        self.assertEqual(set(c["streams"]), {"simulate", "execute"})
+        self.assertEqual(list(c["streams"]["execute"].stream), ["vlm", "act"])
+        self.assertEqual(int(c["streams"]["execute"].requests.sum()), c["measured"]["requests"])
+        self.assertIn("simulate/streams.md", c["files"])
 
     def test_an_unknown_executor_raises_config_error(self):
         with self.assertRaises(vlasim.ConfigError):
