@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "cli/commands.h"
 #include "executors/calibration/calibrate.h"
 #include "executors/calibration/host_measure.h"
+#include "executors/stop_signal.h"
 #include "sim/measured/profile.h"
 
 namespace vlasim::cli {
@@ -23,13 +25,15 @@ struct GpuCalibration {
   bool graph = false;    // --graph
 };
 
-// A calibration Common::should_stop ended (`why`): the sections measured so far are written
-// (no host entry, no in-context pass); returns a SIGINT's status, as for a run a signal ended.
+// A calibration Common::should_stop ended (`why`): what was measured so far is written (the
+// grid's sections; the host entry and the in-context scenarios when it got that far); returns
+// the signal's status (130 SIGINT, 143 SIGTERM; 130 for a caller's own stop hook).
 int stopped_early(const DeviceProfile& profile, const std::string& out_path, const std::string& why) {
   save_profile(profile, out_path);
   std::cerr << "stopped early: " << why << "; " << out_path << " holds the " << profile.sections.size()
             << " section(s) measured so far\n";
-  return 128 + SIGINT;
+  const int status = StopSignals::exit_status();  // 0 when a caller's own hook stopped it
+  return status ? status : 128 + SIGINT;
 }
 
 int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, const std::string& out_path,
@@ -117,6 +121,8 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
     if (!quiet) std::cerr << "measuring the host: memory bandwidth per core group, alone and loaded...\n";
     profile.host = measure_host(hm);
   }
+  if (const std::string why = c.should_stop ? c.should_stop() : ""; !why.empty())
+    return stopped_early(profile, out_path, why);
   if (!gpu && !quiet) std::cout << host_entry_text(profile.host, profile.logical_cpus);
   if (in_context) {
     io.executor = executor;
@@ -124,6 +130,7 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
     const HostEntry before = profile.host;
     std::vector<CorunDetail> details;
     io.corun_details = &details;
+    io.should_stop = c.should_stop;
     for (const InContextSummary& r : calibrate_in_context(profile, loaded, io))
       std::printf("in context %-28s %3d requests: ops %.3f ms, segments %.3f ms, latency %.3f ms\n",
                     r.scenario.c_str(), r.requests, r.op_seconds * 1e3, r.wall_seconds * 1e3,
@@ -144,6 +151,10 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
           }
         std::printf("\n");
       }
+    if (const std::string why = c.should_stop ? c.should_stop() : ""; !why.empty()) {
+      if (sentinel) profile.sentinel = sentinel->stop();
+      return stopped_early(profile, out_path, why);
+    }
   }
   if (sentinel) {
     profile.sentinel = sentinel->stop();
@@ -207,7 +218,15 @@ Command add_calibrate(CLI::App& app) {
                   "with --in-context: start from this profile instead of measuring the grid and graphs");
   cal->add_flag("-q,--quiet", a->quiet, "no progress bar");
   add_progress_flag(cal, a->progress);
-  return {cal, [a](const Common& c) {
+  return {cal, [a](const Common& given) {
+            // From the command line, SIGINT / SIGTERM end the calibration with what it measured
+            // (exit 130 / 143); a caller with its own stop hook (Python's) keeps it.
+            std::optional<StopSignals> signals;
+            Common c = given;
+            if (!c.should_stop) {
+              signals.emplace();
+              c.should_stop = [] { return StopSignals::reason(); };
+            }
             return run_calibrate(c, a->scenarios, a->out, a->device, a->threads, a->dtypes, a->grid, a->reps,
                                  a->executor, a->in_context, a->io, a->base, a->gpu, a->quiet, a->progress);
           }};

@@ -163,6 +163,9 @@ struct InContextOptions {
   std::function<void(int, int, const std::string&)> progress;  // (done, total, scenario name)
   // When given, receives what lies behind each co-run figure stored (CorunDetail), in key order.
   std::vector<CorunDetail>* corun_details = nullptr;
+  // Asked before each scenario; a non-empty answer (the reason) ends the pass there: the
+  // scenarios measured so far are folded into the profile as a finished pass's are.
+  std::function<std::string()> should_stop;
 };
 
 // What the co-run pass saw behind one figure it stored (for calibrate's log: how much of the

@@ -427,6 +427,7 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
   std::map<std::string, CorunSamples> corun;  // by corun_key, over every scenario
   int done = 0;
   for (const Scenario& s : scenarios) {
+    if (o.should_stop && !o.should_stop().empty()) break;
     out.push_back(run_in_context(s, *roofline, prof, o, samples, runs, corun));
     if (o.progress) o.progress(++done, static_cast<int>(scenarios.size()), s.name);
   }

@@ -245,6 +245,19 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["requests"] >= r["finished"] and r["requests"] < 600, r
 PY
+# calibrate in context stops on SIGINT / SIGTERM before its next scenario and writes what it
+# measured (the base's sections and the scenarios done), exit 130 / 143.
+for sig in INT:130 TERM:143; do
+  rm -f "$tmp/cal_sig.json"
+  "$bin" calibrate --base "$tmp/none.json" --in-context "$src/scenarios/validation/single_fp32.yaml" \
+    "$src/scenarios/validation/split1_serial.yaml" "$src/scenarios/validation/split3_serial.yaml" -q \
+    -o "$tmp/cal_sig.json" >/dev/null 2>"$tmp/cal_sig.err" &
+  pid=$!; t0=$SECONDS; sleep 2; kill -"${sig%%:*}" "$pid"; wait "$pid"; rc=$?
+  check "calibrate --in-context: exit ${sig##*:} on SIG${sig%%:*} (got $rc)" test "$rc" -eq "${sig##*:}"
+  check "calibrate --in-context: stops within 30 s of SIG${sig%%:*} (took $((SECONDS - t0)) s)" test $((SECONDS - t0)) -lt 30
+  check "calibrate --in-context: says it stopped early" grep -q "stopped early" "$tmp/cal_sig.err"
+  check "calibrate --in-context: the profile it wrote loads" "$bin" --profile "$tmp/cal_sig.json" list host
+done
 
 # Progress: --progress forces the line off a terminal; it ends at 100% with the simulated time,
 # the requests ended and the events a second; without it (not a terminal here) nothing.
