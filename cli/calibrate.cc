@@ -36,6 +36,25 @@ int stopped_early(const DeviceProfile& profile, const std::string& out_path, con
   return status ? status : 128 + SIGINT;
 }
 
+// Prints the co-run slowdowns of `after` that `before` did not hold (a base's others are kept),
+// each with how it was timed and the time off the CPU the figure leaves out.
+void print_new_corun(const HostEntry& before, const HostEntry& after, const std::vector<CorunDetail>& details) {
+  for (const CorunSlowdown& cs : after.corun)
+    if (const CorunSlowdown* old = before.corun_for(cs.key); !old || !(*old == cs)) {
+      std::printf("co-run x%.3f %s: %d runs, %.0f%% overlapped", cs.slowdown, cs.segment.c_str(), cs.runs,
+                  100 * cs.overlap);
+      for (const CorunDetail& d : details)
+        if (d.key == cs.key) {
+          std::printf(" (%s; wall time x%.3f, alone %.3f ms, loaded %.3f ms", d.cpu_time ? "CPU time" : "wall time",
+                      d.wall_ratio, 1e3 * d.alone_s, 1e3 * d.loaded_s);
+          if (d.off_cpu_alone >= 0 && d.off_cpu_loaded >= 0)
+            std::printf(", off CPU %.1f%% alone, %.1f%% loaded", 100 * d.off_cpu_alone, 100 * d.off_cpu_loaded);
+          std::printf(")");
+        }
+      std::printf("\n");
+    }
+}
+
 int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, const std::string& out_path,
                   const std::string& device, const std::vector<int>& threads,
                   const std::vector<std::string>& dtypes, const std::string& grid, int reps,
@@ -135,22 +154,7 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
       std::printf("in context %-28s %3d requests: ops %.3f ms, segments %.3f ms, latency %.3f ms\n",
                     r.scenario.c_str(), r.requests, r.op_seconds * 1e3, r.wall_seconds * 1e3,
                     r.latency_seconds * 1e3);
-    // The co-run slowdowns this run measured (a base's others are kept).
-    for (const CorunSlowdown& cs : profile.host.corun)
-      if (const CorunSlowdown* old = before.corun_for(cs.key); !old || !(*old == cs)) {
-        std::printf("co-run x%.3f %s: %d runs, %.0f%% overlapped", cs.slowdown, cs.segment.c_str(), cs.runs,
-                    100 * cs.overlap);
-        // How it was timed, and the time off the CPU the figure leaves out.
-        for (const CorunDetail& d : details)
-          if (d.key == cs.key) {
-            std::printf(" (%s; wall time x%.3f, alone %.3f ms, loaded %.3f ms", d.cpu_time ? "CPU time" : "wall time",
-                        d.wall_ratio, 1e3 * d.alone_s, 1e3 * d.loaded_s);
-            if (d.off_cpu_alone >= 0 && d.off_cpu_loaded >= 0)
-              std::printf(", off CPU %.1f%% alone, %.1f%% loaded", 100 * d.off_cpu_alone, 100 * d.off_cpu_loaded);
-            std::printf(")");
-          }
-        std::printf("\n");
-      }
+    print_new_corun(before, profile.host, details);
     if (const std::string why = c.should_stop ? c.should_stop() : ""; !why.empty()) {
       if (sentinel) profile.sentinel = sentinel->stop();
       return stopped_early(profile, out_path, why);
