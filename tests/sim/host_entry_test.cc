@@ -74,6 +74,20 @@ void replace(std::string& t, const std::string& a, const std::string& b) {
   t.replace(at, a.size(), b);
 }
 
+// "key: message" of the error parse_profile gives profile text `text` with `a` replaced by `b`
+// (an error naming another file fails), or "accepted".
+std::string refused_edit(const std::string& text, const std::string& a, const std::string& b) {
+  std::string bad = text;
+  replace(bad, a, b);
+  try {
+    parse_profile(bad, "bad.json");
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.file(), "bad.json");
+    return e.key() + ": " + e.message();
+  }
+  return "accepted";
+}
+
 TEST(HostEntry, BadEntriesAreRefusedByKey) {
   EXPECT_EQ(refused_key([](std::string& t) { replace(t, "\"alone_bw\": 12500000000.0", "\"alone_bw\": -1"); }),
             "host.groups[0].alone_bw: must be > 0: from 1e8 to 1e13 bytes/s (0.1 GB/s to 10 TB/s)");
@@ -275,17 +289,7 @@ TEST(HostEntry, CorunSlowdownsRoundTripAndBadOnesAreRefusedByKey) {
   ASSERT_NE(p.host.corun_for("00000000000000aa-0000000000000002"), nullptr);
   EXPECT_EQ(p.host.corun_for("00000000000000aa-0000000000000002")->runs, 40);
   EXPECT_EQ(p.host.corun_for("nope"), nullptr);
-  auto refused = [&](const std::string& a, const std::string& b) {
-    std::string bad = text;
-    replace(bad, a, b);
-    try {
-      parse_profile(bad, "bad.json");
-    } catch (const ConfigError& e) {
-      EXPECT_EQ(e.file(), "bad.json");
-      return e.key() + ": " + e.message();
-    }
-    return std::string("accepted");
-  };
+  auto refused = [&](const std::string& a, const std::string& b) { return refused_edit(text, a, b); };
   EXPECT_EQ(refused("\"slowdown\": 1.18", "\"slowdown\": -1.18"), "host.corun[0].slowdown: must be > 0");
   EXPECT_EQ(refused("\"slowdown\": 1.18", "\"slowdown\": 1e9"), "host.corun[0].slowdown: must be at most 100");
   EXPECT_EQ(refused("\"overlap\": 0.93", "\"overlap\": 1.5"),
@@ -545,16 +549,7 @@ TEST(HostEntry, TheProfileKeepsTheCalibrationsLoadBesideItsSentinel) {
   p.sentinel.steal = 0.0625;
   const std::string text = profile_to_json(p);
   EXPECT_EQ(parse_profile(text, "p.json").sentinel, p.sentinel);
-  auto refused = [&](const std::string& a, const std::string& b) {
-    std::string bad = text;
-    replace(bad, a, b);
-    try {
-      parse_profile(bad, "bad.json");
-    } catch (const ConfigError& e) {
-      return e.key() + ": " + e.message();
-    }
-    return std::string("accepted");
-  };
+  auto refused = [&](const std::string& a, const std::string& b) { return refused_edit(text, a, b); };
   EXPECT_EQ(refused("\"others_cpu\": 0.125", "\"others_cpu\": 1.5"),
             "sentinel_load.others_cpu: must be from a share of the machine's CPU time, 0 to 1");
   nlohmann::json j = nlohmann::json::parse(text);
