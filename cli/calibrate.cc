@@ -125,9 +125,11 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
   // The drift sentinel watches the machine's own speed over the whole calibration (CPU).
   std::unique_ptr<SentinelWatch> sentinel;
   if (!gpu) sentinel = std::make_unique<SentinelWatch>();
+  // Why the caller asks the calibration to end now ("" to go on).
+  const auto stop_reason = [&c]() -> std::string { return c.should_stop ? c.should_stop() : ""; };
   o.should_stop = c.should_stop;
   DeviceProfile profile = base.empty() ? calibrate(o) : load_profile(base);
-  if (const std::string why = c.should_stop ? c.should_stop() : ""; !why.empty())
+  if (const std::string why = stop_reason(); !why.empty())
     return stopped_early(profile, out_path, why);
   if (!base.empty())
     if (std::string why = profile_isa_problem(profile, base, host_info().isa); !why.empty())
@@ -140,7 +142,7 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
     if (!quiet) std::cerr << "measuring the host: memory bandwidth per core group, alone and loaded...\n";
     profile.host = measure_host(hm);
   }
-  if (const std::string why = c.should_stop ? c.should_stop() : ""; !why.empty())
+  if (const std::string why = stop_reason(); !why.empty())
     return stopped_early(profile, out_path, why);
   if (!gpu && !quiet) std::cout << host_entry_text(profile.host, profile.logical_cpus);
   if (in_context) {
@@ -155,7 +157,7 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
                     r.scenario.c_str(), r.requests, r.op_seconds * 1e3, r.wall_seconds * 1e3,
                     r.latency_seconds * 1e3);
     print_new_corun(before, profile.host, details);
-    if (const std::string why = c.should_stop ? c.should_stop() : ""; !why.empty()) {
+    if (const std::string why = stop_reason(); !why.empty()) {
       if (sentinel) profile.sentinel = sentinel->stop();
       return stopped_early(profile, out_path, why);
     }
