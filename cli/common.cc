@@ -194,14 +194,12 @@ void tell_auto_dtypes(const Scenario& s) {
                 << "\n";
 }
 
-std::string host_entry_problem(const DeviceProfile& p) {
+std::string host_entry_elsewhere(const DeviceProfile& p) {
   const HostInfo& h = host_info();
-  if (p.host.empty()) return "the profile has no host entry (made before calibrate measured the host)";
-  if (p.machine != h.cpu_model || p.isa != h.isa || p.logical_cpus != h.logical_cpus)
-    return "the profile's host entry was measured on " + p.machine + " (ISA " + p.isa + ", " +
-           std::to_string(p.logical_cpus) + " CPUs), not this machine (" + h.cpu_model + ", ISA " + h.isa + ", " +
-           std::to_string(h.logical_cpus) + " CPUs)";
-  return "";
+  if (p.machine == h.cpu_model && p.isa == h.isa && p.logical_cpus == h.logical_cpus) return "";
+  return "measured on " + p.machine + " (ISA " + p.isa + ", " + std::to_string(p.logical_cpus) +
+         " CPUs), not this machine (" + h.cpu_model + ", ISA " + h.isa + ", " + std::to_string(h.logical_cpus) +
+         " CPUs): the prediction describes that machine, as the profile's op times do";
 }
 
 void use_host_entry(Scenario& s, bool quiet) {
@@ -210,21 +208,24 @@ void use_host_entry(Scenario& s, bool quiet) {
   const DeviceProfile prof = load_profile(ref.path);
   for (DeviceInstance& d : s.devices) {
     if (d.spec.type != DeviceType::Cpu || d.spec.name != prof.catalog_device) continue;
-    const std::string why = host_entry_problem(prof);
-    if (why.empty()) apply_host_entry(d.spec, prof.host, prof.logical_cpus);
+    if (prof.host.empty()) {
+      if (!quiet)
+        std::fprintf(stderr, "cpu device '%s': catalog entry '%s' (the profile has no host entry: made before "
+                     "calibrate measured the host)\n", d.name.c_str(), d.spec.name.c_str());
+      continue;
+    }
+    apply_host_entry(d.spec, prof.host, prof.logical_cpus);
     if (quiet) continue;
-    if (why.empty())
-      std::fprintf(stderr,
-                   "cpu device '%s': the host entry of %s (this machine, measured %s) stands for catalog '%s': "
-                   "core %.1f GB/s alone, %.1f GB/s with every core streaming, node %.1f GB/s, LLC %.1f MB%s; "
-                   "%zu measured co-run slowdown(s)\n",
-                   d.name.c_str(), ref.path.c_str(), prof.date.c_str(), d.spec.name.c_str(), d.spec.core_bw / 1e9,
-                   d.spec.core_bw_loaded / 1e9, d.spec.mem_bw / 1e9, d.spec.l2_bytes / 1e6,
-                   llc_problem(prof.host).empty() ? "" : " (the catalog's: the measured one is implausible, see `vlasim list host`)",
-                   prof.host.corun.size());
-    else
-      std::fprintf(stderr, "cpu device '%s': catalog entry '%s' (%s)\n", d.name.c_str(), d.spec.name.c_str(),
-                   why.c_str());
+    const std::string elsewhere = host_entry_elsewhere(prof);
+    std::fprintf(stderr,
+                 "cpu device '%s': the host entry of %s (%s, measured %s) stands for catalog '%s': "
+                 "core %.1f GB/s alone, %.1f GB/s with every core streaming, node %.1f GB/s, LLC %.1f MB%s; "
+                 "%zu measured co-run slowdown(s)\n",
+                 d.name.c_str(), ref.path.c_str(), elsewhere.empty() ? "this machine" : elsewhere.c_str(),
+                 prof.date.c_str(), d.spec.name.c_str(), d.spec.core_bw / 1e9, d.spec.core_bw_loaded / 1e9,
+                 d.spec.mem_bw / 1e9, d.spec.l2_bytes / 1e6,
+                 llc_problem(prof.host).empty() ? "" : " (the catalog's: the measured one is implausible, see `vlasim list host`)",
+                 prof.host.corun.size());
   }
 }
 

@@ -132,18 +132,20 @@ struct Prepared {
 // Says on stderr which dtype each `dtype: auto` model got on this machine.
 void tell_auto_dtypes(const Scenario& s);
 
-// Why the host entry of profile `p` cannot stand for this machine's CPU ("" when it can): it
-// has none, or it was measured on another machine (CPU model, oneDNN ISA or CPU count differ).
-std::string host_entry_problem(const DeviceProfile& p);
+// "" when profile `p` was made on this machine (same CPU model, oneDNN ISA and CPU count), else
+// which machine it was made on, for people.
+std::string host_entry_elsewhere(const DeviceProfile& p);
 
 // Where the simulator's CPU figures are chosen: every CPU device of `s` whose catalog entry
 // the scenario's profile stands for takes the profile's host entry (sim/measured/profile.h
-// apply_host_entry) when it was measured on this machine, else keeps the catalog entry; says
-// on stderr which, unless quiet. Nothing happens without a profiled cost model.
+// apply_host_entry) when it has one, wherever it was measured (a profile describes the machine
+// it was made on: its op times and its host entry together), else keeps the catalog entry; says
+// on stderr which, and whether the entry is this machine's, unless quiet. Nothing happens
+// without a profiled cost model.
 void use_host_entry(Scenario& s, bool quiet);
 
 // Loads a scenario, gives `dtype: auto` models this machine's dtype, uses the profile's host
-// entry when it was measured here (use_host_entry), and with `on_this_host`
+// entry (use_host_entry), and with `on_this_host`
 // (its prediction is compared with a run here) refuses a profile made on another CPU ISA.
 Scenario load_for(const Common& c, const std::string& path, bool on_this_host, bool quiet);
 // What load_for does to a scenario once it is read (for one read from elsewhere: a string, an
@@ -248,8 +250,8 @@ LeaderboardModel choose_model(const Common& c, const ModelChoice& mc);
 
 // The scenario `roofline` and `passes` report on, and its model index: a scenario file as it is
 // (shape options refused: its plan runs its models as the file gives them), or a card (or a
-// scenario's model) alone on `device`; a CPU the profile stands for takes its host entry when
-// measured on this machine (use_host_entry, quietly), as simulate does.
+// scenario's model) alone on `device`; a CPU the profile stands for takes its host entry
+// (use_host_entry, quietly), as simulate does.
 Scenario chosen_scenario(const Common& c, const ModelChoice& mc, const std::string& device, int* model);
 
 }  // namespace vlasim::cli

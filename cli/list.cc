@@ -51,8 +51,11 @@ int run_list(const Common& c, const std::string& what) {
       const DeviceProfile prof = load_profile(c.profile);
       std::cout << "profile " << c.profile << " (" << prof.machine << ", " << prof.date << "):\n"
                 << host_entry_text(prof.host, prof.logical_cpus);
-      const std::string why = host_entry_problem(prof);
-      std::cout << "  used: " << (why.empty() ? "yes, instead of catalog '" + prof.catalog_device + "'" : "no: " + why)
+      const std::string elsewhere = host_entry_elsewhere(prof);
+      std::cout << "  used: "
+                << (prof.host.empty() ? "no: the profile has no host entry (made before calibrate measured the host)"
+                                      : "yes, instead of catalog '" + prof.catalog_device + "', " +
+                                            (elsewhere.empty() ? "measured on this machine" : elsewhere))
                 << "\n";
     } else {
       const auto& nodes = host_info().numa_nodes;

@@ -70,8 +70,8 @@ SweepSpec sweep_spec(const Common& c, const std::string& path, const std::vector
   spec.memory_device = mem_device;
   spec.auto_cpu_dtype = native_cpu_dtype();
   spec.profile = c.profile;
-  // The CPU figures simulate uses: the profile's host entry where it was measured on this
-  // machine (use_host_entry), said once on stderr (by the lead rank), not per value.
+  // The CPU figures simulate uses: the profile's host entry where it has one (use_host_entry),
+  // said once on stderr (by the lead rank), not per value.
   auto told = std::make_shared<bool>(out.quiet || !check_out);
   spec.adjust = [told](Scenario& s) {
     use_host_entry(s, *told);

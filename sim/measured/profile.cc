@@ -421,10 +421,10 @@ void apply_host_entry(DeviceSpec& spec, const HostEntry& h, int cpus) {
 }
 
 std::string host_entry_text(const HostEntry& h, int cpus) {
-  if (h.empty()) return "host entry: not measured (vlasim calibrate writes one; the catalog CPU stands for this machine)\n";
+  if (h.empty()) return "host entry: not measured (vlasim calibrate writes one; the catalog CPU stands for the machine)\n";
   std::ostringstream o;
   char buf[200];
-  o << "host entry (measured by calibrate; stands for the catalog CPU on this machine):\n";
+  o << "host entry (measured by calibrate; stands for the catalog CPU wherever the profile is used):\n";
   for (const HostGroupBandwidth& g : h.groups) {
     std::snprintf(buf, sizeof buf, "  %d-core group: %.2f GB/s alone, %.2f GB/s with every other CPU streaming (x%.2f)\n",
                   g.cores, g.alone_bw / 1e9, g.loaded_bw / 1e9, g.alone_bw / g.loaded_bw);

@@ -172,9 +172,9 @@ struct CorunSlowdown {
 };
 
 // The machine `vlasim calibrate` ran on, measured (executors/calibration/host_measure.h):
-// what the simulator uses instead of the catalog CPU's bandwidth and cache figures when the
-// profile is used on that machine (apply_host_entry; the choice is made where the command
-// loads its scenario, cli/common.cc). Written to JSON (key "host") only when measured.
+// what the simulator uses instead of the catalog CPU's bandwidth and cache figures wherever
+// the profile is used, as it uses the profile's op times (apply_host_entry; the choice is made
+// where the command loads its scenario, cli/common.cc). Written to JSON (key "host") only when measured.
 struct HostEntry {
   std::vector<HostGroupBandwidth> groups;  // cores increasing, each size once
   double node_bw = 0;    // bytes/s every allowed CPU moves together (a triad thread on each), > 0

@@ -155,11 +155,12 @@ check "calibrate states its measurements and time first" \
 check "calibrate wrote a host entry and a drift sentinel" python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["host"]["node_bw"] > 0 and p["host"]["groups"][0]["alone_bw"] > 0 and len(p["sentinel"]) >= 2' "$tmp/none.json"
 "$bin" --profile "$tmp/none.json" list host >"$tmp/host_entry"
 check "list host prints the profile's host entry" grep -q "1-core group: .* GB/s alone" "$tmp/host_entry"
-check "list host says the entry is used on the machine it was measured on" grep -q "used: yes, instead of catalog 'epyc-2vcpu'" "$tmp/host_entry"
+check "list host says the entry is used, measured on this machine" grep -q "used: yes, instead of catalog 'epyc-2vcpu', measured on this machine" "$tmp/host_entry"
 # sweep takes the host entry as simulate does, not the catalog CPU (issue 32): the same profile
 # with a host entry measured here (figures set by this test: 2 GB/s a core, the catalog says
-# 14) and said to be measured on another machine; a value's figures equal simulate's.
-python3 - "$tmp/none.json" "$tmp/host_here.json" "$tmp/host_else.json" <<'PY'
+# 14), said to be measured on another machine (a profile describes its machine wherever it is
+# used: the same prediction), and without one (the catalog CPU); a value's figures equal simulate's.
+python3 - "$tmp/none.json" "$tmp/host_here.json" "$tmp/host_else.json" "$tmp/host_none.json" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
 p["host"]["groups"] = [{"cores": 1, "alone_bw": 2e9, "loaded_bw": 1e9}]
@@ -167,8 +168,10 @@ p["host"]["node_bw"] = 2e9
 json.dump(p, open(sys.argv[2], "w"), indent=1, sort_keys=True)
 p["made_with"]["machine"] = "Another CPU"
 json.dump(p, open(sys.argv[3], "w"), indent=1, sort_keys=True)
+del p["host"]
+json.dump(p, open(sys.argv[4], "w"), indent=1, sort_keys=True)
 PY
-for where in here else; do
+for where in here else none; do
   cat >"$tmp/host_sweep_$where.yaml" <<EOF
 name: host_sweep
 seed: 3
@@ -196,17 +199,23 @@ EOF
 done
 check "sweep says once that the host entry measured here stands for the catalog CPU" \
   test "$(grep -c "the host entry of .*host_here.json (this machine" "$tmp/host_sweep_here.err")" -eq 1
-check "sweep says why a host entry of another machine is not used" \
-  grep -q "catalog entry 'epyc-2vcpu' (the profile's host entry was measured on Another CPU" "$tmp/host_sweep_else.err"
+check "sweep says a host entry of another machine stands for the catalog CPU, and whose it is" \
+  grep -q "the host entry of .*host_else.json (measured on Another CPU .*not this machine" "$tmp/host_sweep_else.err"
+check "sweep says the catalog CPU stays without a host entry" \
+  grep -q "catalog entry 'epyc-2vcpu' (the profile has no host entry" "$tmp/host_sweep_none.err"
+"$bin" --profile "$tmp/host_else.json" list host >"$tmp/host_entry_else"
+check "list host says an entry of another machine is used, and whose it is" \
+  grep -q "used: yes, instead of catalog 'epyc-2vcpu', measured on Another CPU" "$tmp/host_entry_else"
 "$bin" simulate "$tmp/host_sweep_here.yaml" -q -o "$tmp/host_sim_here"
-python3 - "$tmp/host_sweep_here/sweep.csv" "$tmp/host_sweep_else/sweep.csv" "$tmp/host_sim_here/report.json" <<'PY' \
+python3 - "$tmp/host_sweep_here/sweep.csv" "$tmp/host_sweep_else/sweep.csv" "$tmp/host_sweep_none/sweep.csv" \
+  "$tmp/host_sim_here/report.json" <<'PY' \
   || { failed=$((failed + 1)); echo "FAILED: sweep predicts with the host entry (not the catalog CPU), as simulate does"; }
 import csv, json, sys
-here = {r["value"]: float(r["mean_latency_s"]) for r in csv.DictReader(open(sys.argv[1]))}
-other = {r["value"]: float(r["mean_latency_s"]) for r in csv.DictReader(open(sys.argv[2]))}
-sim = json.load(open(sys.argv[3]))["latency"]["mean_s"]
+here, other, none = ({r["value"]: float(r["mean_latency_s"]) for r in csv.DictReader(open(f))} for f in sys.argv[1:4])
+sim = json.load(open(sys.argv[4]))["latency"]["mean_s"]
 assert abs(here["20"] / sim - 1) < 1e-5, (here, sim)  # sweep's value = simulate's
-assert here["20"] > 1.5 * other["20"], (here, other)  # 2 GB/s a core, not the catalog's 14
+assert here == other, (here, other)  # the profile's machine, wherever it is used
+assert here["20"] > 1.5 * none["20"], (here, none)  # 2 GB/s a core, not the catalog's 14
 PY
 "$bin" --profile "$tmp/host_here.json" list host >"$tmp/host_llc"
 if python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))["host"]; sys.exit(0 if h["llc_bytes"] / max(1, h["llc_shared_cpus"]) > 64 * 2**20 else 1)' "$tmp/host_here.json"; then
