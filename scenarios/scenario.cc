@@ -560,7 +560,7 @@ void resolve_stream_model(const ConfigNode& w, const std::string& mname, const S
 
 // One workload entry, appended to s.streams `count` times (named NAME0, NAME1, ... when count > 1).
 void parse_workload_stream(const ConfigNode& w, const std::vector<std::string>& mnames, Scenario& s) {
-  w.check_keys({"name", "model", "rate_hz", "load", "jitter_ms", "deadline_ms", "start_s",
+  w.check_keys({"name", "model", "rate_hz", "load", "jitter_ms", "jitter_pct", "deadline_ms", "start_s",
                 "duration_s", "count", "arrival", "control", "stages"});
   StreamDecl sd;
   sd.where = w;
@@ -585,9 +585,16 @@ void parse_workload_stream(const ConfigNode& w, const std::vector<std::string>& 
   } else if (!w.has("control")) {
     sd.rate_hz = w.get_positive("rate_hz");
   }
+  if (w.has("jitter_ms") && w.has("jitter_pct"))
+    w.required("jitter_pct").fail("give one of jitter_ms (milliseconds) or jitter_pct (percent of the period)");
   sd.jitter_s = w.get_nonneg("jitter_ms", 0) * 1e-3;
   if (sd.jitter_s * sd.rate_hz >= 0.5)
     w.required("jitter_ms").fail("jitter must be under half the period");
+  if (w.has("jitter_pct")) {
+    sd.jitter_frac = w.get_nonneg("jitter_pct", 0) / 100;
+    if (sd.jitter_frac >= 0.5) w.required("jitter_pct").fail("jitter must be under half the period (under 50)");
+    if (!sd.rate_pending) sd.jitter_s = sd.jitter_frac / sd.rate_hz;
+  }
   sd.deadline_s = w.get_nonneg("deadline_ms", 0) * 1e-3;
   sd.start_s = w.get_nonneg("start_s", 0);
   sd.duration_s = w.get_positive("duration_s");

@@ -34,6 +34,9 @@ struct StreamDecl {
   double load = 0;
   bool rate_pending = false;
   double jitter_s = 0;       // periodic: uniform +-jitter on each arrival
+  // `jitter_pct:` instead of jitter_ms: the jitter as this fraction of the period (under 0.5),
+  // set into jitter_s once the rate is known (at once, or with the load's rate).
+  double jitter_frac = 0;
   double deadline_s = 0;     // relative; 0 = none
   double start_s = 0;
   double duration_s = 0;

@@ -52,11 +52,11 @@ class Poisson : public ArrivalProcess {
 const WorkloadRegistry& workloads() {
   static const WorkloadRegistry r = [] {
     WorkloadRegistry r("workload");
-    r.add({"periodic", "one request every 1/rate_hz seconds, moved by uniform +-jitter_ms", {},
+    r.add({"periodic", "one request every 1/rate_hz seconds, moved by uniform +-jitter_ms (or +-jitter_pct of the period)", {},
            [](const Params&, const StreamDecl& s, uint64_t seed) {
              return std::make_unique<Periodic>(s, seed);
            }});
-    r.add({"poisson", "exponential gaps with mean 1/rate_hz (jitter_ms ignored)", {},
+    r.add({"poisson", "exponential gaps with mean 1/rate_hz (jitter_ms and jitter_pct ignored)", {},
            [](const Params&, const StreamDecl& s, uint64_t seed) {
              return std::make_unique<Poisson>(s, seed);
            }});

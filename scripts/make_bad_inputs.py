@@ -150,6 +150,9 @@ DROP |= {
     "scn_val_dp_cache_pair__seed__zero", "scn_val_dp_cache_pair__start_s__zero", "scn_val_rate_95pct__drain_s__tiny",
     "scn_val_split5_async__prompt__zero", "scn_val_split5_serial__prompt__zero",
 }
+# Valid since the shipped profile has a host entry (issue 32): without it the catalog CPU
+# stands in, and a profile made before the sentinel's load figure has none.
+DROP |= {"prof__host_removed", "prof__sentinel_load_removed"}
 # Catalog extremes that only make the simulated machine faster or slower by a sane amount.
 # Valid values the rotation of NUMERIC_VALUES reached when the fleet replay's scenarios were
 # added (issue 30): seed 0, prompt 0, start_s 0, a tiny drain, jitter or deadline run; depth 0
@@ -200,7 +203,7 @@ CATALOG_ZERO_FINISHED = [
     "h100_sxm__tflops_bf16__tiny", "h100_sxm__tflops_fp32__tiny", "h100_sxm__vector_compute__tiny",
     "pcie4_x16__d2h_gbs__tiny", "pcie4_x16__latency_us__huge"]
 # Optional keys: removing them is valid input.
-OPTIONAL = {"seed", "deadline_ms", "dtype", "jitter_ms", "pipeline", "prompt", "queue", "views", "isa",
+OPTIONAL = {"seed", "deadline_ms", "dtype", "jitter_ms", "jitter_pct", "pipeline", "prompt", "queue", "views", "isa",
             "memory", "node", "reserved_gb", "chunk", "depth", "graph_capture", "steps", "count", "sms",
             "drain_s", "stage", "core_bw_gbs", "default_isa", "llc_mb", "numa_nodes", "op_overhead_us",
             "sockets", "context_gb", "graph_launch_us", "l2_mb", "launch_us", "sm_granularity", "tdp_w",

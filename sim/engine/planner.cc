@@ -574,6 +574,7 @@ void resolve_stream_loads(Scenario& s, const Plan& p) {
                                      "' no time, so a load cannot become a rate; give rate_hz");
     sd.rate_hz = sd.load / per_request;
     sd.rate_pending = false;
+    if (sd.jitter_frac > 0) sd.jitter_s = sd.jitter_frac / sd.rate_hz;
     if (sd.jitter_s * sd.rate_hz >= 0.5)
       sd.where.required("jitter_ms").fail("jitter must be under half the period (" +
                                           std::to_string(1e3 / sd.rate_hz) + " ms at this load)");

@@ -242,6 +242,33 @@ TEST(Scenario, ARatePastTheClocksTickIsRefusedAtItsKey) {
   EXPECT_NO_THROW(load("rate_hz: 1e9, duration_s: 1e-6"));  // 1 ns: a thousand ticks
 }
 
+// jitter_pct is refused at its own key beside jitter_ms, and at 50% of the period or more;
+// under it the stream loads with the jitter in seconds.
+TEST(Scenario, JitterPctIsRefusedWithJitterMsOrAtHalfThePeriod) {
+  const std::string base = read(kRoot + "/scenarios/default.yaml");
+  const std::string from = "rate_hz: 5, jitter_ms: 2, deadline_ms: 200, duration_s: 20";
+  auto load = [&](const std::string& workload) {
+    std::string text = base;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos);
+    text.replace(at, from.size(), workload);
+    return load_scenario_text(text, "edited.yaml", default_catalog_dir(), default_cards_dir());
+  };
+  for (const char* w : {"rate_hz: 5, jitter_ms: 2, jitter_pct: 10, duration_s: 20",
+                               "rate_hz: 5, jitter_pct: 50, duration_s: 20", "rate_hz: 5, jitter_pct: -1, duration_s: 20"}) {
+    SCOPED_TRACE(w);
+    try {
+      load(w);
+      ADD_FAILURE() << "accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.key(), "workload[0].jitter_pct") << e.what();
+      EXPECT_EQ(e.file(), "edited.yaml");
+      EXPECT_GT(e.line(), 0);
+    }
+  }
+  EXPECT_NEAR(load("rate_hz: 5, jitter_pct: 49, duration_s: 20").streams[0].jitter_s, 0.49 / 5, 1e-12);
+}
+
 // Constant-memory runs (SimOptions::on_record) hand over every record once, in arrival order,
 // unfinished ones included; their requests.csv is byte-identical to a kept run's, and their
 // report agrees: counts, attainment and max exactly, the mean to rounding, percentiles within
