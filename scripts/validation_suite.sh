@@ -97,8 +97,8 @@ for s in "${scenarios[@]}"; do
       > "$out/$name/calibrate_after.log"
     cut -d' ' -f1-3 /proc/loadavg > "$out/$name/load_after"
     echo "$attempt" > "$out/$name/attempts"
-    # A run the machine disturbed (scripts/suite_marks.py: the sentinel, or the scenario's own
-    # alone latency moved) is measured again, up to $retries more times; the report keeps the
+    # A run the machine disturbed (scripts/suite_marks.py: the sentinel, the scenario's own alone
+    # latency moved, or its segments changed speed within the run) is measured again, up to $retries more times; the report keeps the
     # first undisturbed attempt, else the last, and says how many were made.
     why=$(python3 "$here/scripts/suite_marks.py" "$out/$name")
     if [[ -z $why ]] || (( attempt > retries )); then break; fi
@@ -180,7 +180,8 @@ for path in scenarios:
         why = suite_marks.reasons(os.path.join(out, name))
         af = os.path.join(out, name, "attempts")
         attempts = open(af).read().strip() if os.path.exists(af) else "1"
-        drows.append(f"| {name} | {pct(d['measurement']['drift'])} | {pct(sc)} | {load} | {pct(drift)} | "
+        ir = suite_marks.in_run_drift(os.path.join(out, name))
+        drows.append(f"| {name} | {pct(d['measurement']['drift'])} | {pct(sc)} | {load} | {pct(drift)} | {pct(ir, False)} | "
                      f"{d['sensitivity']['p50_elasticity']:.2f} | {100*d['sensitivity']['utilisation']:.0f}% | {attempts} | "
                      + (f"**marked** ({', '.join(why)})" if why else "no") + " |")
         if not why:
@@ -243,15 +244,20 @@ if drows:
                  "time (others / steal: /proc/stat over the measurement, less vlasim's own CPU time; n/a in runs "
                  "before this column), is marked; so is one whose own alone latency, measured in context right "
                  "before and right after it (own drift, the first table's drift column), moved beyond 3%: the "
-                 "sentinel's kernel stays in the core's caches and misses a change in memory or cache speed. A marked "
+                 "sentinel's kernel stays in the core's caches and misses a change in memory or cache speed; and so is one "
+                 "whose own segments changed speed within the run (in-run drift: the largest over the smallest median "
+                 "of a segment's measured runs in the run's five fifths, beyond the target plus "
+                 f"{100*suite_marks.IN_RUN_NOISE:.0f} points for the noise of such medians; the scenarios are stationary, "
+                 "so only the machine moves them), which both ends of the run can miss when the machine slows for a "
+                 "few seconds in between. A marked "
                  "run is measured again (calibration, run, calibration after) up to RETRIES more times "
                  f"(this run: {os.environ.get('SUITE_RETRIES', '?')}); the tables keep the first unmarked attempt, "
                  "else the last (attempts), and a run still marked is left out of the medians below "
-                 "(scripts/suite_marks.py decides; neither reason looks at the prediction's error). Elasticity: d(p50)/p50 over "
+                 "(scripts/suite_marks.py decides; no reason looks at the prediction's error). Elasticity: d(p50)/p50 over "
                  "d(service)/service, from re-simulating with every service time x(1 -+ 2%): the factor by which "
                  "the queueing multiplies a service-time error (calibration noise, the machine's drift).\n")
-    lines.append("| scenario | sentinel drift | speed change since calibration | others / steal | own drift | p50 elasticity | busiest unit | attempts | marked |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    lines.append("| scenario | sentinel drift | speed change since calibration | others / steal | own drift | in-run drift | p50 elasticity | busiest unit | attempts | marked |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     lines += drows
     lines.append("")
     lines.append(f"Over the {len(quiet_stage)} scenarios not marked: median stage error {pct(med(quiet_stage), False)}, "

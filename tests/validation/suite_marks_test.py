@@ -49,6 +49,35 @@ class SuiteMarks(unittest.TestCase):
         self.assertIsNone(suite_marks.own_drift(d))
         self.assertEqual(suite_marks.reasons(d), [])
 
+    def trace(self, d, *segments):
+        # The measured trace compare writes: each segment (name, [run ms ...]) on its own unit,
+        # its runs one per 10 ms in order.
+        ev = [{"name": name, "cat": "compute", "ph": "X", "pid": 0, "tid": unit, "ts": 1e4 * i, "dur": 1e3 * ms}
+              for unit, (name, runs) in enumerate(segments) for i, ms in enumerate(runs)]
+        ev.append({"name": "copy", "cat": "transfer", "ph": "X", "pid": 0, "tid": 9, "ts": 0, "dur": 1e9})
+        os.makedirs(os.path.join(d, "execute"))
+        json.dump({"traceEvents": ev}, open(os.path.join(d, "execute", "trace.json"), "w"))
+
+    def test_a_slowdown_inside_the_run_marks_it_though_both_ends_agree(self):
+        d = self.run_dir([20.0], [20.1])
+        steady = [20.0 + 0.4 * (i % 5) for i in range(100)]
+        self.trace(d, ("a", steady), ("b", steady[:60] + [26.0] * 20 + steady[80:]))
+        self.assertAlmostEqual(suite_marks.in_run_drift(d), 26.0 / 20.8 - 1)
+        self.assertEqual(suite_marks.reasons(d), ["in-run drift"])
+
+    def test_a_steady_run_and_its_run_to_run_variation_leave_it_unmarked(self):
+        d = self.run_dir([20.0], [20.1])
+        # +-10% between runs, the same mix in every fifth; a transfer of any length is not judged
+        self.trace(d, ("a", [18.0, 20.0, 22.0, 19.0, 21.0] * 20))
+        self.assertAlmostEqual(suite_marks.in_run_drift(d), 0.0)
+        self.assertEqual(suite_marks.reasons(d), [])
+
+    def test_a_segment_with_too_few_runs_per_fifth_is_not_judged(self):
+        d = self.run_dir([20.0], [20.1])
+        self.trace(d, ("rare", [20.0] * 40 + [30.0] * 9))
+        self.assertIsNone(suite_marks.in_run_drift(d))
+        self.assertEqual(suite_marks.reasons(d), [])
+
 
 if __name__ == "__main__":
     unittest.main()
