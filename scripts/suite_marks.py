@@ -76,9 +76,10 @@ def in_run_drift(run_dir):
     return worst
 
 
-def reasons(run_dir):
-    """Why the machine disturbed the run in run_dir: a list of "sentinel", "own drift", "in-run drift"
-    (empty: undisturbed)."""
+def marks(run_dir):
+    """Why the machine disturbed the run in run_dir, with the two drifts it was judged on:
+    (reasons: a list of "sentinel", "own drift", "in-run drift", empty when undisturbed;
+    own_drift(run_dir); in_run_drift(run_dir))."""
     why = []
     dj = os.path.join(run_dir, "drift.json")
     target = TARGET
@@ -93,7 +94,12 @@ def reasons(run_dir):
     ir = in_run_drift(run_dir)
     if ir is not None and ir > target + IN_RUN_NOISE:
         why.append("in-run drift")
-    return why
+    return why, od, ir
+
+
+def reasons(run_dir):
+    """marks(run_dir)'s reasons alone."""
+    return marks(run_dir)[0]
 
 
 if __name__ == "__main__":

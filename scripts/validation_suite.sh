@@ -98,8 +98,9 @@ for s in "${scenarios[@]}"; do
     cut -d' ' -f1-3 /proc/loadavg > "$out/$name/load_after"
     echo "$attempt" > "$out/$name/attempts"
     # A run the machine disturbed (scripts/suite_marks.py: the sentinel, the scenario's own alone
-    # latency moved, or its segments changed speed within the run) is measured again, up to $retries more times; the report keeps the
-    # first undisturbed attempt, else the last, and says how many were made.
+    # latency moved, or its segments changed speed within the run) is measured again, up to
+    # $retries more times; the report keeps the first undisturbed attempt, else the last, and
+    # says how many were made.
     why=$(python3 "$here/scripts/suite_marks.py" "$out/$name")
     if [[ -z $why ]] || (( attempt > retries )); then break; fi
     echo "   disturbed ($why): measuring $name again"
@@ -177,10 +178,9 @@ for path in scenarios:
         sc = d["speed_change"]
         oc, st = d["measurement"].get("others_cpu"), d["measurement"].get("steal")
         load = f"{100*oc:.1f}% / {100*st:.1f}%" if oc is not None and st is not None else "n/a"
-        why = suite_marks.reasons(os.path.join(out, name))
+        why, _, ir = suite_marks.marks(os.path.join(out, name))
         af = os.path.join(out, name, "attempts")
         attempts = open(af).read().strip() if os.path.exists(af) else "1"
-        ir = suite_marks.in_run_drift(os.path.join(out, name))
         drows.append(f"| {name} | {pct(d['measurement']['drift'])} | {pct(sc)} | {load} | {pct(drift)} | {pct(ir, False)} | "
                      f"{d['sensitivity']['p50_elasticity']:.2f} | {100*d['sensitivity']['utilisation']:.0f}% | {attempts} | "
                      + (f"**marked** ({', '.join(why)})" if why else "no") + " |")
