@@ -8,6 +8,14 @@ reason looks at the prediction's error, only at the machine:
   sentinel   compare's drift sentinel marked the run (its fixed kernel drifted or its speed
              changed since the calibration beyond the target, or other processes or the
              hypervisor took more than 5% of the CPUs: drift.json "marked");
+  calibration drift  the same sentinel, timed right before and right after the calibration the
+             prediction uses (the profile's "sentinel"), moved by more than the target: the
+             machine changed speed while the segment times the prediction rests on were
+             measured. compare's check sets the calibration's speed against the measurement's
+             from the mean of its two ends, which a calibration slower at one end than the
+             other leaves ambiguous (a split1_serial calibration at +5.2%, whose second core
+             group's segment took 19.1 ms in the calibration's in-context requests and 18.0 ms
+             in its co-run pass a few seconds later, passed it);
   own drift  the scenario's own alone latency, measured in context right before the run and
              again right after it, moved by more than the same target: the machine's speed for
              this very work changed while it was measured (the sentinel's 96^3 matrix product
@@ -53,6 +61,19 @@ def own_drift(run_dir):
     return after / before - 1 if before > 0 and after > 0 else None
 
 
+def calibration_drift(run_dir):
+    """The sentinel's kernel time at the end of the calibration in run_dir (profile.json, the one
+    the prediction used) over at its start, less 1; None when the profile or its sentinel has
+    fewer than two samples."""
+    path = os.path.join(run_dir, "profile.json")
+    if not os.path.exists(path):
+        return None
+    samples = json.load(open(path)).get("sentinel") or []
+    if len(samples) < 2 or not samples[0][1] > 0:
+        return None
+    return samples[-1][1] / samples[0][1] - 1
+
+
 def in_run_drift(run_dir):
     """The largest, over the run's compute segments with enough measured runs, of the largest over
     the smallest median of the segment's runs in each fifth of the run (by start), less 1; None
@@ -77,9 +98,10 @@ def in_run_drift(run_dir):
 
 
 def marks(run_dir):
-    """Why the machine disturbed the run in run_dir, with the two drifts it was judged on:
-    (reasons: a list of "sentinel", "own drift", "in-run drift", empty when undisturbed;
-    own_drift(run_dir); in_run_drift(run_dir))."""
+    """Why the machine disturbed the run in run_dir, with the three drifts it was judged on:
+    (reasons: a list of "sentinel", "calibration drift", "own drift", "in-run drift", in that
+    order, empty when undisturbed; own_drift(run_dir); in_run_drift(run_dir);
+    calibration_drift(run_dir))."""
     why = []
     dj = os.path.join(run_dir, "drift.json")
     target = TARGET
@@ -88,13 +110,16 @@ def marks(run_dir):
         target = d.get("target", TARGET)
         if d.get("marked"):
             why.append("sentinel")
+    cd = calibration_drift(run_dir)
+    if cd is not None and abs(cd) > target:
+        why.append("calibration drift")
     od = own_drift(run_dir)
     if od is not None and abs(od) > target:
         why.append("own drift")
     ir = in_run_drift(run_dir)
     if ir is not None and ir > target + IN_RUN_NOISE:
         why.append("in-run drift")
-    return why, od, ir
+    return why, od, ir, cd
 
 
 def reasons(run_dir):

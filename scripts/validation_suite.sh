@@ -97,8 +97,9 @@ for s in "${scenarios[@]}"; do
       > "$out/$name/calibrate_after.log"
     cut -d' ' -f1-3 /proc/loadavg > "$out/$name/load_after"
     echo "$attempt" > "$out/$name/attempts"
-    # A run the machine disturbed (scripts/suite_marks.py: the sentinel, the scenario's own alone
-    # latency moved, or its segments changed speed within the run) is measured again, up to
+    # A run the machine disturbed (scripts/suite_marks.py: the sentinel over the run or over its
+    # calibration, the scenario's own alone latency moved, or its segments changed speed within
+    # the run) is measured again, up to
     # $retries more times; the report keeps the first undisturbed attempt, else the last, and
     # says how many were made.
     why=$(python3 "$here/scripts/suite_marks.py" "$out/$name")
@@ -178,10 +179,10 @@ for path in scenarios:
         sc = d["speed_change"]
         oc, st = d["measurement"].get("others_cpu"), d["measurement"].get("steal")
         load = f"{100*oc:.1f}% / {100*st:.1f}%" if oc is not None and st is not None else "n/a"
-        why, _, ir = suite_marks.marks(os.path.join(out, name))
+        why, _, ir, cd = suite_marks.marks(os.path.join(out, name))
         af = os.path.join(out, name, "attempts")
         attempts = open(af).read().strip() if os.path.exists(af) else "1"
-        drows.append(f"| {name} | {pct(d['measurement']['drift'])} | {pct(sc)} | {load} | {pct(drift)} | {pct(ir, False)} | "
+        drows.append(f"| {name} | {pct(d['measurement']['drift'])} | {pct(cd)} | {pct(sc)} | {load} | {pct(drift)} | {pct(ir, False)} | "
                      f"{d['sensitivity']['p50_elasticity']:.2f} | {100*d['sensitivity']['utilisation']:.0f}% | {attempts} | "
                      + (f"**marked** ({', '.join(why)})" if why else "no") + " |")
         if not why:
@@ -237,10 +238,11 @@ if drows:
     lines.append("### The machine's own speed (drift sentinel) and the sensitivity to service time\n")
     lines.append("Sentinel: a fixed 96^3 fp32 matrix product timed before, every 2 s during and after each "
                  "calibration and measurement (`vlasim compare`'s drift.json). Drift: its time at the end of the "
-                 "measurement over the start; speed change: its time before and after the measurement over "
+                 "measurement over the start; calibration drift: the same over the calibration the prediction "
+                 "uses (the scenario's profile.json); speed change: its time before and after the measurement over "
                  "its time before and after the calibration (samples taken during either share the cores with "
                  f"the work, so they time its load, not the machine; > 0: the machine was slower when measured). A run beyond {100*0.03:.0f}% "
-                 "in either, or one whose CPUs other processes or the hypervisor used for more than 5% of their "
+                 "in any of the three, or one whose CPUs other processes or the hypervisor used for more than 5% of their "
                  "time (others / steal: /proc/stat over the measurement, less vlasim's own CPU time; n/a in runs "
                  "before this column), is marked; so is one whose own alone latency, measured in context right "
                  "before and right after it (own drift, the first table's drift column), moved beyond 3%: the "
@@ -256,8 +258,8 @@ if drows:
                  "(scripts/suite_marks.py decides; no reason looks at the prediction's error). Elasticity: d(p50)/p50 over "
                  "d(service)/service, from re-simulating with every service time x(1 -+ 2%): the factor by which "
                  "the queueing multiplies a service-time error (calibration noise, the machine's drift).\n")
-    lines.append("| scenario | sentinel drift | speed change since calibration | others / steal | own drift | in-run drift | p50 elasticity | busiest unit | attempts | marked |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    lines.append("| scenario | sentinel drift | calibration drift | speed change since calibration | others / steal | own drift | in-run drift | p50 elasticity | busiest unit | attempts | marked |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     lines += drows
     lines.append("")
     lines.append(f"Over the {len(quiet_stage)} scenarios not marked: median stage error {pct(med(quiet_stage), False)}, "

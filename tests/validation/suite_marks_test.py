@@ -49,6 +49,32 @@ class SuiteMarks(unittest.TestCase):
         self.assertIsNone(suite_marks.own_drift(d))
         self.assertEqual(suite_marks.reasons(d), [])
 
+    def profile(self, d, *kernel_ms):
+        # The sentinel a calibration writes into its profile: (seconds since its start, kernel s).
+        json.dump({"sentinel": [[2.0 * i, 1e-3 * k] for i, k in enumerate(kernel_ms)]},
+                  open(os.path.join(d, "profile.json"), "w"))
+
+    def test_a_calibration_whose_sentinel_moved_past_the_target_marks_the_run(self):
+        d = self.run_dir([20.0], [20.1])
+        # the samples in between share the cores with the calibration: only its two ends count
+        self.profile(d, 1.22, 2.9, 1.3, 1.283)
+        self.assertAlmostEqual(suite_marks.calibration_drift(d), 1.283 / 1.22 - 1)
+        self.assertEqual(suite_marks.reasons(d), ["calibration drift"])
+        self.profile(d, 1.30, 1.22)
+        self.assertEqual(suite_marks.reasons(d), ["calibration drift"])
+
+    def test_a_steady_calibration_leaves_the_run_unmarked(self):
+        d = self.run_dir([20.0], [20.1])
+        self.profile(d, 1.22, 2.9, 1.25)
+        self.assertEqual(suite_marks.reasons(d), [])
+
+    def test_a_calibration_with_one_sentinel_sample_or_no_profile_gives_no_drift(self):
+        d = self.run_dir([20.0], [20.1])
+        self.assertIsNone(suite_marks.calibration_drift(d))
+        self.profile(d, 1.22)
+        self.assertIsNone(suite_marks.calibration_drift(d))
+        self.assertEqual(suite_marks.reasons(d), [])
+
     def trace(self, d, *segments):
         # The measured trace compare writes: each segment (name, [run ms ...]) on its own unit,
         # its runs one per 10 ms in order.
