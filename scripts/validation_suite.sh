@@ -99,9 +99,8 @@ for s in "${scenarios[@]}"; do
     echo "$attempt" > "$out/$name/attempts"
     # A run the machine disturbed (scripts/suite_marks.py: the sentinel over the run or over its
     # calibration, the scenario's own alone latency moved, or its segments changed speed within
-    # the run) is measured again, up to
-    # $retries more times; the report keeps the first undisturbed attempt, else the last, and
-    # says how many were made.
+    # the run) is measured again, up to $retries more times; the report keeps the first
+    # undisturbed attempt, else the last, and says how many were made.
     why=$(python3 "$here/scripts/suite_marks.py" "$out/$name")
     if [[ -z $why ]] || (( attempt > retries )); then break; fi
     echo "   disturbed ($why): measuring $name again"
@@ -149,8 +148,10 @@ for path in scenarios:
     name = os.path.splitext(os.path.basename(path))[0]
     c = json.load(open(os.path.join(out, name, "compare.json")))
     lb = open(os.path.join(out, name, "load_before")).read().split()[0]
-    # n/a when a calibration timed no request (a loaded machine can leave it none in its budget)
-    drift = suite_marks.own_drift(os.path.join(out, name))
+    # The run's marks and the drifts they were judged on, read once. Own drift (the first table's
+    # drift column) is n/a when a calibration timed no request (a loaded machine can leave it
+    # none in its budget).
+    why, drift, ir, cd = suite_marks.marks(os.path.join(out, name))
     la = open(os.path.join(out, name, "load_after")).read().split()[0]
     o = c["overall"]
     stage_errs = [st["mean_s"]["error"] for m in c["models"] for st in m["stages"]
@@ -179,7 +180,6 @@ for path in scenarios:
         sc = d["speed_change"]
         oc, st = d["measurement"].get("others_cpu"), d["measurement"].get("steal")
         load = f"{100*oc:.1f}% / {100*st:.1f}%" if oc is not None and st is not None else "n/a"
-        why, _, ir, cd = suite_marks.marks(os.path.join(out, name))
         af = os.path.join(out, name, "attempts")
         attempts = open(af).read().strip() if os.path.exists(af) else "1"
         drows.append(f"| {name} | {pct(d['measurement']['drift'])} | {pct(cd)} | {pct(sc)} | {load} | {pct(drift)} | {pct(ir, False)} | "
