@@ -23,8 +23,8 @@ class AttentionKernel : public Kernel {
     const memory::data_type dt = c.dt();
     rows_ = B * H * q;
     T_ = T;
-    scores_ = Buffer(static_cast<size_t>(rows_ * T * 4));
-    if (c.dtype != DType::F32) probs_ = Buffer(static_cast<size_t>(rows_ * T * c.elem_bytes()));
+    scores_ = Buffer(*c.arena, static_cast<size_t>(rows_ * T * 4));
+    if (c.dtype != DType::F32) probs_ = Buffer(*c.arena, static_cast<size_t>(rows_ * T * c.elem_bytes()));
     char* probs = c.dtype == DType::F32 ? scores_.data() : probs_.data();
 
     // Allowed keys of query i: [lo_[i], hi_[i]].

@@ -1,6 +1,7 @@
 #include "executors/onednn_executor.h"
 
 #include <oneapi/dnnl/dnnl.h>
+#include <sys/mman.h>
 
 #include <chrono>
 #include <cmath>
@@ -22,15 +23,45 @@ using onednn::Kernel;
 
 namespace onednn {
 
-Buffer::Buffer(size_t bytes) : bytes_(bytes) {
-  size_t n = (bytes + 63) / 64 * 64;
-  if (n == 0) n = 64;
-  char* p = static_cast<char*>(::operator new(n, std::align_val_t(64)));
-  std::memset(p, 0, n);
-  ptr_.reset(p);
+namespace {
+constexpr size_t kArenaChunk = size_t{32} << 20;  // a mapping's size, unless one request is larger
+constexpr size_t kPage = 4096;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+}  // namespace
+
+char* Arena::take(size_t bytes) {
+  const size_t n = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+  if (kSanitized) {
+    char* p = static_cast<char*>(::operator new(n, std::align_val_t(64)));
+    std::memset(p, 0, n);
+    chunks_.push_back({p, n, n});
+    mapped_ += n;
+    return p;
+  }
+  if (chunks_.empty() || chunks_.back().size - chunks_.back().used < n) {
+    const size_t size = std::max(kArenaChunk, (n + kPage - 1) / kPage * kPage);
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    chunks_.push_back({static_cast<char*>(p), size, 0});
+    mapped_ += size;
+  }
+  Chunk& c = chunks_.back();
+  char* p = c.base + c.used;
+  c.used += n;
+  std::memset(p, 0, n);  // fresh pages are zero; touching them now keeps page faults out of the timed runs
+  return p;
 }
 
-void Buffer::Free::operator()(char* p) const { ::operator delete(p, std::align_val_t(64)); }
+Arena::~Arena() {
+  for (const Chunk& c : chunks_) {
+    if (kSanitized) ::operator delete(c.base, std::align_val_t(64));
+    else munmap(c.base, c.size);
+  }
+}
 
 void Exec::arg(int id, const dnnl::memory& m) {
   mems.push_back(m);
@@ -67,7 +98,7 @@ dnnl::memory Context::matrix(const Op& o, const char* part, int64_t rows, int64_
   fill_weight(o, part, seed, plain.data(), rows * full_cols);
   dnnl::memory::desc smd({rows, cols}, dnnl::memory::data_type::f32, dnnl::memory::dims{full_cols, 1});
   dnnl::memory src(smd, eng, plain.data() + col0);
-  dnnl::memory dst(target, eng);
+  dnnl::memory dst(target, eng, arena->take(target.get_size()));
   dnnl::stream s(eng);
   dnnl::reorder(src, dst).execute(s, src, dst);
   s.wait();
@@ -117,6 +148,7 @@ struct OneDnnExecutor::Impl {
   std::unique_ptr<CoreWorker> worker;
   dnnl::engine eng;
   dnnl::stream strm;
+  onednn::Arena arena;  // before the weights and segments: released after them
   onednn::WeightCache weights;
   std::vector<std::unique_ptr<Segment>> segs;
 
@@ -155,9 +187,9 @@ struct OneDnnExecutor::Impl {
                      g.op(ops.front()).name + "')");
     const int64_t eb = dtype_bytes(opt.dtype);
     for (const OpPlan& p : s->plan)
-      s->tensors.emplace(p.out.key, Buffer(static_cast<size_t>(p.out.elems() * eb)));
+      s->tensors.emplace(p.out.key, Buffer(arena, static_cast<size_t>(p.out.elems() * eb)));
     for (const TensorInfo& t : s->inputs) {
-      Buffer& b = s->tensors.emplace(t.key, Buffer(static_cast<size_t>(t.elems() * (t.is_int ? 4 : eb))))
+      Buffer& b = s->tensors.emplace(t.key, Buffer(arena, static_cast<size_t>(t.elems() * (t.is_int ? 4 : eb))))
                       .first->second;
       std::vector<float> v(static_cast<size_t>(t.elems()));
       fill_input(t, opt.seed, v.data());
@@ -171,6 +203,7 @@ struct OneDnnExecutor::Impl {
     c.g = &g;
     c.tensors = &s->tensors;
     c.weights = &weights;
+    c.arena = &arena;
     size_t scratch = 0;
     for (const OpPlan& p : s->plan) {
       const Op& o = g.op(p.op);
@@ -187,7 +220,7 @@ struct OneDnnExecutor::Impl {
       s->kernels.push_back(std::move(k));
       s->timing.ops.push_back(p.op);
     }
-    s->scratch = Buffer(scratch);
+    s->scratch = Buffer(arena, scratch);
     for (auto& k : s->kernels)
       for (Exec* e : k->execs()) e->bind_scratch(eng, s->scratch.data());
     s->timing.seconds.assign(s->plan.size(), 0.0);

@@ -48,11 +48,11 @@ class GemmKernel : public Kernel {
     if (!o_.epi.gate_up) {
       main_ = build(src, 0, N, N, o_.epi.act, nullptr, out, true);
     } else if (c.gate_up == GateUpMode::TwoMatmuls) {
-      tmp_ = Buffer(static_cast<size_t>(M * W * c.elem_bytes()));
+      tmp_ = Buffer(*c.arena, static_cast<size_t>(M * W * c.elem_bytes()));
       gate_ = build(src, 0, W, N, o_.epi.act, nullptr, tmp_.data(), false);
       main_ = build(src, W, W, N, Activation::None, tmp_.data(), out, true);
     } else {
-      tmp_ = Buffer(static_cast<size_t>(M * N * c.elem_bytes()));
+      tmp_ = Buffer(*c.arena, static_cast<size_t>(M * N * c.elem_bytes()));
       main_ = build(src, 0, N, N, Activation::None, nullptr, tmp_.data(), false);
     }
     if (o_.epi.rope()) rope_tables(M / o_.epi.rope_batch, o_.epi.rope_head_dim, &cos_, &sin_);
