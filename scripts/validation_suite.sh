@@ -125,6 +125,7 @@ SUITE_HERE=$here SUITE_RETRIES=${retries_run:-0} python3 - "$out" "$report" "$cp
   "$host_isa" "$auto_dtype" "$isa_cap" "${skipped[*]:-}" "${scenarios[@]}" <<'EOF'
 import json, math, os, re, sys, statistics
 sys.path.insert(0, os.path.join(os.environ["SUITE_HERE"], "scripts"))
+import calibration_gap
 import suite_marks
 out, report, cpu, ncpu, onednn, date, load_start, load_end, elapsed, grid, host_isa, auto_dtype, isa_cap, skipped = sys.argv[1:15]
 scenarios = sys.argv[15:]
@@ -265,6 +266,21 @@ if drows:
     lines.append(f"Over the {len(quiet_stage)} scenarios not marked: median stage error {pct(med(quiet_stage), False)}, "
                  f"median |p50 error| {pct(med(quiet_p50), False)}, median |p99 error| {pct(med(quiet_p99), False)}"
                  + (f" (marked: {', '.join(marked)})." if marked else "."))
+    lines.append("")
+gap = calibration_gap.summary(out)
+if gap["before"] or gap["after"]:
+    lines.append("### The calibration against the run, the same ops\n")
+    lines.append("Sum of the op medians in the in-context calibration (right before the run, which the prediction "
+                 "uses, and right after it) over the sum in the run, over every run of this class, attempts and "
+                 "marked runs included: the machine's drift moves it either way, a bias of the calibration one way "
+                 "(scripts/calibration_gap.py; `--by-op` gives it per op signature). Sign test: two-sided, against "
+                 "a median of 0.\n")
+    lines.append("| calibration | median op total over the run's | slower than the run | sign test p |")
+    lines.append("|---|---:|---:|---:|")
+    for name, label in (("before", "right before (the prediction's)"), ("after", "right after")):
+        if gap[name]:
+            m, p, k, n = gap[name]
+            lines.append(f"| {label} | {pct(m)} | {k} of {n} | {p:.2g} |")
     lines.append("")
 
 # Interference between the two 1-core groups, measured within each run: a segment's runs the
