@@ -27,19 +27,17 @@ import glob
 import json
 import math
 import os
-import re
 import statistics
 import sys
 
-OPS = re.compile(r"^in context .* ops ([0-9.]+) ms", re.M)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import suite_marks  # noqa: E402
 
 
 def calibration_ops(path):
     """Sum over the scenario's models of the op medians a calibrate log printed (s), or None."""
-    if not os.path.exists(path):
-        return None
-    v = [float(x) for x in OPS.findall(open(path).read())]
-    return sum(v) / 1e3 if v else None
+    ms = suite_marks.calibrate_figure(path, "ops")
+    return ms / 1e3 if ms > 0 else None
 
 
 def run_ops(run_dir):

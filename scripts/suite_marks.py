@@ -46,12 +46,19 @@ FIFTHS = 5
 MIN_PER_FIFTH = 10  # a segment with fewer measured runs per fifth is not judged
 
 
-def alone_latency(log):
-    """The in-context alone latency (ms, summed over the scenario's models) calibrate printed, 0 when none."""
+def calibrate_figure(log, name):
+    """A figure calibrate --in-context printed per scenario model ("NAME X ms": latency, ops,
+    segments), in ms summed over the models; 0 when the log or the figure is missing."""
     if not os.path.exists(log):
         return 0.0
     txt = open(log).read().split()
-    return sum(float(txt[i - 1]) for i, w in enumerate(txt) if w == "ms" and i >= 2 and txt[i - 2] == "latency")
+    return sum(float(txt[i - 1]) for i, w in enumerate(txt)
+               if w.rstrip(",") == "ms" and i >= 2 and txt[i - 2] == name)
+
+
+def alone_latency(log):
+    """The in-context alone latency (ms, summed over the scenario's models) calibrate printed, 0 when none."""
+    return calibrate_figure(log, "latency")
 
 
 def own_drift(run_dir):
