@@ -126,6 +126,7 @@ SUITE_HERE=$here SUITE_RETRIES=${retries_run:-0} python3 - "$out" "$report" "$cp
 import json, math, os, re, sys, statistics
 sys.path.insert(0, os.path.join(os.environ["SUITE_HERE"], "scripts"))
 import calibration_gap
+import interference
 import suite_marks
 out, report, cpu, ncpu, onednn, date, load_start, load_end, elapsed, grid, host_isa, auto_dtype, isa_cap, skipped = sys.argv[1:15]
 scenarios = sys.argv[15:]
@@ -285,78 +286,35 @@ if gap["before"] or gap["after"]:
 
 # Interference between the two 1-core groups, measured within each run: a segment's runs the
 # other group kept busy for most of their window (overlapped) against its runs it left mostly
-# idle (apart), both from the same measurement, so the machine's drift and the calibration's
-# error cancel. A run's window is the plan's alone time of its segment from the run's start, not
-# the run itself: over the run's own span, a run slow for any other reason (the host's speed
-# changes for both groups at once) lasts into more of the other group's next run and lands among
-# the overlapped ones, which made the second stage of an async split look slowed (x1.08, x0.91)
-# where the co-run pass measured x1.00. Some segments are rarely alone in an async pipeline, so
-# apart means under 30% overlap and the engine's contrast is taken at both groups' own overlaps.
-HI, LO = 0.7, 0.3
-# A median of fewer runs in either group is a few draws of the run-to-run variation, not a
-# slowdown: no figure then.
-MIN_RUNS = 5
-WITHIN = 0.05
+# idle (apart), both from the same measurement (scripts/interference.py). A measured run's class
+# is the overlap the simulation gave the same request, which the arrivals set and the machine's
+# own speed cannot move: classed by their own overlap, runs a slow host or a hiccup of the first
+# stage delayed landed among the overlapped ones (split3_async's second stage read x1.066 and
+# x1.364 where the co-run pass measured x1.000).
+HI, LO, MIN_RUNS = interference.HI, interference.LO, interference.MIN_RUNS
 def overlap_table(name):
-    dj = os.path.join(out, name, "drift.json")
-    # The engine's slowdown with the other group busy, per (unit, segment) (compare's drift.json),
-    # and the plan's alone time of the segment.
-    corun = {(r["unit"], r["segment"]): (r["slowdown"], r.get("measured", False), r.get("alone_s", 0))
-             for r in json.load(open(dj)).get("corun", [])} if os.path.exists(dj) else {}
-    res = {}
-    for mode in ("simulate", "execute"):
-        ev = [e for e in json.load(open(os.path.join(out, name, mode, "trace.json")))["traceEvents"] if e.get("ph") == "X"]
-        by = {}
-        for e in ev: by.setdefault(e["tid"], []).append(e)
-        for tid, lst in by.items():
-            other = [e for t2, l2 in by.items() if t2 != tid for e in l2]
-            c = corun.get((tid, lst[0]["name"]))
-            window = c[2] * 1e6 if c and c[2] > 0 else statistics.median(e["dur"] for e in lst)
-            busy = lambda s0, w: sum(max(0, min(s0 + w, o["ts"] + o["dur"]) - max(s0, o["ts"])) for o in other) / w
-            runs = [(busy(e["ts"], window), e["dur"]) for e in lst if e["dur"] > 0]
-            # By the other group's state at the run's start: busy (a run of it already going
-            # covers at least half of this one), idle.
-            started_busy, started_idle = [], []
-            for e in lst:
-                s0, d = e["ts"], e["dur"]
-                if d <= 0: continue
-                going = [o for o in other if o["ts"] <= s0 < o["ts"] + o["dur"]]
-                if not going: started_idle.append(d)
-                elif sum(min(s0 + d, o["ts"] + o["dur"]) - s0 for o in going) >= 0.5 * d: started_busy.append(d)
-            res[(mode, tid)] = (lst[0]["name"], runs, started_busy, started_idle)
-    def contrast(runs):
-        hi = [(o, d) for o, d in runs if o > HI]
-        lo = [(o, d) for o, d in runs if o < LO]
-        if len(hi) < MIN_RUNS or len(lo) < MIN_RUNS: return hi, lo, None
-        return hi, lo, statistics.median(d for _, d in hi) / statistics.median(d for _, d in lo)
     rows = []
-    for tid in sorted({t for (_, t) in res}):
-        label, sim_runs, _, _ = res[("simulate", tid)]
-        _, exe_runs, exe_busy, exe_idle = res[("execute", tid)]
-        hi, lo, meas = contrast(exe_runs)
+    for r in interference.segments(os.path.join(out, name)):
+        hi, lo, meas = r["measured"]
         if not hi: continue
-        s_hi, s_lo, pred = contrast(sim_runs)
-        c = corun.get((tid, label))
-        mean_ov = lambda v: statistics.mean(o for o, _ in v) if v else 0
+        s_hi, s_lo, pred = r["predicted"]
+        o_hi, o_lo, own = r["by_own"]
+        c, at_ov = r["model"], r["at_overlaps"]
+        mean_ov = interference.mean_overlap
         med_ms = lambda v: f"{statistics.median(d for _, d in v) / 1e3:.2f}" if v else "-"
-        # The engine slows a segment only while the other group runs: 1 + (model - 1) x overlap
-        # for each group, at the measured runs' own overlaps.
-        at_ov = None
-        if c and lo:
-            m = max(1.0, c[0])
-            at_ov = (1 + (m - 1) * mean_ov(hi)) / (1 + (m - 1) * mean_ov(lo))
-        few = f"n/a (fewer than {MIN_RUNS} runs in a group)"
+        few = f"n/a (fewer than {MIN_RUNS} runs in a class)"
         within = (few if meas is None else "n/a" if at_ov is None else
-                  ("yes" if abs(meas - at_ov) <= WITHIN else "no") + f" ({100 * (meas - at_ov):+.1f} points)")
+                  ("yes" if r["within"] else "no") + f" ({100 * (meas - at_ov):+.1f} points)")
         median_n = lambda v: f"{statistics.median(v) / 1e3:.2f} ({len(v)})" if v else "- (0)"
-        rows.append(f"| {name} | {label} (unit {tid}) | {len(hi)} / {len(lo)} | {len(s_hi)} / {len(s_lo)} | "
+        rows.append(f"| {name} | {r['segment']} (unit {r['unit']}) | {len(hi)} / {len(lo)} | {len(s_hi)} / {len(s_lo)} | "
                     f"{100 * mean_ov(hi):.0f}% / {100 * mean_ov(lo):.0f}% | "
-                    + (f"{c[2] * 1e3:.2f}" if c and c[2] > 0 else "n/a")
+                    + (f"{r['alone_s'] * 1e3:.2f}" if r["alone_s"] > 0 else "n/a")
                     + f" | {med_ms(hi)} / {med_ms(lo)} | "
                     + (f"x{meas:.3f}" if meas else few) + " | " + (f"x{pred:.3f}" if pred else few) + " | "
                     + (f"x{c[0]:.3f} ({'measured' if c[1] else 'bandwidth'})" if c else "n/a") + " | "
                     + (f"x{at_ov:.3f}" if at_ov else "n/a") + f" | {within} | "
-                    + f"{median_n(exe_busy)} / {median_n(exe_idle)} |")
+                    + (f"x{own:.3f} ({len(o_hi)} / {len(o_lo)})" if own else f"n/a ({len(o_hi)} / {len(o_lo)})") + " | "
+                    + f"{median_n(r['started_busy'])} / {median_n(r['started_idle'])} |")
     return rows
 irows = []
 for path in scenarios:
@@ -368,11 +326,15 @@ if irows:
                  f"{100 * HI:.0f}% of their window (overlapped) against its runs it kept busy for less than {100 * LO:.0f}% "
                  "(apart), in the same measurement, so the machine's drift and the calibration's error cancel. A run's "
                  "window is its segment's alone time in the plan (the in-context time measured right before the run), "
-                 "from the run's start: not the run's own span, which a run slow for another reason stretches into more "
-                 "of the other group's work (that selection biased the second stage of an async split, whose overlap "
-                 "comes after its start). Measured slowdown: median overlapped time / median apart time; predicted: the "
-                 "same of the simulated runs, from the engine's co-run model (measured co-run figures from the host "
-                 "entry, else its loaded bandwidth; `vlasim list host`).\n")
+                 "from the run's start. A measured run's class is the overlap the simulation gave the same request (same "
+                 "arrivals), which the machine's own speed cannot move; the mean overlap columns are the measured runs' "
+                 "own. Classed by its own overlap instead (the column before the last), a run slow for another reason "
+                 "lands among the overlapped ones: when the host slows for a few seconds the busier group's queue grows "
+                 "and the groups overlap more, and a first stage slowed by a hiccup starts the second late, into the "
+                 "other group's next frame, while the hiccup slows that run too (scripts/interference.py). Measured "
+                 "slowdown: median overlapped time / median apart time; predicted: the same of the simulated runs, from "
+                 "the engine's co-run model (measured co-run figures from the host entry, else its loaded bandwidth; "
+                 "`vlasim list host`).\n")
     h = prof.get("host")
     if h:
         g1 = h["groups"][0]
@@ -391,11 +353,11 @@ if irows:
                  "while the other group runs, about 1 + (model - 1) x its overlap, so at the measured overlaps its "
                  "slowdown is (1 + (model - 1) x overlapped mean) / (1 + (model - 1) x apart mean), free of the "
                  "simulated schedule and of the calibrated run-to-run variation's draws; within 5%: the measured "
-                 f"slowdown against it. With fewer than {MIN_RUNS} runs in either group no slowdown is given. Started "
+                 f"slowdown against it. With fewer than {MIN_RUNS} runs in either class no slowdown is given. Started "
                  "beside busy / idle: the measured runs' median (ms, runs) by the other group's state when the run began "
                  "(a run of it already going that covers at least half of this one, or none going).\n")
-    lines.append("| scenario | segment | measured runs, overlapped / apart | simulated runs, overlapped / apart | mean overlap, overlapped / apart (measured) | alone in the plan (ms) | measured median, overlapped / apart (ms) | measured slowdown | predicted slowdown | model slowdown, other group busy | model at the measured overlaps | within 5% | started beside busy / idle, measured median (ms, runs) |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    lines.append("| scenario | segment | measured runs, overlapped / apart | simulated runs, overlapped / apart | mean overlap, overlapped / apart (measured) | alone in the plan (ms) | measured median, overlapped / apart (ms) | measured slowdown | predicted slowdown | model slowdown, other group busy | model at the measured overlaps | within 5% | measured slowdown, classed by the run's own overlap (runs) | started beside busy / idle, measured median (ms, runs) |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
     lines += irows
     lines.append("")
 lines.append(f"<!-- /class:{cls} -->\n")
