@@ -45,7 +45,10 @@ def segment_runs(trace_path, windows):
     overlap is the share of the run's window [start, start + window) during which any run of the
     other units was going. windows: unit -> window (us); a unit without one uses the median of its
     runs' durations. Runs of zero duration are left out."""
-    ev = _events(trace_path)
+    return _segment_runs(_events(trace_path), windows)
+
+
+def _segment_runs(ev, windows):
     by = {}
     for e in ev:
         by.setdefault(e["tid"], []).append(e)
@@ -60,10 +63,10 @@ def segment_runs(trace_path, windows):
     return out
 
 
-def started_beside(trace_path, tid):
-    """Durations (us) of unit tid's runs by the other units' state when each began: (busy, idle).
-    Busy: a run of theirs already going that covers at least half of this one; idle: none going."""
-    ev = _events(trace_path)
+def started_beside(ev, tid):
+    """Durations (us) of unit tid's runs in the trace events ev by the other units' state when each
+    began: (busy, idle). Busy: a run of theirs already going that covers at least half of this one;
+    idle: none going."""
     mine = [e for e in ev if e["tid"] == tid and e["dur"] > 0]
     other = [e for e in ev if e["tid"] != tid]
     busy, idle = [], []
@@ -110,8 +113,8 @@ def segments(run_dir):
     corun = {(r["unit"], r["segment"]): r for r in _load(dj).get("corun", [])} \
         if os.path.exists(dj) else {}
     windows = {u: r["alone_s"] * 1e6 for (u, _), r in corun.items() if r.get("alone_s", 0) > 0}
-    exe_path = os.path.join(run_dir, "execute", "trace.json")
-    exe = segment_runs(exe_path, windows)
+    exe_events = _events(os.path.join(run_dir, "execute", "trace.json"))
+    exe = _segment_runs(exe_events, windows)
     sim = segment_runs(os.path.join(run_dir, "simulate", "trace.json"), windows)
     rows = []
     for tid in sorted(exe):
@@ -126,7 +129,7 @@ def segments(run_dir):
         if model and measured[1]:
             m = max(1.0, model[0])
             at = (1 + (m - 1) * mean_overlap(measured[0])) / (1 + (m - 1) * mean_overlap(measured[1]))
-        busy, idle = started_beside(exe_path, tid)
+        busy, idle = started_beside(exe_events, tid)
         rows.append({
             "unit": tid, "segment": name, "alone_s": c.get("alone_s", 0.0) if c else 0.0,
             "measured": measured, "by_own": contrast(exe_runs, own_class),
