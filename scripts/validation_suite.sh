@@ -74,6 +74,10 @@ mkdir -p "$out"
 if [[ ${REPORT_ONLY:-0} != 1 ]]; then
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 date_start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# The code the run measures, read at its start (scripts/pool_runs.py pools only runs of one
+# commit): HEAD, "-dirty" when tracked files differed from it, "unknown" outside a checkout.
+commit=$(git -C "$here" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+if [[ $commit != unknown ]] && ! git -C "$here" diff --quiet HEAD -- 2>/dev/null; then commit="$commit-dirty"; fi
 t0=$(date +%s)
 
 echo "== calibrating ($grid grid + ${#scenarios[@]} scenarios in context); load $load_start"
@@ -110,8 +114,8 @@ done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 elapsed=$(( $(date +%s) - t0 ))
 
-printf 'load_start="%s"\nload_end="%s"\ndate_start="%s"\nelapsed="%s"\ngrid="%s"\nretries_run="%s"\n' \
-  "$load_start" "$load_end" "$date_start" "$elapsed" "$grid" "$retries" > "$out/run.env"
+printf 'load_start="%s"\nload_end="%s"\ndate_start="%s"\nelapsed="%s"\ngrid="%s"\nretries_run="%s"\ncommit="%s"\n' \
+  "$load_start" "$load_end" "$date_start" "$elapsed" "$grid" "$retries" "$commit" > "$out/run.env"
 fi
 # REPORT_ONLY=1 rewrites the report from the last run's files in $out.
 [[ -f $out/run.env ]] || { echo "validation_suite: no run of host class $host_isa in $out to report" >&2; exit 1; }
