@@ -28,6 +28,8 @@
 # REPORT_ONLY=1 only rewrites the report from the last run (e.g. after editing
 # reports/validation_notes.md, whose text the report includes). SCENARIOS="a b" runs only
 # those scenarios of scenarios/validation/ (a partial run: write it to another REPORT).
+# POOL="DIR ..." adds a section pooling this run's unmarked scenarios with those of other runs
+# of the same class kept aside (copies of out/validation; scripts/pool_runs.py).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -125,12 +127,13 @@ cpu=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
 ncpu=$(nproc)
 onednn=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["made_with"]["libraries"].get("onednn","?"))' "$out/profile.json")
 
-SUITE_HERE=$here SUITE_RETRIES=${retries_run:-0} python3 - "$out" "$report" "$cpu" "$ncpu" "$onednn" "$date_start" "$load_start" "$load_end" "$elapsed" "$grid" \
+SUITE_HERE=$here SUITE_RETRIES=${retries_run:-0} SUITE_POOL=${POOL:-} python3 - "$out" "$report" "$cpu" "$ncpu" "$onednn" "$date_start" "$load_start" "$load_end" "$elapsed" "$grid" \
   "$host_isa" "$auto_dtype" "$isa_cap" "${skipped[*]:-}" "${scenarios[@]}" <<'EOF'
 import json, math, os, re, sys, statistics
 sys.path.insert(0, os.path.join(os.environ["SUITE_HERE"], "scripts"))
 import calibration_gap
 import interference
+import pool_runs
 import suite_marks
 out, report, cpu, ncpu, onednn, date, load_start, load_end, elapsed, grid, host_isa, auto_dtype, isa_cap, skipped = sys.argv[1:15]
 scenarios = sys.argv[15:]
@@ -160,10 +163,7 @@ for path in scenarios:
     why, drift, ir, cd = suite_marks.marks(os.path.join(out, name))
     la = open(os.path.join(out, name, "load_after")).read().split()[0]
     o = c["overall"]
-    stage_errs = [st["mean_s"]["error"] for m in c["models"] for st in m["stages"]
-                  if st["mean_s"]["error"] is not None]
-    med_stage = statistics.median([abs(e) for e in stage_errs]) if stage_errs else None
-    p50, p99 = o["latency_s"]["p50"]["error"], o["latency_s"]["p99"]["error"]
+    med_stage, p50, p99 = pool_runs.scenario_errors(c)
     thr = o["throughput_hz"]["error"]
     tost = all(m.get("tested") and m["tost"]["equivalent"] for m in c["models"])
     ratios = ", ".join(f'{m["tost"]["ratio"]:.3f}' for m in c["models"] if m.get("tested"))
@@ -272,6 +272,18 @@ if drows:
                  f"median |p50 error| {pct(med(quiet_p50), False)}, median |p99 error| {pct(med(quiet_p99), False)}"
                  + (f" (marked: {', '.join(marked)})." if marked else "."))
     lines.append("")
+# POOL="DIR ...": other runs of this class (their out/validation copies) pooled with this one.
+pool_dirs = os.environ.get("SUITE_POOL", "").split()
+if pool_dirs:
+    try:
+        pooled = pool_runs.load_runs([out] + pool_dirs, host_isa)
+    except (ValueError, OSError) as e:
+        sys.exit(f"validation_suite: POOL: {e}")
+    lines.append("### Pooled over runs\n")
+    lines.append("The unmarked scenarios of several runs of the suite on this machine (this one and `POOL`'s; "
+                 "scripts/pool_runs.py): each run keeps a different few, and one run's medians over its few are "
+                 "mostly that run's noise. What is kept is decided as above, never by the error.\n")
+    lines.append(pool_runs.markdown(pooled, pool_runs.pool(pooled)))
 gap = calibration_gap.summary(out)
 if gap["before"] or gap["after"]:
     lines.append("### The calibration against the run, the same ops\n")
