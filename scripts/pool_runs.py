@@ -97,17 +97,19 @@ def load_run(d):
 
 def load_runs(runs, isa=None):
     """load_run of each run's host class `isa` (class_dir). Raises ValueError naming the run when
-    it is missing, holds no such class, or names a run already given (it would count twice)."""
+    it is missing, holds no such class, or is a run already given, by path or as a copy (the
+    same class, start date and commit in run.env): it would count twice."""
     seen, loaded = {}, []
     for r in runs:
         if not os.path.isdir(r):
             raise ValueError(f"{r}: no such directory")
         d = class_dir(r, isa)
-        key = os.path.realpath(d)
-        if key in seen:
-            raise ValueError(f"{r}: the same run as {seen[key]} (it would count twice)")
-        seen[key] = r
-        loaded.append(load_run(d))
+        run = load_run(d)
+        for key in (os.path.realpath(d), (os.path.basename(os.path.normpath(d)), run["date"], run["commit"])):
+            if key in seen:
+                raise ValueError(f"{r}: the same run as {seen[key]} (it would count twice)")
+            seen[key] = r
+        loaded.append(run)
     return loaded
 
 
@@ -151,7 +153,7 @@ def _pct(x):
 def markdown(runs, p):
     """The pooled figures as a markdown section body (no heading)."""
     out = [f"Pooled over {p['runs']} run(s) of the suite on this host class ("
-           + ", ".join(f"{r['date']} commit {r['commit']}" for r in runs) + "): "
+           + ", ".join(f"{r['date']} commit {r['commit']}" for r in sorted(runs, key=lambda r: r["date"])) + "): "
            f"{p['unmarked']} of {p['measurements']} scenario measurements unmarked, covering {p['covered']} of "
            f"{len(p['scenarios'])} scenarios."]
     if len(p["commits"]) > 1:

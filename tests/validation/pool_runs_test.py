@@ -115,6 +115,10 @@ class PoolRunsTest(unittest.TestCase):
         r = self.run_dir("d", "c1", {"s1": (False, [0.01], 0.01, 0.01)})
         with self.assertRaisesRegex(ValueError, "would count twice"):
             pool_runs.load_runs([r, os.path.join(r, ISA)])
+        copy = os.path.join(self.tmp, "d_copy")
+        shutil.copytree(r, copy)
+        with self.assertRaisesRegex(ValueError, "d_copy: the same run as"):
+            pool_runs.load_runs([r, copy])
 
 
 if __name__ == "__main__":
