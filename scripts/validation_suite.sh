@@ -76,8 +76,8 @@ mkdir -p "$out"
 if [[ ${REPORT_ONLY:-0} != 1 ]]; then
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 date_start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-# The code the run measures, read at its start (scripts/pool_runs.py pools only runs of one
-# commit): HEAD, "-dirty" when tracked files differed from it, "unknown" outside a checkout.
+# The code the run measures, read at its start (scripts/pool_runs.py names the commits it
+# pools): HEAD, "-dirty" when tracked files differed from it, "unknown" outside a checkout.
 commit=$(git -C "$here" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 if [[ $commit != unknown ]] && ! git -C "$here" diff --quiet HEAD -- 2>/dev/null; then commit="$commit-dirty"; fi
 t0=$(date +%s)
