@@ -166,7 +166,7 @@ def markdown(runs, p):
     verdict = "no scenario unmarked" if p["met"] is None else ("targets met" if p["met"] else "**targets not met**")
     out.append(f"\nOver the {p['covered']} scenarios with an unmarked run (each its median over its unmarked runs): "
                f"median stage error {_pct(su['stage'])}, median |p50 error| {_pct(su['p50'])}, median |p99 error| "
-               f"{_pct(su['p99'])} (targets 3 / 5 / 10%): {verdict}. Over the {p['unmarked']} unmarked measurements "
+               f"{_pct(su['p99'])} (targets {' / '.join(f'{100 * t:g}' for t in TARGETS.values())}%): {verdict}. Over the {p['unmarked']} unmarked measurements "
                f"each counted once: {_pct(bm['stage'])}, {_pct(bm['p50'])}, {_pct(bm['p99'])}.")
     return "\n".join(out) + "\n"
 
@@ -183,7 +183,10 @@ def main(argv):
         print(f"pool_runs: {e}", file=sys.stderr)
         return 1
     p = pool(loaded)
-    print(json.dumps(p, indent=1, sort_keys=True) if a.json else markdown(loaded, p), end="" if not a.json else "\n")
+    if a.json:
+        print(json.dumps(p, indent=1, sort_keys=True))
+    else:
+        print(markdown(loaded, p), end="")
     return 0
 
 

@@ -137,7 +137,7 @@ import pool_runs
 import suite_marks
 out, report, cpu, ncpu, onednn, date, load_start, load_end, elapsed, grid, host_isa, auto_dtype, isa_cap, skipped = sys.argv[1:15]
 scenarios = sys.argv[15:]
-T_STAGE, T_P50, T_P99 = 0.03, 0.05, 0.10
+T_STAGE, T_P50, T_P99 = (pool_runs.TARGETS[k] for k in ("stage", "p50", "p99"))
 
 def pct(x, signed=True):
     if x is None or (isinstance(x, float) and math.isnan(x)): return "n/a"
