@@ -17,6 +17,7 @@ namespace {
 void scale_segment(Segment& s, double f) {
   s.seconds *= f;
   s.overhead *= f;
+  s.outside *= f;
   for (double& x : s.stage_seconds) x *= f;
 }
 

@@ -119,10 +119,11 @@ DeviceProfile calibrate(const CalibrateOptions& o);
 // sees. In-context calibration therefore runs each scenario through the real runtime
 // (execute(), executors/runtime/runtime.h: one executor per unit and dtype on the unit's CPUs, the
 // scenario's seed, every segment of every model prepared on it, the same thread hand-offs)
-// with its workload replaced by one request at a time (serial pipeline, models in turn, no
-// background load, idle time between requests: at least half the alone latency, and at least
-// the scenario's mean gap between arrivals, since the idle time decides how cold a request's
-// first ops start), and records
+// with its workload replaced by one request at a time (serial pipeline, no background load;
+// the models in the mix and order of the scenario's arrivals, idle time between requests: at
+// least half the alone latency, and near the scenario's gaps between arrivals, since what ran
+// before a request and the idle time decide how cold its first ops start;
+// calib::timed_requests), and records
 //   - per op signature, the mean over its occurrences of the runtime's per-op medians (so a
 //     request's ops sum to what they took even where occurrences differ), into the (unit
 //     cores, dtype) section's table with source "in-context", replacing a grid or graph
@@ -130,7 +131,11 @@ DeviceProfile calibrate(const CalibrateOptions& o);
 //   - per section, the dispatch overhead: median alone latency minus the sum of its ops'
 //     figures above (thread hand-offs, the arrival's wake-up, the skew between a median of
 //     sums and a sum of medians), over all models and scenarios, divided by the op runs it
-//     covers, as ProfileSection::op_overhead_s, which the profiled cost model adds to every op.
+//     covers, as ProfileSection::op_overhead_s, which the profiled cost model adds to every op;
+//     and the part of it spent outside the segments' intervals (the median alone request's
+//     latency minus its segments' run times: the arrival's wake-up and the hand-offs between
+//     segments), spread alike, as ProfileSection::op_outside_s, which the simulator keeps out
+//     of every stage (Segment::outside), as a real run's stage figures leave it out.
 //   - per CPU segment that runs beside other core groups, its co-run slowdown, into the
 //     profile's host entry (HostEntry::corun, keyed by corun_key, sim/engine/engine.h), only when
 //     prof.host is measured: a co-run pass prepares every distinct segment of the scenario's
@@ -155,8 +160,8 @@ DeviceProfile calibrate(const CalibrateOptions& o);
 struct CorunDetail;  // below
 struct InContextOptions {
   std::string executor = "onednn";
-  int warmup = 3;               // untimed requests per scenario
-  int repetitions = 15;         // timed requests per scenario (fewer when slow)
+  int warmup = 3;               // untimed cycles of requests first (each model's first this many left out of its latency)
+  int repetitions = 15;         // timed cycles of requests per scenario (fewer when slow; calib::timed_requests)
   int min_repetitions = 5;
   double max_seconds = 4;       // timed requests are cut to about this much time per scenario
   double corun_seconds = 3;     // the co-run pass's time per scenario (about); 0 skips it

@@ -14,7 +14,8 @@
 #include "sim/measured/profile.h"
 
 namespace vlasim {
-struct CorunDetail;  // calibrate.h
+struct CorunDetail;       // calibrate.h
+struct InContextOptions;  // calibrate.h
 }  // namespace vlasim
 
 namespace vlasim::calib {
@@ -57,5 +58,34 @@ std::optional<CorunSlowdown> corun_figure(const std::string& key, const CorunSam
 // of one device run segments.
 void corun_pass(const Scenario& s, const Plan& p, double seconds, const std::string& executor,
                 std::map<std::string, CorunSamples>& out);
+
+// One place in the in-context calibration's cycle of requests: a request of `model` at
+// `offset` seconds into each cycle.
+struct Slot {
+  int model = 0;
+  double offset = 0;
+};
+
+// The in-context calibration's timed requests: the cycle's slots (the first at offset 0, in
+// time order), one cycle each `period` seconds, `count` of them (o.warmup more are added to
+// the run).
+struct TimedRequests {
+  std::vector<Slot> slots;
+  double period = 0;
+  int count = 0;
+};
+
+// The timed requests for scenario `s` whose models ran alone in alone[m] seconds: one request
+// at a time, in the order and near the times the scenario's own arrivals take, since what ran
+// before a request (whose weights fill the caches) and the idle time before it (sleeping
+// OpenMP threads) decide how fast its first ops run. A cycle holds n_m = round(rate_m /
+// slowest rate) requests of model m (1 to 8; rate_m its streams' rates, a load's from alone[m];
+// 1 each without streams), the j-th wanted at (phase_m + j) / n_m of the cycle (phase_m: its
+// first stream's start within its period), each placed there or once the request before it
+// has had room for 1.5 x its alone latency + 2 ms, in that order. The cycle lasts as long as
+// the scenario's arrivals take for as many requests, or longer when the rooms need it.
+// o.repetitions cycles, fewer (not under o.min_repetitions) past o.max_seconds. One model: one
+// slot a cycle, as often as its arrivals; equal rates: the models in turn.
+TimedRequests timed_requests(const Scenario& s, const std::vector<double>& alone, const InContextOptions& o);
 
 }  // namespace vlasim::calib

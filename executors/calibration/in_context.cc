@@ -18,6 +18,9 @@ namespace vlasim {
 namespace {
 
 using calib::CorunSamples;
+using calib::Slot;
+using calib::TimedRequests;
+using calib::timed_requests;
 using calib::quantile;
 
 // Quantiles kept of the run-to-run variation (every percentile), and the segment runs a
@@ -30,6 +33,7 @@ struct SectionSamples {
   std::map<std::string, std::vector<double>> op;  // signature -> per-op-instance medians
   std::map<std::string, Op> example;              // signature -> an op with it
   double overhead_s = 0;                          // dispatch time attributed to the section
+  double outside_s = 0;                           // the part of it outside segment intervals
   double ops = 0;                                 // op runs it is spread over
   std::vector<double> ratios;  // segment run time / that segment's median (alone requests)
 };
@@ -37,24 +41,25 @@ struct SectionSamples {
 // One model of one scenario run alone: its median latency and its ops by section.
 struct ModelRun {
   double latency_s = 0;
+  double outside_s = 0;  // median over its alone requests of latency - the segments' run times
   std::vector<std::pair<std::pair<int, DType>, std::string>> ops;  // (section, signature)
 };
 
 // `s` made to run one request at a time: serial pipeline, no background load, one periodic
-// stream per model with no jitter, model m's first arrival at offset[m], a new request of
-// every model each `period` seconds, `count` of them.
-Scenario alone_runs(const Scenario& s, const std::vector<double>& offset, double period, int count) {
+// stream per slot with no jitter, its first arrival at its offset, a new request each
+// `period` seconds, `count` of them.
+Scenario alone_runs(const Scenario& s, const std::vector<Slot>& slots, double period, int count) {
   Scenario c = s;
   c.pipeline = PolicyDecl{"serial", Params(), ConfigNode()};
   c.queue = PolicyDecl{"fifo", Params(), ConfigNode()};
   c.background.clear();
   c.streams.clear();
-  for (size_t m = 0; m < s.models.size(); ++m) {
+  for (size_t k = 0; k < slots.size(); ++k) {
     StreamDecl sd;
-    sd.name = "calib." + s.models[m].name;
-    sd.model = static_cast<int>(m);
+    sd.name = "calib." + s.models[static_cast<size_t>(slots[k].model)].name + "." + std::to_string(k);
+    sd.model = slots[k].model;
     sd.rate_hz = 1 / period;
-    sd.start_s = offset[m];
+    sd.start_s = slots[k].offset;
     sd.duration_s = period * (count - 0.5);
     c.streams.push_back(sd);
   }
@@ -83,9 +88,10 @@ void check_profile_device(const DeviceProfile& prof, const Scenario& s) {
 // finished requests (0.05 s when none finished).
 std::vector<double> probe_alone_latencies(const Scenario& base, const Plan& plan, const ExecuteOptions& eo,
                                           size_t nm) {
-  std::vector<double> offset(nm), alone(nm, 0.05);
-  for (size_t m = 0; m < nm; ++m) offset[m] = 0.25 * static_cast<double>(m);
-  ExecResult r = execute(alone_runs(base, offset, 0.25 * static_cast<double>(nm), 2), plan, eo);
+  std::vector<Slot> slots(nm);
+  std::vector<double> alone(nm, 0.05);
+  for (size_t m = 0; m < nm; ++m) slots[m] = {static_cast<int>(m), 0.25 * static_cast<double>(m)};
+  ExecResult r = execute(alone_runs(base, slots, 0.25 * static_cast<double>(nm), 2), plan, eo);
   for (size_t m = 0; m < nm; ++m) {
     std::vector<double> lat;
     for (const auto& q : r.result.requests)
@@ -93,36 +99,6 @@ std::vector<double> probe_alone_latencies(const Scenario& base, const Plan& plan
     if (!lat.empty()) alone[m] = *std::min_element(lat.begin(), lat.end());
   }
   return alone;
-}
-
-// The timed run's requests: model m's first at offset[m], one of every model each `period`
-// seconds, `count` of them (o.warmup more are added to the run).
-struct TimedRequests {
-  std::vector<double> offset;
-  double period = 0;
-  int count = 0;
-};
-
-// Timed: models in turn, each with room for 1.5x its alone latency (+2 ms), and no
-// faster than the scenario's own arrivals: the idle time before a request decides how
-// cold its first ops start (caches, sleeping OpenMP threads), so it should be alike.
-// o.repetitions requests, fewer (not under o.min_repetitions) past o.max_seconds.
-TimedRequests timed_requests(const Scenario& s, const std::vector<double>& alone, const InContextOptions& o) {
-  const size_t nm = s.models.size();
-  TimedRequests t;
-  t.offset.resize(nm);
-  double rate = 0;
-  for (size_t m = 0; m < nm; ++m) {
-    t.offset[m] = t.period;
-    t.period += 1.5 * alone[m] + 0.002;
-  }
-  for (const StreamDecl& sd : s.streams)  // a load: its share of the alone throughput just probed
-    rate += sd.rate_pending ? sd.load / alone[static_cast<size_t>(sd.model)] : sd.rate_hz;
-  if (rate > 0) t.period = std::max(t.period, static_cast<double>(nm) / rate);
-  t.count = o.repetitions;
-  if (t.period * t.count > o.max_seconds)
-    t.count = std::max(o.min_repetitions, static_cast<int>(o.max_seconds / t.period));
-  return t;
 }
 
 // Adds the runtime's op medians of model m's compute segments in `r` to their (unit cores,
@@ -214,6 +190,10 @@ void record_model(const Scenario& s, const Plan& plan, size_t m, const ExecResul
   if (lat.empty()) return;
   record_variability(s, plan, m, r, alone_ids, samples);
 
+  std::vector<double> outside(lat.size());
+  for (size_t i = 0; i < lat.size(); ++i) outside[i] = std::max(0.0, lat[i] - wall[i]);
+  std::sort(outside.begin(), outside.end());
+  run.outside_s = quantile(outside, 0.5);
   std::sort(lat.begin(), lat.end());
   std::sort(wall.begin(), wall.end());
   const double med_lat = quantile(lat, 0.5);
@@ -304,7 +284,7 @@ InContextSummary run_in_context(const Scenario& s, const CostModel& roofline, co
 
   const std::vector<double> alone = probe_alone_latencies(base, plan, eo, nm);
   const TimedRequests t = timed_requests(s, alone, o);
-  ExecResult r = execute(alone_runs(base, t.offset, t.period, t.count + o.warmup), plan, eo);
+  ExecResult r = execute(alone_runs(base, t.slots, t.period, t.count + o.warmup), plan, eo);
   // The first o.warmup requests of each model are left out of the latency figures; the
   // runtime's op medians include them (it ran every segment eo.warmup times before its
   // clock started, and medians shrug off a few slow first runs).
@@ -331,7 +311,8 @@ Pooled pooled_op_means(const Sections& samples) {
 }
 
 // Dispatch overhead: what a median alone request takes beyond its ops' predicted times,
-// split among its sections by op count.
+// split among its sections by op count; its part outside the segments' intervals (the
+// request's median hand-off time, at most the whole overhead) likewise.
 void attribute_overhead(const std::vector<ModelRun>& runs, Pooled& pooled, Sections& samples) {
   for (const ModelRun& run : runs) {
     double predicted = 0;
@@ -341,8 +322,11 @@ void attribute_overhead(const std::vector<ModelRun>& runs, Pooled& pooled, Secti
       n_by_section[key] += 1;
     }
     const double gap = run.latency_s - predicted;
+    const double outside = std::clamp(run.outside_s, 0.0, std::max(gap, 0.0));
     for (const auto& [key, n] : n_by_section) {
-      samples[key].overhead_s += gap * n / static_cast<double>(run.ops.size());
+      const double part = n / static_cast<double>(run.ops.size());
+      samples[key].overhead_s += gap * part;
+      samples[key].outside_s += outside * part;
       samples[key].ops += n;
     }
   }
@@ -391,6 +375,7 @@ void fold_sections(DeviceProfile& prof, Sections& samples, Pooled& pooled, const
       sec->skipped.erase(sig);
     }
     sec->op_overhead_s = ss.ops > 0 ? std::max(0.0, ss.overhead_s / ss.ops) : 0;
+    sec->op_outside_s = ss.ops > 0 ? std::clamp(ss.outside_s / ss.ops, 0.0, sec->op_overhead_s) : 0;
     if (ss.ratios.size() >= kMinVariabilitySamples) {
       std::sort(ss.ratios.begin(), ss.ratios.end());
       sec->service_quantiles.clear();
@@ -437,5 +422,57 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
   store_corun_figures(prof, corun, o);
   return out;
 }
+
+namespace calib {
+
+// Most requests of one model a cycle: a model far faster than another is calibrated in runs
+// of this many of its own requests at most.
+constexpr int kMaxSlotsPerModel = 8;
+
+TimedRequests timed_requests(const Scenario& s, const std::vector<double>& alone, const InContextOptions& o) {
+  const size_t nm = s.models.size();
+  std::vector<double> rate(nm, 0.0), phase(nm, 0.0);
+  std::vector<char> phased(nm, 0);
+  for (const StreamDecl& sd : s.streams) {  // a load: its share of the alone throughput just probed
+    const size_t m = static_cast<size_t>(sd.model);
+    const double r = sd.rate_pending ? sd.load / alone[m] : sd.rate_hz;
+    if (!(r > 0)) continue;
+    rate[m] += r;
+    if (!phased[m]) {
+      phased[m] = 1;
+      phase[m] = std::fmod(sd.start_s * r, 1.0);
+    }
+  }
+  double slowest = INFINITY, total_rate = 0;
+  for (double r : rate)
+    if (r > 0) slowest = std::min(slowest, r);
+  std::vector<int> n(nm, 1);
+  int requests = 0;
+  for (size_t m = 0; m < nm; ++m) {
+    if (rate[m] > 0) n[m] = static_cast<int>(std::clamp<long>(std::lround(rate[m] / slowest), 1, kMaxSlotsPerModel));
+    total_rate += rate[m];
+    requests += n[m];
+  }
+  TimedRequests t;
+  // The scenario's time for a cycle's requests (0 without streams: the rooms decide).
+  const double cycle = total_rate > 0 ? requests / total_rate : 0;
+  std::vector<std::pair<double, int>> wanted;  // (time in the cycle, model)
+  for (size_t m = 0; m < nm; ++m)
+    for (int j = 0; j < n[m]; ++j) wanted.push_back({cycle * (phase[m] + j) / n[m], static_cast<int>(m)});
+  std::sort(wanted.begin(), wanted.end());
+  double free_at = 0;  // when the request before has had its room
+  for (const auto& [want, m] : wanted) {
+    const double at = t.slots.empty() ? 0 : std::max(want - wanted.front().first, free_at);
+    t.slots.push_back({m, at});
+    free_at = at + 1.5 * alone[static_cast<size_t>(m)] + 0.002;
+  }
+  t.period = std::max(cycle, free_at);
+  t.count = o.repetitions;
+  if (t.period * t.count > o.max_seconds)
+    t.count = std::max(o.min_repetitions, static_cast<int>(o.max_seconds / t.period));
+  return t;
+}
+
+}  // namespace calib
 
 }  // namespace vlasim

@@ -25,6 +25,9 @@ struct OpCost {
   // timer (thread hand-offs spread over ops; ProfileSection::op_overhead_s). A measured op
   // time compares with seconds - dispatch_seconds.
   double dispatch_seconds = 0;
+  // The part of dispatch_seconds the runtime spends outside the segment's interval altogether
+  // (between one segment's end and the next one's start; ProfileSection::op_outside_s).
+  double outside_seconds = 0;
   // The op's kernels alone on the device: no host time, no gap between kernels (what a
   // software stack, sim/costs/stack_model.h, queues). < 0: seconds - overhead_seconds.
   double kernel_seconds = -1;

@@ -70,6 +70,7 @@ class Profiled : public CostModel {
     }
     c.overhead_seconds += s->op_overhead_s;
     c.dispatch_seconds = s->op_overhead_s;
+    c.outside_seconds = s->op_outside_s;
     return c;
   }
 

@@ -185,7 +185,9 @@ void Domain::on_wake() {
   double now = calendar_->now();
   for (const Job& j : finished) {
     const Segment& seg = plan_->models[j.item.plan].segment_at(j.item.segment, j.item.batch, j.item.sms);
-    flow_->segment_done(j.unit, j.item, j.start, now, seg.stage_seconds);
+    // The hand-off time outside the runtime's segment interval, as the run stretched it.
+    const double lead = seg.seconds > 0 ? seg.outside * (now - j.start) / seg.seconds : 0;
+    flow_->segment_done(j.unit, j.item, j.start, now, seg.stage_seconds, lead);
   }
   finished.clear();
   done_.swap(finished);

@@ -156,7 +156,7 @@ size_t RequestFlow::flow_key(const RequestRecord& rec) const {
 }
 
 void RequestFlow::segment_done(int unit, const WorkItem& item, double start, double end,
-                               const double* stage_seconds) {
+                               const double* stage_seconds, double lead) {
   const Segment& done = p_.models[static_cast<size_t>(item.plan)].segment_at(item.segment, item.batch, item.sms);
   if (done.seconds > 0) slowdown_[unit] = 0.8 * slowdown_[unit] + 0.2 * (end - start) / done.seconds;
   // Split the segment's interval among the stages the plan puts in it, in proportion to
@@ -192,10 +192,11 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
     }
     if (total > 0) {
       const StageSpan span = stage_span_[rec.plan][w.segment];
-      double at = start;
+      const double staged = end - start - std::clamp(lead, 0.0, end - start);
+      double at = end - staged;
       for (int st = 0; st < kStages; ++st) {
         if (done.stage_seconds[st] <= 0) continue;
-        double len = (end - start) * share[st] / total;
+        double len = staged * share[st] / total;
         const double first_start = (span.first >> st) & 1 ? at : rec.stage_latency[st];
         if ((span.last >> st) & 1) {
           rec.stage_latency[st] = at + len - first_start;

@@ -50,10 +50,13 @@ class RequestFlow {
   // start is no earlier than now.
   void arrive(int stream, double t, double now);
   // The segment of `item` (the lead of its batch: every item of the batch moves on) that
-  // started at `start` on `unit` finished at `end` (the current time). `stage_seconds` (by Stage index) splits its duration in proportion among the
-  // stages the plan's segment holds; other stages' entries are ignored.
+  // started at `start` on `unit` finished at `end` (the current time). `stage_seconds` (by
+  // Stage index) splits its duration in proportion among the stages the plan's segment holds;
+  // other stages' entries are ignored. The first `lead` seconds of it (0 <= lead < end - start;
+  // clamped) belong to no stage: the simulator's share of the runtime's hand-off time between
+  // segments (Segment::outside), which a real run's segment interval does not hold.
   void segment_done(int unit, const WorkItem& item, double start, double end,
-                    const double* stage_seconds);
+                    const double* stage_seconds, double lead = 0);
 
   // Segment `item` failed on `unit` (a real executor threw) between start and end (now): the
   // requests of its batch end there, failed and unfinished, and the unit takes its next item.

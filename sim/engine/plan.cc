@@ -23,6 +23,7 @@ void finish_segment(Segment& seg, const OpGraph& g, const std::vector<OpCost>& c
     compute += c.compute_seconds;
     memory += c.memory_seconds;
     seg.stage_seconds[static_cast<int>(g.op(id).stage)] += c.seconds - c.dispatch_seconds;
+    seg.outside += c.outside_seconds;
     if (stack && stack->fused()) ops.push_back({stack_op_class(g.op(id)), std::max(0.0, c.kernel_only())});
   }
   if (stack && !stack->fused()) {

@@ -61,6 +61,10 @@ struct Segment {
   // (OpCost::dispatch_seconds), as op timers see them: the shares by which a run's interval
   // is split among its stages, in simulation as in real runs (whose shares are op timers).
   double stage_seconds[5] = {0, 0, 0, 0, 0};
+  // Seconds of `seconds` the real runtime spends outside its segment interval (hand-offs
+  // between segments: OpCost::outside_seconds summed); the simulator keeps them out of every
+  // stage's share. 0 for most.
+  double outside = 0;
   // The cost model's run-to-run variation for this segment (CostModel::service_variability):
   // the simulator scales each run's time by a factor drawn from these quantiles; empty: none.
   std::vector<double> variability;

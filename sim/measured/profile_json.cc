@@ -220,6 +220,7 @@ std::string profile_to_json(const DeviceProfile& p) {
     js["fits"] = fits;
     js["skipped"] = s.skipped;
     if (s.op_overhead_s > 0) js["op_overhead_s"] = s.op_overhead_s;
+    if (s.op_outside_s > 0) js["op_outside_s"] = s.op_outside_s;
     if (!s.service_quantiles.empty()) js["service_quantiles"] = s.service_quantiles;
     secs.push_back(js);
   }
@@ -358,6 +359,30 @@ SentinelRecord parse_sentinel_keys(const At& root) {
   return r;
 }
 
+// A section's table entry `ma` for signature `sig` in a section of `dtype`.
+Measurement parse_measurement(const At& ma, const std::string& sig, DType dtype) {
+  ma.check_keys({"kind", "fn", "work", "median_s", "spread", "reps", "source"});
+  Measurement m;
+  m.kind = parse_kind(ma.key("kind"));
+  m.fn = parse_fn(ma.key("fn"));
+  const std::string prefix = std::string(to_string(m.kind)) + "/" + to_string(m.fn) + "/" + to_string(dtype) + "/";
+  if (sig.rfind(prefix, 0) != 0)
+    ma.fail("signature does not start with '" + prefix + "' (its kind, fn and the section's dtype)");
+  At wa = ma.key("work");
+  wa.check_keys({"flops", "bytes"});
+  m.work.flops = wa.key("flops").nonneg();
+  m.work.bytes = wa.key("bytes").nonneg();
+  m.median_s = ma.key("median_s").positive();
+  m.spread = ma.key("spread").nonneg();
+  m.reps = ma.key("reps").integer(1, 1 << 30);
+  m.source = ma.key("source").str();
+  if (m.source != "grid" && m.source != "graph" && m.source != "in-context" &&
+      m.source.rfind("vidur:", 0) != 0 && m.source.rfind("apxinf:", 0) != 0 && m.source.rfind("trace:", 0) != 0)
+    ma.key("source").fail("must be 'grid', 'graph', 'in-context' or an import's 'vidur:<file>:<line>' / "
+                          "'apxinf:<file>:<line> ...' / 'trace:<file>:<op key>'");
+  return m;
+}
+
 }  // namespace
 
 void check_json_unique_keys(const std::string& text, const std::string& name) {
@@ -431,7 +456,7 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
 
   for (const At& sa : root.key("sections").items()) {
     sa.check_keys({"threads", "dtype", "executor_device", "table", "fits", "skipped", "op_overhead_s",
-                   "service_quantiles"});
+                   "op_outside_s", "service_quantiles"});
     ProfileSection s;
     s.threads = sa.key("threads").integer(1, 1 << 16);
     s.dtype = sa.key("dtype").dtype();
@@ -443,31 +468,17 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
       sa.fail("a second section for " + std::to_string(s.threads) + " threads, " + to_string(s.dtype));
     s.executor_device = sa.key("executor_device").str();
     for (const auto& [sig, ma] : sa.key("table").entries()) {
-      ma.check_keys({"kind", "fn", "work", "median_s", "spread", "reps", "source"});
-      Measurement m;
-      m.kind = parse_kind(ma.key("kind"));
-      m.fn = parse_fn(ma.key("fn"));
-      const std::string prefix = std::string(to_string(m.kind)) + "/" + to_string(m.fn) + "/" +
-                                 to_string(s.dtype) + "/";
-      if (sig.rfind(prefix, 0) != 0)
-        ma.fail("signature does not start with '" + prefix + "' (its kind, fn and the section's dtype)");
-      At wa = ma.key("work");
-      wa.check_keys({"flops", "bytes"});
-      m.work.flops = wa.key("flops").nonneg();
-      m.work.bytes = wa.key("bytes").nonneg();
-      m.median_s = ma.key("median_s").positive();
-      m.spread = ma.key("spread").nonneg();
-      m.reps = ma.key("reps").integer(1, 1 << 30);
-      m.source = ma.key("source").str();
-      if (m.source != "grid" && m.source != "graph" && m.source != "in-context" &&
-          m.source.rfind("vidur:", 0) != 0 && m.source.rfind("apxinf:", 0) != 0 && m.source.rfind("trace:", 0) != 0)
-        ma.key("source").fail("must be 'grid', 'graph', 'in-context' or an import's 'vidur:<file>:<line>' / "
-                              "'apxinf:<file>:<line> ...' / 'trace:<file>:<op key>'");
-      s.table[sig] = m;
+      s.table[sig] = parse_measurement(ma, sig, s.dtype);
     }
     for (const auto& [key, fa] : sa.key("fits").entries()) s.fits[key] = parse_fit(fa);
     for (const auto& [sig, why] : sa.key("skipped").entries()) s.skipped[sig] = why.str();
     if (sa.has("op_overhead_s")) s.op_overhead_s = sa.key("op_overhead_s").at_most(1);
+    if (sa.has("op_outside_s")) {
+      s.op_outside_s = sa.key("op_outside_s").at_most(1);
+      if (s.op_outside_s > s.op_overhead_s)
+        sa.key("op_outside_s").fail("is " + std::to_string(s.op_outside_s) + " s, more than op_overhead_s (" +
+                                    std::to_string(s.op_overhead_s) + " s), of which it is a part");
+    }
     if (sa.has("service_quantiles")) {
       for (const At& q : sa.key("service_quantiles").items()) {
         const double v = q.positive();

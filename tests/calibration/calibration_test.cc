@@ -13,6 +13,7 @@
 
 #include "busy_machine.h"
 #include "executors/calibration/calibrate.h"
+#include "executors/calibration/calibrate_internal.h"
 #include "executors/calibration/host_measure.h"
 #include "executors/executor.h"
 #include "sim/engine/engine.h"
@@ -253,6 +254,152 @@ TEST(Profile, ServiceQuantilesRoundTripAndBadOnesNameTheKey) {
   EXPECT_EQ(key_of({1.0, 0.9}), "sections[0].service_quantiles[1]");   // decreasing
   EXPECT_EQ(key_of({-1.0, 1.0}), "sections[0].service_quantiles[0]");  // not > 0
   EXPECT_EQ(key_of({1.0}), "sections[0].service_quantiles");           // too few
+}
+
+TEST(Profile, OutsideTimeRoundTripsAndIsAPartOfTheOverhead) {
+  DeviceProfile p = synthetic_profile("epyc-2vcpu", 1, DType::F32);
+  p.sections[0].op_overhead_s = 4e-6;
+  p.sections[0].op_outside_s = 1e-6;
+  const std::string text = profile_to_json(p);
+  EXPECT_NE(text.find("op_outside_s"), std::string::npos);
+  EXPECT_EQ(parse_profile(text, "p.json"), p);
+  auto key_of = [&](double overhead, double outside) {
+    DeviceProfile bad = p;
+    bad.sections[0].op_overhead_s = overhead;
+    bad.sections[0].op_outside_s = outside;
+    try {
+      parse_profile(profile_to_json(bad), "p.json");
+    } catch (const ConfigError& e) {
+      return e.key();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(key_of(4e-6, 5e-6), "sections[0].op_outside_s");  // more than the whole
+  EXPECT_EQ(key_of(0, 1e-6), "sections[0].op_outside_s");     // a part of nothing
+  EXPECT_EQ(key_of(4e-6, 4e-6), "no error");
+  p.sections[0].op_outside_s = 0;  // not measured: not written
+  EXPECT_EQ(profile_to_json(p).find("op_outside_s"), std::string::npos);
+}
+
+TEST(ProfiledCostModel, OutsideTimeStaysInTheLatencyButInNoStage) {
+  // The same profile with and without a measured hand-off part of its per-op overhead: the
+  // plan's times and the request's latency are the same; the stages share the segment less
+  // that part, which the real runtime spends outside its segment intervals.
+  fs::path dir = scratch_dir("outside");
+  DeviceProfile p = synthetic_profile("epyc-2vcpu", 2, DType::F32);
+  p.sections[0].op_overhead_s = 4e-6;
+  std::vector<SimResult> runs;
+  std::vector<Plan> plans;
+  for (double outside : {0.0, 3e-6}) {
+    p.sections[0].op_outside_s = outside;
+    save_profile(p, (dir / "profile.json").string());
+    Scenario s = tiny_scenario(dir, 2, "fp32", ", variability: none");
+    plans.push_back(make_plan(s, *make_cost(s), {1}));
+    runs.push_back(simulate(s, plans.back()));
+  }
+  const ModelPlan& mp = plans[1].models.at(0);
+  double outside = 0;
+  for (size_t k = 0; k < mp.segments.size(); ++k) {
+    const Segment& seg = mp.segments[k];
+    EXPECT_NEAR(seg.outside, 3e-6 * static_cast<double>(seg.ops.size()), 1e-12) << k;
+    EXPECT_DOUBLE_EQ(seg.seconds, plans[0].models[0].segments[k].seconds) << k;
+    EXPECT_EQ(plans[0].models[0].segments[k].outside, 0) << k;
+    outside += seg.outside;
+  }
+  ASSERT_EQ(runs[0].requests.size(), 1u);
+  ASSERT_EQ(runs[1].requests.size(), 1u);
+  auto stage_sum = [](const RequestRecord& q) {
+    double sum = 0;
+    for (int st = 0; st < kStages; ++st)
+      if (q.stage_done(st)) sum += q.stage_latency[st];
+    return sum;
+  };
+  const RequestRecord &a = runs[0].requests[0], &b = runs[1].requests[0];
+  EXPECT_DOUBLE_EQ(b.latency(), a.latency());
+  ASSERT_GT(outside, 0);
+  // One segment with every stage: the stages fill it, less its outside part.
+  ASSERT_EQ(mp.segments.size(), 1u);
+  EXPECT_NEAR(stage_sum(a), a.latency(), 1e-9);
+  EXPECT_NEAR(stage_sum(b), b.latency() - outside, 1e-9);
+}
+
+TEST(InContextCycle, OneModelRunsAsOftenAsItsArrivalsWithRoomForItsLatency) {
+  Scenario s;
+  s.models.resize(1);
+  StreamDecl sd;
+  sd.rate_hz = 10;
+  sd.start_s = 0.03;
+  s.streams = {sd};
+  InContextOptions o;
+  o.repetitions = 40;
+  o.max_seconds = 100;
+  calib::TimedRequests t = calib::timed_requests(s, {0.02}, o);
+  ASSERT_EQ(t.slots.size(), 1u);
+  EXPECT_EQ(t.slots[0].model, 0);
+  EXPECT_EQ(t.slots[0].offset, 0);
+  EXPECT_DOUBLE_EQ(t.period, 0.1);
+  EXPECT_EQ(t.count, 40);
+  // Slower than its arrivals: 1.5x its latency + 2 ms apart; and cut to o.max_seconds.
+  o.max_seconds = 1;
+  t = calib::timed_requests(s, {0.09}, o);
+  EXPECT_DOUBLE_EQ(t.period, 1.5 * 0.09 + 0.002);
+  EXPECT_EQ(t.count, static_cast<int>(1 / t.period));
+  o.min_repetitions = 20;
+  EXPECT_EQ(calib::timed_requests(s, {0.09}, o).count, 20);
+}
+
+TEST(InContextCycle, ModelsFollowTheScenariosMixAndPhasesOneAtATime) {
+  // Equal rates, the second stream half a period after the first: in turn, at that phase.
+  Scenario s;
+  s.models.resize(2);
+  StreamDecl a, b;
+  a.model = 0;
+  a.rate_hz = 5;
+  b.model = 1;
+  b.rate_hz = 5;
+  b.start_s = 0.1;
+  s.streams = {a, b};
+  InContextOptions o;
+  o.max_seconds = 100;
+  calib::TimedRequests t = calib::timed_requests(s, {0.03, 0.03}, o);
+  ASSERT_EQ(t.slots.size(), 2u);
+  EXPECT_EQ(t.slots[0].model, 0);
+  EXPECT_EQ(t.slots[1].model, 1);
+  EXPECT_NEAR(t.slots[1].offset, 0.1, 1e-12);
+  EXPECT_NEAR(t.period, 0.2, 1e-12);
+
+  // 20 Hz and 50 Hz (two_models): the fast model's requests mostly follow its own, as in the
+  // scenario, not always the slow one's; every request has its room before the next.
+  a.rate_hz = 20;
+  b.rate_hz = 50;
+  b.start_s = 0.003;
+  s.streams = {a, b};
+  const std::vector<double> alone = {0.02, 0.006};
+  t = calib::timed_requests(s, alone, o);
+  std::vector<int> n(2, 0);
+  int fast_after_fast = 0;
+  for (size_t k = 0; k < t.slots.size(); ++k) {
+    ++n[static_cast<size_t>(t.slots[k].model)];
+    if (k > 0) {
+      const calib::Slot& before = t.slots[k - 1];
+      EXPECT_GE(t.slots[k].offset, before.offset + 1.5 * alone[static_cast<size_t>(before.model)] + 0.002 - 1e-12) << k;
+      if (t.slots[k].model == 1 && before.model == 1) ++fast_after_fast;
+    }
+  }
+  EXPECT_EQ(n[0], 1);
+  EXPECT_EQ(n[1], 3);  // 2.5 rounded
+  EXPECT_GE(fast_after_fast, 1);
+  const calib::Slot& last = t.slots.back();
+  EXPECT_GE(t.period, last.offset + 1.5 * alone[static_cast<size_t>(last.model)] + 0.002 - 1e-12);
+  EXPECT_GE(t.period, 4.0 / 70 - 1e-12);
+
+  // Without streams: each model once, in turn.
+  s.streams.clear();
+  t = calib::timed_requests(s, alone, o);
+  ASSERT_EQ(t.slots.size(), 2u);
+  EXPECT_EQ(t.slots[0].model, 0);
+  EXPECT_EQ(t.slots[1].model, 1);
+  EXPECT_DOUBLE_EQ(t.slots[1].offset, 1.5 * 0.02 + 0.002);
 }
 
 TEST(ProfiledCostModel, VariabilityReachesThePlanUnlessTurnedOff) {

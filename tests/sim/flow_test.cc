@@ -51,14 +51,15 @@ struct TwoSegments {
   }
 
   // Runs one request: segment 0 over [0, 2] and segment 1 over [3, 5] with the given
-  // measured stage seconds, and returns its record.
-  RequestRecord run(std::vector<double> m0, std::vector<double> m1) {
+  // measured stage seconds (and the first `lead` seconds of each in no stage), and returns
+  // its record.
+  RequestRecord run(std::vector<double> m0, std::vector<double> m1, double lead = 0) {
     RequestFlow flow(s, p, out, 100, [&](int unit, const WorkItem& w) { started.push_back({unit, w}); });
     flow.arrive(0, 0.0);
     EXPECT_EQ(started.size(), 1u);
-    flow.segment_done(started[0].first, started[0].second, 0, 2, m0.data());
+    flow.segment_done(started[0].first, started[0].second, 0, 2, m0.data(), lead);
     EXPECT_EQ(started.size(), 2u);
-    flow.segment_done(started[1].first, started[1].second, 3, 5, m1.data());
+    flow.segment_done(started[1].first, started[1].second, 3, 5, m1.data(), lead);
     EXPECT_EQ(flow.finished(), 1u);
     return out.requests.at(0);
   }
@@ -93,6 +94,24 @@ TEST(RequestFlow, AllZeroMeasurementsFallBackToThePlansShares) {
   EXPECT_DOUBLE_EQ(q.stage_latency[kVision], 1);
   EXPECT_DOUBLE_EQ(q.stage_latency[kPrefix], 3);
   EXPECT_DOUBLE_EQ(q.stage_latency[kAction], 1);
+}
+
+TEST(RequestFlow, ALeadBelongsToNoStageAndLeavesTheLatencyAlone) {
+  // Half a second of each segment is hand-off time outside the runtime's segment interval:
+  // the stages split the rest, the request still ends with its last segment.
+  RequestRecord q = TwoSegments().run({1, 1, 0, 0, 0}, {0, 1, 1, 0, 0}, 0.5);
+  EXPECT_DOUBLE_EQ(q.stage_latency[kVision], 0.75);  // [0.5, 1.25]
+  EXPECT_DOUBLE_EQ(q.stage_latency[kPrefix], 3);     // [1.25, 2] and [3.5, 4.25]
+  EXPECT_DOUBLE_EQ(q.stage_latency[kAction], 0.75);  // [4.25, 5]
+  EXPECT_DOUBLE_EQ(q.latency(), 5);
+}
+
+TEST(RequestFlow, ALeadLongerThanTheSegmentLeavesItsStagesNoTime) {
+  RequestRecord q = TwoSegments().run({1, 1, 0, 0, 0}, {0, 1, 1, 0, 0}, 7);
+  for (int st : {kVision, kPrefix, kAction}) EXPECT_TRUE(q.stage_done(st)) << st;
+  EXPECT_DOUBLE_EQ(q.stage_latency[kVision], 0);  // [2, 2]
+  EXPECT_DOUBLE_EQ(q.stage_latency[kPrefix], 3);  // [2, 2] and [5, 5]
+  EXPECT_DOUBLE_EQ(q.stage_latency[kAction], 0);
 }
 
 }  // namespace
