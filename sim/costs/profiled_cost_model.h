@@ -35,8 +35,8 @@ ProfileRef scenario_profile(const Scenario& s);
 // fallback "roofline"); they are split into compute/memory/overhead in the roofline's
 // proportions for the same op and unit. The section's op_overhead_s is added to every op (as
 // overhead) whatever its source, except with fallback "roofline" for unprofiled shapes; its
-// op_outside_s part is the op's outside_seconds. Transfers over the link named in the profile's memcpy figure use that
-// figure; other links use the roofline's transfer_cost.
+// op_outside_s part is the op's outside_seconds. Transfers over the link named in the
+// profile's memcpy figure use that figure; other links use the roofline's transfer_cost.
 void register_profiled_cost_model(CostModelRegistry& r);
 
 }  // namespace vlasim

@@ -170,6 +170,8 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
     total = 0;
     for (int st = 0; st < kStages; ++st) total += share[st];
   }
+  // The part of the interval the stages share: all of it but the lead.
+  const double staged = end - start - std::clamp(lead, 0.0, end - start);
   std::vector<WorkItem> batch;
   batch.swap(running_[static_cast<size_t>(unit)]);
   UnitStats& us = out_.units[unit];
@@ -192,7 +194,6 @@ void RequestFlow::segment_done(int unit, const WorkItem& item, double start, dou
     }
     if (total > 0) {
       const StageSpan span = stage_span_[rec.plan][w.segment];
-      const double staged = end - start - std::clamp(lead, 0.0, end - start);
       double at = end - staged;
       for (int st = 0; st < kStages; ++st) {
         if (done.stage_seconds[st] <= 0) continue;
