@@ -150,13 +150,21 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
     if (!quiet) std::cerr << "in context: running " << loaded.size() << " scenario(s) one request at a time...\n";
     const HostEntry before = profile.host;
     std::vector<CorunDetail> details;
+    std::vector<DispatchDetail> dispatch;
     io.corun_details = &details;
+    io.dispatch_details = &dispatch;
     io.should_stop = c.should_stop;
     for (const InContextSummary& r : calibrate_in_context(profile, loaded, io))
       std::printf("in context %-28s %3d requests: ops %.3f ms, segments %.3f ms, latency %.3f ms\n",
                     r.scenario.c_str(), r.requests, r.op_seconds * 1e3, r.wall_seconds * 1e3,
                     r.latency_seconds * 1e3);
     print_new_corun(before, profile.host, details);
+    for (const DispatchDetail& d : dispatch)
+      std::printf("dispatch %d core(s) %s: %.3f us per op + %.2f%% of the op's time (%s over %d model run(s); "
+                  "one figure per op: %.3f us), %.3f us of it per op outside segments\n",
+                  d.threads, to_string(d.dtype), (d.per_op + d.outside_per_op) * 1e6, 100 * d.share,
+                  d.two_terms ? "two terms" : "one term", d.samples, d.pooled_per_op * 1e6 + d.outside_per_op * 1e6,
+                  d.outside_per_op * 1e6);
     if (const std::string why = stop_reason(); !why.empty()) {
       if (sentinel) profile.sentinel = sentinel->stop();
       return stopped_early(profile, out_path, why);

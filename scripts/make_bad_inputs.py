@@ -605,6 +605,7 @@ def profile_mutations():
                     fit[fkey] = bad
             case("fit_%s_%s" % (fkey, tag), dump(m), fkey, "every fit's %s set to %r" % (fkey, bad))
     for skey, tag, bad in (("op_overhead_s", "huge", 1e300), ("op_overhead_s", "neg", -1.0),
+                           ("op_overhead_share", "huge", 2.0), ("op_overhead_share", "neg", -0.5),
                            ("threads", "zero", 0), ("threads", "huge", 1e300), ("dtype", "unknown", "fp8")):
         m = json.loads(json.dumps(base))
         for sec in m["sections"]:

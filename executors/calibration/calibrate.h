@@ -130,12 +130,15 @@ DeviceProfile calibrate(const CalibrateOptions& o);
 //     figure of the same signature; pooled over all scenarios given;
 //   - per section, the dispatch overhead: median alone latency minus the sum of its ops'
 //     figures above (thread hand-offs, the arrival's wake-up, the skew between a median of
-//     sums and a sum of medians), over all models and scenarios, divided by the op runs it
-//     covers, as ProfileSection::op_overhead_s, which the profiled cost model adds to every op;
-//     and the part of it spent outside the segments' intervals (the median alone request's
+//     sums and a sum of medians), per model and scenario, split among a request's sections
+//     by op count. Its part spent outside the segments' intervals (the median alone request's
 //     latency minus its segments' run times: the arrival's wake-up and the hand-offs between
-//     segments), spread alike, as ProfileSection::op_outside_s, which the simulator keeps out
-//     of every stage (Segment::outside), as a real run's stage figures leave it out.
+//     segments), over the op runs it covers, is ProfileSection::op_outside_s, which the
+//     simulator keeps out of every stage (Segment::outside), as a real run's stage figures
+//     leave it out. The rest is fitted as a time per op plus a share of the op's own time
+//     (calib::fit_dispatch: both terms only where the section's models differ in op size,
+//     else the time per op alone), as ProfileSection::op_overhead_s (outside part included)
+//     and op_overhead_share, which the profiled cost model adds to every op;
 //   - per CPU segment that runs beside other core groups, its co-run slowdown, into the
 //     profile's host entry (HostEntry::corun, keyed by corun_key, sim/engine/engine.h), only when
 //     prof.host is measured: a co-run pass prepares every distinct segment of the scenario's
@@ -157,7 +160,8 @@ DeviceProfile calibrate(const CalibrateOptions& o);
 //     1 + (ratio - 1) / overlap (a figure whose overlap is under 1/2 is not stored). Entries of
 //     the same key pool every scenario's runs; other keys of the entry are kept. A scenario
 //     whose segments run on fewer than two core groups of one device gets none.
-struct CorunDetail;  // below
+struct CorunDetail;     // below
+struct DispatchDetail;  // below
 struct InContextOptions {
   std::string executor = "onednn";
   int warmup = 3;               // untimed cycles of requests first (each model's first this many left out of its latency)
@@ -168,6 +172,8 @@ struct InContextOptions {
   std::function<void(int, int, const std::string&)> progress;  // (done, total, scenario name)
   // When given, receives what lies behind each co-run figure stored (CorunDetail), in key order.
   std::vector<CorunDetail>* corun_details = nullptr;
+  // When given, receives how each section's dispatch figures were fitted, in section order.
+  std::vector<DispatchDetail>* dispatch_details = nullptr;
   // Asked before each scenario; a non-empty answer (the reason) ends the pass there: the
   // scenarios measured so far are folded into the profile as a finished pass's are.
   std::function<std::string()> should_stop;
@@ -185,6 +191,17 @@ struct CorunDetail {
   // when the executor does not measure CPU time.
   double off_cpu_alone = -1, off_cpu_loaded = -1;
   double alone_s = 0, loaded_s = 0;  // median alone and loaded run, wall time (seconds)
+};
+
+// A section's dispatch fit (calib::fit_dispatch) as stored: op_overhead_s = outside_per_op +
+// per_op, op_overhead_share = share.
+struct DispatchDetail {
+  int threads = 0;
+  DType dtype = DType::BF16;
+  int samples = 0;            // model runs (of scenarios) it was fitted over
+  bool two_terms = false;     // per_op and share told apart (the models differ in op size)
+  double per_op = 0, share = 0, outside_per_op = 0;
+  double pooled_per_op = 0;   // the one figure per op the same runs give without the share
 };
 
 struct InContextSummary {

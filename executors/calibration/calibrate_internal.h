@@ -88,4 +88,30 @@ struct TimedRequests {
 // slot a cycle, as often as its arrivals; equal rates: the models in turn.
 TimedRequests timed_requests(const Scenario& s, const std::vector<double>& alone, const InContextOptions& o);
 
+// One model run's part of a profile section: its ops in the section, their predicted time
+// (the sum of their stored figures) and the request's time beyond them attributed there.
+struct DispatchSample {
+  double ops = 0;
+  double op_seconds = 0;
+  double gap_seconds = 0;
+};
+
+// The section's dispatch time as per_op seconds for every op plus share x the op's own time.
+struct DispatchFit {
+  double per_op = 0;
+  double share = 0;
+  bool two_terms = false;  // both terms fitted (else share is 0 and per_op the pooled mean)
+  double pooled_per_op = 0;  // the samples' gap per op, >= 0
+  int samples = 0;           // samples used
+};
+
+// Fits gap = per_op x ops + share x op_seconds over `samples`, least squares on each sample's
+// gap relative to its op_seconds (a small model's runs count as much as a large one's), both
+// terms >= 0. The two terms are told apart only when the samples' mean op times differ (the
+// relative spread of ops / op_seconds over samples at least kDispatchMinSpread); otherwise,
+// or with fewer than two samples, the pooled gap per op, share 0, as a single figure cannot
+// say which term it is. Samples without ops or op time are left out; none: all 0.
+DispatchFit fit_dispatch(const std::vector<DispatchSample>& samples);
+constexpr double kDispatchMinSpread = 0.1;
+
 }  // namespace vlasim::calib

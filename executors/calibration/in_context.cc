@@ -18,6 +18,8 @@ namespace vlasim {
 namespace {
 
 using calib::CorunSamples;
+using calib::DispatchFit;
+using calib::DispatchSample;
 using calib::Slot;
 using calib::TimedRequests;
 using calib::timed_requests;
@@ -32,8 +34,9 @@ constexpr size_t kMinVariabilitySamples = 20;
 struct SectionSamples {
   std::map<std::string, std::vector<double>> op;  // signature -> per-op-instance medians
   std::map<std::string, Op> example;              // signature -> an op with it
-  double overhead_s = 0;                          // dispatch time attributed to the section
-  double outside_s = 0;                           // the part of it outside segment intervals
+  std::vector<calib::DispatchSample> dispatch;    // per model run: its time beyond ops here,
+                                                  // outside segment intervals left out
+  double outside_s = 0;                           // time outside segment intervals
   double ops = 0;                                 // op runs it is spread over
   std::vector<double> ratios;  // segment run time / that segment's median (alone requests)
 };
@@ -312,22 +315,25 @@ Pooled pooled_op_means(const Sections& samples) {
 
 // Dispatch overhead: what a median alone request takes beyond its ops' predicted times,
 // split among its sections by op count; its part outside the segments' intervals (the
-// request's median hand-off time, at most the whole overhead) likewise.
+// request's median hand-off time, at most the whole overhead) summed per section, the rest
+// a dispatch sample of the section (its ops there and their predicted time).
 void attribute_overhead(const std::vector<ModelRun>& runs, Pooled& pooled, Sections& samples) {
   for (const ModelRun& run : runs) {
     double predicted = 0;
-    std::map<std::pair<int, DType>, double> n_by_section;
+    std::map<std::pair<int, DType>, std::pair<double, double>> by_section;  // (ops, seconds)
     for (const auto& [key, sig] : run.ops) {
-      predicted += pooled[key][sig];
-      n_by_section[key] += 1;
+      const double t = pooled[key][sig];
+      predicted += t;
+      by_section[key].first += 1;
+      by_section[key].second += t;
     }
     const double gap = run.latency_s - predicted;
     const double outside = std::clamp(run.outside_s, 0.0, std::max(gap, 0.0));
-    for (const auto& [key, n] : n_by_section) {
-      const double part = n / static_cast<double>(run.ops.size());
-      samples[key].overhead_s += gap * part;
+    for (const auto& [key, nt] : by_section) {
+      const double part = nt.first / static_cast<double>(run.ops.size());
+      samples[key].dispatch.push_back({nt.first, nt.second, (gap - outside) * part});
       samples[key].outside_s += outside * part;
-      samples[key].ops += n;
+      samples[key].ops += nt.first;
     }
   }
 }
@@ -356,10 +362,10 @@ ProfileSection& section_for(DeviceProfile& prof, int cores, DType dtype, const s
 // Stores each section's samples in its profile section: per signature the pooled figure
 // (source "in-context", replacing a grid or graph one), the dispatch overhead per op, the
 // service-time quantiles when there are enough ratios; then refits it.
-void fold_sections(DeviceProfile& prof, Sections& samples, Pooled& pooled, const std::string& executor) {
+void fold_sections(DeviceProfile& prof, Sections& samples, Pooled& pooled, const InContextOptions& o) {
   for (auto& [key, ss] : samples) {
     const auto [cores, dtype] = key;
-    ProfileSection* sec = &section_for(prof, cores, dtype, executor);
+    ProfileSection* sec = &section_for(prof, cores, dtype, o.executor);
     for (auto& [sig, v] : ss.op) {
       std::sort(v.begin(), v.end());
       const Op& op = ss.example.at(sig);
@@ -374,8 +380,13 @@ void fold_sections(DeviceProfile& prof, Sections& samples, Pooled& pooled, const
       sec->table[sig] = m;
       sec->skipped.erase(sig);
     }
-    sec->op_overhead_s = ss.ops > 0 ? std::max(0.0, ss.overhead_s / ss.ops) : 0;
-    sec->op_outside_s = ss.ops > 0 ? std::clamp(ss.outside_s / ss.ops, 0.0, sec->op_overhead_s) : 0;
+    const DispatchFit f = calib::fit_dispatch(ss.dispatch);
+    sec->op_outside_s = ss.ops > 0 ? std::max(0.0, ss.outside_s / ss.ops) : 0;
+    sec->op_overhead_s = sec->op_outside_s + f.per_op;
+    sec->op_overhead_share = f.share;
+    if (o.dispatch_details)
+      o.dispatch_details->push_back(
+          {cores, dtype, f.samples, f.two_terms, f.per_op, f.share, sec->op_outside_s, f.pooled_per_op});
     if (ss.ratios.size() >= kMinVariabilitySamples) {
       std::sort(ss.ratios.begin(), ss.ratios.end());
       sec->service_quantiles.clear();
@@ -418,12 +429,51 @@ std::vector<InContextSummary> calibrate_in_context(DeviceProfile& prof, const st
   }
   Pooled pooled = pooled_op_means(samples);
   attribute_overhead(runs, pooled, samples);
-  fold_sections(prof, samples, pooled, o.executor);
+  fold_sections(prof, samples, pooled, o);
   store_corun_figures(prof, corun, o);
   return out;
 }
 
 namespace calib {
+
+DispatchFit fit_dispatch(const std::vector<DispatchSample>& samples) {
+  // Weighted by 1 / op_seconds^2: in x = ops / op_seconds, y = gap / op_seconds the fit is
+  // y = per_op x + share over samples of equal weight.
+  std::vector<std::pair<double, double>> xy;
+  double ops = 0, gap = 0;
+  for (const DispatchSample& d : samples) {
+    if (!(d.ops > 0) || !(d.op_seconds > 0)) continue;
+    xy.push_back({d.ops / d.op_seconds, d.gap_seconds / d.op_seconds});
+    ops += d.ops;
+    gap += d.gap_seconds;
+  }
+  DispatchFit pooled;
+  if (xy.empty()) return pooled;
+  pooled.per_op = pooled.pooled_per_op = std::max(0.0, gap / ops);
+  pooled.samples = static_cast<int>(xy.size());
+  const double n = static_cast<double>(xy.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : xy) {
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  const double mean_x = sx / n, var_x = std::max(0.0, sxx / n - mean_x * mean_x);
+  if (xy.size() < 2 || std::sqrt(var_x) < kDispatchMinSpread * mean_x) return pooled;
+  DispatchFit f = pooled;
+  f.two_terms = true;
+  f.per_op = (sxy / n - mean_x * sy / n) / var_x;
+  f.share = sy / n - f.per_op * mean_x;
+  if (f.per_op < 0) {  // the best fit with the time per op held at 0, and so on
+    f.per_op = 0;
+    f.share = std::max(0.0, sy / n);
+  } else if (f.share < 0) {
+    f.share = 0;
+    f.per_op = std::max(0.0, sxy / sxx);
+  }
+  return f;
+}
 
 // Most requests of one model a cycle: a model far faster than another is calibrated in runs
 // of this many of its own requests at most.

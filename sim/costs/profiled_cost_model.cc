@@ -60,7 +60,8 @@ class Profiled : public CostModel {
                   ", op " + op.name + "); calibrate with a grid, or use fallback: roofline");
     }
     OpCost c;
-    c.seconds = t + s->op_overhead_s;
+    const double dispatch = s->op_overhead_s + s->op_overhead_share * t;
+    c.seconds = t + dispatch;
     if (r.seconds > 0 && std::isfinite(r.seconds)) {
       c.compute_seconds = t * r.compute_seconds / r.seconds;
       c.memory_seconds = t * r.memory_seconds / r.seconds;
@@ -68,8 +69,8 @@ class Profiled : public CostModel {
     } else {
       c.compute_seconds = t;
     }
-    c.overhead_seconds += s->op_overhead_s;
-    c.dispatch_seconds = s->op_overhead_s;
+    c.overhead_seconds += dispatch;
+    c.dispatch_seconds = dispatch;
     c.outside_seconds = s->op_outside_s;
     return c;
   }

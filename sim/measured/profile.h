@@ -108,13 +108,17 @@ struct ProfileSection {
   std::map<std::string, std::string> skipped;  // signature -> why it was not measured
   // Seconds of dispatch the real runtime spends per op outside the op timers (hand-offs of
   // segments between the request flow, unit threads and the executor's worker), measured in
-  // context and spread evenly over ops; added to every op's time. 0 when not measured
+  // context; added to every op's time. 0 when not measured
   // (written to JSON only when > 0).
   double op_overhead_s = 0;
   // The part of op_overhead_s the runtime spends outside segment intervals (a request's
   // latency beyond the sum of its segments' run times, spread over its ops likewise): in the
   // simulator it belongs to no stage. 0 <= op_outside_s <= op_overhead_s; 0 when not measured.
   double op_outside_s = 0;
+  // Dispatch time that grows with the op: seconds per second of the op's own time, added to
+  // every op's time beside op_overhead_s (the runtime's time per op then a + share x t). In
+  // [0, 1]; 0 when not measured or not told apart from op_overhead_s (written only when > 0).
+  double op_overhead_share = 0;
   // Run-to-run variation of a segment's time: quantiles, at probabilities 0, 1/(n-1), ...,
   // 1, of (a segment run's time / the median time of that segment) over the segments run
   // in context one request at a time; non-decreasing, > 0. Empty when not measured

@@ -221,6 +221,7 @@ std::string profile_to_json(const DeviceProfile& p) {
     js["skipped"] = s.skipped;
     if (s.op_overhead_s > 0) js["op_overhead_s"] = s.op_overhead_s;
     if (s.op_outside_s > 0) js["op_outside_s"] = s.op_outside_s;
+    if (s.op_overhead_share > 0) js["op_overhead_share"] = s.op_overhead_share;
     if (!s.service_quantiles.empty()) js["service_quantiles"] = s.service_quantiles;
     secs.push_back(js);
   }
@@ -456,7 +457,7 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
 
   for (const At& sa : root.key("sections").items()) {
     sa.check_keys({"threads", "dtype", "executor_device", "table", "fits", "skipped", "op_overhead_s",
-                   "op_outside_s", "service_quantiles"});
+                   "op_outside_s", "op_overhead_share", "service_quantiles"});
     ProfileSection s;
     s.threads = sa.key("threads").integer(1, 1 << 16);
     s.dtype = sa.key("dtype").dtype();
@@ -473,6 +474,7 @@ DeviceProfile parse_profile(const std::string& text, const std::string& name) {
     for (const auto& [key, fa] : sa.key("fits").entries()) s.fits[key] = parse_fit(fa);
     for (const auto& [sig, why] : sa.key("skipped").entries()) s.skipped[sig] = why.str();
     if (sa.has("op_overhead_s")) s.op_overhead_s = sa.key("op_overhead_s").at_most(1);
+    if (sa.has("op_overhead_share")) s.op_overhead_share = sa.key("op_overhead_share").at_most(1);
     if (sa.has("op_outside_s")) {
       s.op_outside_s = sa.key("op_outside_s").at_most(1);
       if (s.op_outside_s > s.op_overhead_s)

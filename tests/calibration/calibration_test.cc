@@ -323,6 +323,122 @@ TEST(ProfiledCostModel, OutsideTimeStaysInTheLatencyButInNoStage) {
   EXPECT_NEAR(stage_sum(b), b.latency() - outside, 1e-9);
 }
 
+TEST(Profile, OverheadShareRoundTripsAndOutOfRangeNamesTheKey) {
+  DeviceProfile p = synthetic_profile("epyc-2vcpu", 1, DType::F32);
+  p.sections[0].op_overhead_s = 1e-6;
+  p.sections[0].op_overhead_share = 0.04;
+  const std::string text = profile_to_json(p);
+  EXPECT_NE(text.find("op_overhead_share"), std::string::npos);
+  EXPECT_EQ(parse_profile(text, "p.json"), p);
+  const std::string good = "\"op_overhead_share\": 0.04";
+  ASSERT_NE(text.find(good), std::string::npos);
+  for (const char* bad : {"-0.1", "1.5", "\"x\""}) {
+    std::string t = text;
+    t.replace(t.find(good), good.size(), std::string("\"op_overhead_share\": ") + bad);
+    try {
+      parse_profile(t, "p.json");
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.key(), "sections[0].op_overhead_share") << bad;
+    }
+  }
+  p.sections[0].op_overhead_share = 0;  // not measured: not written
+  EXPECT_EQ(profile_to_json(p).find("op_overhead_share"), std::string::npos);
+}
+
+TEST(ProfiledCostModel, OverheadShareGrowsWithTheOpAndStaysOutOfTheStageShares) {
+  // The same profile with a time per op and with that plus a share of each op's time: every
+  // op costs its share more, all of it dispatch, so the stage shares (op timers' view) keep
+  // the ops' own times.
+  fs::path dir = scratch_dir("share");
+  DeviceProfile p = synthetic_profile("epyc-2vcpu", 2, DType::F32);
+  p.sections[0].op_overhead_s = 2e-6;
+  std::vector<Plan> plans;
+  std::vector<std::vector<OpCost>> costs;
+  for (double share : {0.0, 0.05}) {
+    p.sections[0].op_overhead_share = share;
+    save_profile(p, (dir / "profile.json").string());
+    Scenario s = tiny_scenario(dir, 2, "fp32", ", variability: none");
+    auto cost = make_cost(s);
+    plans.push_back(make_plan(s, *cost, {1}));
+    const OpGraph& g = plans.back().models.at(0).graph;
+    costs.emplace_back();
+    for (int id = 0; id < static_cast<int>(g.size()); ++id)
+      costs.back().push_back(cost->op_cost(g.op(id), s.devices[0], s.devices[0].units[0]));
+  }
+  ASSERT_FALSE(costs[0].empty());
+  for (size_t i = 0; i < costs[0].size(); ++i) {
+    const OpCost &a = costs[0][i], &b = costs[1][i];
+    const double t = a.seconds - 2e-6;  // the op's own time
+    ASSERT_GT(t, 0) << i;
+    EXPECT_NEAR(b.seconds, a.seconds + 0.05 * t, 1e-15) << i;
+    EXPECT_NEAR(b.dispatch_seconds, 2e-6 + 0.05 * t, 1e-15) << i;
+    EXPECT_NEAR(b.overhead_seconds - a.overhead_seconds, 0.05 * t, 1e-15) << i;
+  }
+  const Segment &a = plans[0].models[0].segments.at(0), &b = plans[1].models[0].segments.at(0);
+  EXPECT_GT(b.seconds, a.seconds);
+  for (int st = 0; st < kStages; ++st)
+    EXPECT_NEAR(b.stage_seconds[st], a.stage_seconds[st], 1e-15) << st;
+}
+
+TEST(FitDispatch, TellsATimePerOpFromAShareWhenModelsDifferInOpSize) {
+  // Three models' runs, exact: 1 us per op + 4% of the op time.
+  std::vector<calib::DispatchSample> d;
+  for (auto [ops, sec] : {std::pair{683.0, 19.4e-3}, {532.0, 4.5e-3}, {479.0, 6.3e-3}})
+    d.push_back({ops, sec, 1e-6 * ops + 0.04 * sec});
+  const calib::DispatchFit f = calib::fit_dispatch(d);
+  EXPECT_TRUE(f.two_terms);
+  EXPECT_EQ(f.samples, 3);
+  EXPECT_NEAR(f.per_op, 1e-6, 1e-12);
+  EXPECT_NEAR(f.share, 0.04, 1e-9);
+  double gap = 0, ops = 0;
+  for (const auto& x : d) {
+    gap += x.gap_seconds;
+    ops += x.ops;
+  }
+  EXPECT_NEAR(f.pooled_per_op, gap / ops, 1e-15);
+  // The fit is on gaps relative to the op time: 10% of the small model's time more moves
+  // it, as 10% of the large model's does.
+  d[1].gap_seconds += 0.1 * d[1].op_seconds;
+  const calib::DispatchFit g = calib::fit_dispatch(d);
+  d[1].gap_seconds -= 0.1 * d[1].op_seconds;
+  d[0].gap_seconds += 0.1 * d[0].op_seconds;
+  const calib::DispatchFit h = calib::fit_dispatch(d);
+  EXPECT_GT(std::abs(g.per_op - 1e-6), 1e-7);
+  EXPECT_GT(std::abs(h.per_op - 1e-6), 1e-7);
+}
+
+TEST(FitDispatch, ModelsOfOneOpSizeGiveOneFigurePerOpNeverNegative) {
+  // Runs of one model (the same op size within 10%): the pooled gap per op, no share.
+  std::vector<calib::DispatchSample> d = {{683, 19.4e-3, 0.7e-3}, {683, 20.0e-3, 0.6e-3}, {683, 19.0e-3, 0.8e-3}};
+  calib::DispatchFit f = calib::fit_dispatch(d);
+  EXPECT_FALSE(f.two_terms);
+  EXPECT_EQ(f.share, 0);
+  EXPECT_NEAR(f.per_op, 2.1e-3 / (3 * 683), 1e-15);
+  // One run alone says nothing of the split either.
+  f = calib::fit_dispatch({{420, 6.3e-3, 0.5e-3}});
+  EXPECT_FALSE(f.two_terms);
+  EXPECT_NEAR(f.per_op, 0.5e-3 / 420, 1e-15);
+  // Smaller op sizes with relatively less gap: the best line has a negative time per op,
+  // held at 0; the share is then the mean relative gap.
+  f = calib::fit_dispatch({{100, 10e-3, 1.0e-3}, {400, 10e-3, 0.2e-3}});
+  EXPECT_TRUE(f.two_terms);
+  EXPECT_EQ(f.per_op, 0);
+  EXPECT_NEAR(f.share, 0.06, 1e-12);
+  // And the mirror: a negative share held at 0.
+  f = calib::fit_dispatch({{100, 10e-3, 0.1e-3}, {400, 10e-3, 1.0e-3}});
+  EXPECT_EQ(f.share, 0);
+  EXPECT_GT(f.per_op, 0);
+  // Gaps below the ops' time (a run faster than its figures): nothing negative stored.
+  f = calib::fit_dispatch({{683, 19e-3, -1e-4}, {683, 19e-3, -2e-4}});
+  EXPECT_EQ(f.per_op, 0);
+  EXPECT_EQ(f.share, 0);
+  // Samples without ops or time are left out; none left: all 0.
+  f = calib::fit_dispatch({{0, 1e-3, 1e-4}, {10, 0, 1e-4}});
+  EXPECT_EQ(f.samples, 0);
+  EXPECT_EQ(f.per_op, 0);
+}
+
 TEST(InContextCycle, OneModelRunsAsOftenAsItsArrivalsWithRoomForItsLatency) {
   Scenario s;
   s.models.resize(1);
