@@ -107,10 +107,11 @@ struct DispatchFit {
 
 // Fits gap = per_op x ops + share x op_seconds over `samples`, least squares on each sample's
 // gap relative to its op_seconds (a small model's runs count as much as a large one's), both
-// terms >= 0. The two terms are told apart only when the samples' mean op times differ (the
-// relative spread of ops / op_seconds over samples at least kDispatchMinSpread); otherwise,
-// or with fewer than two samples, the pooled gap per op, share 0, as a single figure cannot
-// say which term it is. Samples without ops or op time are left out; none: all 0.
+// terms >= 0 and the share at most 1. The two terms are told apart only when the samples'
+// mean op times differ (the relative spread of ops / op_seconds over samples at least
+// kDispatchMinSpread); otherwise, or with fewer than two samples, the pooled gap per op,
+// share 0, as a single figure cannot say which term it is. Samples without ops or op time
+// are left out; none: all 0.
 DispatchFit fit_dispatch(const std::vector<DispatchSample>& samples);
 constexpr double kDispatchMinSpread = 0.1;
 

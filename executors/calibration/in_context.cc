@@ -471,6 +471,9 @@ DispatchFit fit_dispatch(const std::vector<DispatchSample>& samples) {
   } else if (f.share < 0) {
     f.share = 0;
     f.per_op = std::max(0.0, sxy / sxx);
+  } else if (f.share > 1) {  // more dispatch than op: held at 1, as a profile allows no more
+    f.share = 1;
+    f.per_op = std::max(0.0, (sxy - sx) / sxx);
   }
   return f;
 }

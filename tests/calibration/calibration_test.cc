@@ -429,6 +429,10 @@ TEST(FitDispatch, ModelsOfOneOpSizeGiveOneFigurePerOpNeverNegative) {
   f = calib::fit_dispatch({{100, 10e-3, 0.1e-3}, {400, 10e-3, 1.0e-3}});
   EXPECT_EQ(f.share, 0);
   EXPECT_GT(f.per_op, 0);
+  // A share over 1 (more dispatch than op) is held at 1, the time per op fitted beside it.
+  f = calib::fit_dispatch({{1, 1e-3, 3e-3}, {2, 1e-3, 4e-3}});
+  EXPECT_EQ(f.share, 1);
+  EXPECT_NEAR(f.per_op, (1e3 * 2 + 2e3 * 3) / (1e6 + 4e6), 1e-12);
   // Gaps below the ops' time (a run faster than its figures): nothing negative stored.
   f = calib::fit_dispatch({{683, 19e-3, -1e-4}, {683, 19e-3, -2e-4}});
   EXPECT_EQ(f.per_op, 0);
