@@ -37,7 +37,6 @@ struct SectionSamples {
   std::vector<calib::DispatchSample> dispatch;    // per model run: its time beyond ops here,
                                                   // outside segment intervals left out
   double outside_s = 0;                           // time outside segment intervals
-  double ops = 0;                                 // op runs it is spread over
   std::vector<double> ratios;  // segment run time / that segment's median (alone requests)
 };
 
@@ -333,7 +332,6 @@ void attribute_overhead(const std::vector<ModelRun>& runs, Pooled& pooled, Secti
       const double part = nt.first / static_cast<double>(run.ops.size());
       samples[key].dispatch.push_back({nt.first, nt.second, (gap - outside) * part});
       samples[key].outside_s += outside * part;
-      samples[key].ops += nt.first;
     }
   }
 }
@@ -381,7 +379,9 @@ void fold_sections(DeviceProfile& prof, Sections& samples, Pooled& pooled, const
       sec->skipped.erase(sig);
     }
     const DispatchFit f = calib::fit_dispatch(ss.dispatch);
-    sec->op_outside_s = ss.ops > 0 ? std::max(0.0, ss.outside_s / ss.ops) : 0;
+    double ops = 0;  // op runs the outside time is spread over
+    for (const DispatchSample& d : ss.dispatch) ops += d.ops;
+    sec->op_outside_s = ops > 0 ? std::max(0.0, ss.outside_s / ops) : 0;
     sec->op_overhead_s = sec->op_outside_s + f.per_op;
     sec->op_overhead_share = f.share;
     if (o.dispatch_details)
