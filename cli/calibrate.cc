@@ -55,11 +55,31 @@ void print_new_corun(const HostEntry& before, const HostEntry& after, const std:
     }
 }
 
+// Throws ConfigError naming the option that does not apply to the kind of --device (`known`:
+// the catalog has it; `gpu`: it is a GPU) or is out of range.
+void check_device_options(const std::string& device, bool known, bool gpu, const GpuCalibration& gc,
+                          bool in_context, double steadiness_s) {
+  if (known && !gpu && (!gc.sms.empty() || gc.graph))
+    throw ConfigError("<command line>", 0, 0, gc.graph ? "--graph" : "--sms",
+                      "SM limits and graph replay calibrate a GPU; --device " + device + " is not one");
+  if (gpu && steadiness_s > 0)
+    throw ConfigError("<command line>", 0, 0, "--steadiness",
+                      "the steadiness is this machine's CPU and memory; --device " + device + " is a GPU");
+  if (steadiness_s > 0 && steadiness_s < 4)
+    throw ConfigError("<command line>", 0, 0, "--steadiness",
+                      "needs at least 4 s (two windows of 2 s), or 0 for none; got " + fmt_g(steadiness_s));
+  if (gpu && in_context)
+    throw ConfigError("<command line>", 0, 0, "--in-context",
+                      "in-context calibration runs CPU core groups; a GPU is calibrated op by op (--graph for "
+                      "CUDA Graph replays)");
+}
+
 int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, const std::string& out_path,
                   const std::string& device, const std::vector<int>& threads,
                   const std::vector<std::string>& dtypes, const std::string& grid, int reps,
                   const std::string& executor, bool in_context, InContextOptions io,
-                  const std::string& base, const GpuCalibration& gc, bool quiet, bool progress) {
+                  const std::string& base, const GpuCalibration& gc, double steadiness_s, bool quiet,
+                  bool progress) {
   check_output_file("--out", out_path);
   if (!base.empty()) check_option_file("--base", base);
   CalibrateOptions o;
@@ -69,13 +89,7 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
   const Catalog catalog = Catalog::load_dir(c.catalog);
   const DeviceSpec* spec = catalog.find(device);
   const bool gpu = spec && spec->type == DeviceType::Gpu;
-  if (spec && !gpu && (!gc.sms.empty() || gc.graph))
-    throw ConfigError("<command line>", 0, 0, gc.graph ? "--graph" : "--sms",
-                      "SM limits and graph replay calibrate a GPU; --device " + device + " is not one");
-  if (gpu && in_context)
-    throw ConfigError("<command line>", 0, 0, "--in-context",
-                      "in-context calibration runs CPU core groups; a GPU is calibrated op by op (--graph for "
-                      "CUDA Graph replays)");
+  check_device_options(device, spec != nullptr, gpu, gc, in_context, steadiness_s);
   if (!threads.empty()) o.threads = threads;
   o.sms = gc.sms;
   o.graph = gc.graph;
@@ -142,6 +156,11 @@ int run_calibrate(const Common& c, const std::vector<std::string>& scenarios, co
     if (!quiet) std::cerr << "measuring the host: memory bandwidth per core group, alone and loaded...\n";
     profile.host = measure_host(hm);
   }
+  if (!gpu && steadiness_s > 0 && stop_reason().empty()) {
+    if (!quiet) std::cerr << "measuring the machine's steadiness: memory and core speed over " << fmt_g(steadiness_s)
+                          << " s...\n";
+    profile.host.steadiness = measure_steadiness(steadiness_s);
+  }
   if (const std::string why = stop_reason(); !why.empty())
     return stopped_early(profile, out_path, why);
   if (!gpu && !quiet) std::cout << host_entry_text(profile.host, profile.logical_cpus);
@@ -186,6 +205,7 @@ struct CalibrateArgs {
   std::string out = "profile.json", device = "epyc-2vcpu", grid = "full", executor = "onednn", base;
   int reps = 5;
   GpuCalibration gpu;
+  double steadiness = 0;
   bool in_context = false;
   InContextOptions io;
   bool quiet = false, progress = false;
@@ -228,6 +248,12 @@ Command add_calibrate(CLI::App& app) {
                   "each segment's co-run slowdown (0: not measured)")
       ->capture_default_str()
       ->check(number_in(0, 86400, false));
+  cal->add_option("--steadiness", a->steadiness,
+                  "CPU: also time memory and core speed for this many seconds with nothing else running, "
+                  "in 2-s windows, into the host entry (how far the machine moves the same work by itself; "
+                  "0: not measured)")
+      ->capture_default_str()
+      ->check(number_in(0, 86400, false));
   cal->add_option("--base", a->base,
                   "with --in-context: start from this profile instead of measuring the grid and graphs");
   cal->add_flag("-q,--quiet", a->quiet, "no progress bar");
@@ -242,7 +268,8 @@ Command add_calibrate(CLI::App& app) {
               c.should_stop = [] { return StopSignals::reason(); };
             }
             return run_calibrate(c, a->scenarios, a->out, a->device, a->threads, a->dtypes, a->grid, a->reps,
-                                 a->executor, a->in_context, a->io, a->base, a->gpu, a->quiet, a->progress);
+                                 a->executor, a->in_context, a->io, a->base, a->gpu, a->steadiness, a->quiet,
+                                 a->progress);
           }};
 }
 

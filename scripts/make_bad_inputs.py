@@ -1641,7 +1641,39 @@ def host_corun_cases():
         cid = "prof__curve_" + tag
         add(cid, PROF_CMD, 2, "%s.json && %s && %s" % (cid, key, expect), "a host entry's bandwidth curve: " + desc,
             "profiles/%s.json" % cid, dump(m))
+    # The machine's steadiness (calibrate --steadiness): window medians' spreads.
+    base["host"]["steadiness"] = {"seconds": 30, "window_s": 2, "windows": 15, "memory_spread": 0.17,
+                                  "core_spread": 0.008}
+    add("prof__steadiness_valid", PROF_CMD, 0, "", "the trimmed profile with a host entry's steadiness: valid",
+        "profiles/prof__steadiness_valid.json", dump(base))
+    st = lambda m: m["host"]["steadiness"]
+    for tag, edit, key, expect, desc in (
+            ("memory_neg", lambda m: st(m).__setitem__("memory_spread", -0.1), "host.steadiness.memory_spread",
+             "must be >= 0", "a negative memory spread"),
+            ("core_huge", lambda m: st(m).__setitem__("core_spread", 1e9), "host.steadiness.core_spread",
+             "must be at most 100", "a core spread of 1e9"),
+            ("one_window", lambda m: st(m).__setitem__("windows", 1), "host.steadiness.windows", "must be in",
+             "a single window (no spread)"),
+            ("window_past_seconds", lambda m: st(m).__setitem__("window_s", 60), "host.steadiness.window_s",
+             "must be at most seconds", "a window longer than the measurement"),
+            ("seconds_zero", lambda m: st(m).__setitem__("seconds", 0), "host.steadiness.seconds", "must be > 0",
+             "a measurement of 0 s"),
+            ("spread_removed", lambda m: st(m).pop("memory_spread"), "host.steadiness.memory_spread", "missing",
+             "no memory spread"),
+            ("unknown_field", lambda m: st(m).__setitem__("colour", "blue"), "colour", "colour",
+             "an unknown field in the steadiness")):
+        m = json.loads(json.dumps(base))
+        edit(m)
+        cid = "prof__steadiness_" + tag
+        add(cid, PROF_CMD, 2, "%s.json && %s && %s" % (cid, key, expect), "a host entry's steadiness: " + desc,
+            "profiles/%s.json" % cid, dump(m))
     C = "{vlasim} calibrate --grid none -q -o {tmp}/p.json"
+    for tag, val, desc in (("neg", "-1", "negative"), ("text", "long", "text"), ("short", "2", "under two windows"),
+                           ("huge", "1e9", "past a day")):
+        add("cli_calibrate_steadiness_" + tag, C + " --steadiness " + val, 2, "--steadiness",
+            "calibrate --steadiness %s (%s)" % (val, desc))
+    add("cli_calibrate_steadiness_gpu", C + " --device h100-sxm --steadiness 10", 2, "--steadiness && is a GPU",
+        "calibrate --steadiness of a GPU device")
     for tag, val, desc in (("neg", "-1", "negative"), ("text", "long", "text"), ("inf", "inf", "infinite"),
                            ("huge", "1e9", "past a day")):
         add("cli_calibrate_corun_seconds_" + tag, C + " --in-context --context-corun-seconds " + val, 2,

@@ -4,6 +4,7 @@
 #
 #   1. calibrates this machine: the full shape grid plus every suite scenario in context
 #      (vlasim calibrate --grid full --in-context), into out/validation/<class>/profile.json,
+#      with the machine's steadiness (--steadiness, STEADINESS_SECONDS, default 30) in its host entry,
 #      and with INSTALL_PROFILE=1 installs it as scenarios/validation/profile.json (the
 #      default the suite's scenarios name, for users; made by this script, never edited by hand);
 #   2. for every scenario of scenarios/validation/: calibrates it in context once more on top of
@@ -47,6 +48,9 @@ context_requests=${CONTEXT_REQUESTS:-300}
 # never): on a VM whose speed moves by 10-40% over minutes, most runs are otherwise marked.
 retries=${RETRIES:-2}
 context_seconds=${CONTEXT_SECONDS:-12}
+# Seconds of the base calibration's steadiness measurement (calibrate --steadiness: how far this
+# machine moves the same memory-bound and core-bound work by itself, in 2-s windows; 0: none).
+steadiness_seconds=${STEADINESS_SECONDS:-30}
 if [[ ! -x $vlasim ]]; then
   echo "validation_suite: $vlasim not found; build first (cmake -S . -B build && cmake --build build)" >&2
   exit 1
@@ -83,7 +87,8 @@ if [[ $commit != unknown ]] && ! git -C "$here" diff --quiet HEAD -- 2>/dev/null
 t0=$(date +%s)
 
 echo "== calibrating ($grid grid + ${#scenarios[@]} scenarios in context); load $load_start"
-"$vlasim" calibrate "${scenarios[@]}" --grid "$grid" --in-context -q -o "$out/profile.json" | tee "$out/calibrate.log"
+"$vlasim" calibrate "${scenarios[@]}" --grid "$grid" --in-context --steadiness "$steadiness_seconds" -q \
+  -o "$out/profile.json" | tee "$out/calibrate.log"
 if [[ $install_profile == 1 ]]; then cp "$out/profile.json" scenarios/validation/profile.json; fi
 
 for s in "${scenarios[@]}"; do
@@ -124,6 +129,10 @@ fi
 source "$out/run.env"
 
 cpu=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
+# Family and model tell the generation where the model name does not (a VM's "AMD EPYC").
+cpu_family=$(lscpu | sed -n 's/^CPU family:[[:space:]]*//p' | head -1)
+cpu_model=$(lscpu | sed -n 's/^Model:[[:space:]]*//p' | head -1)
+[[ -n $cpu_family && -n $cpu_model ]] && cpu="$cpu (family $cpu_family, model $cpu_model)"
 ncpu=$(nproc)
 onednn=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["made_with"]["libraries"].get("onednn","?"))' "$out/profile.json")
 
@@ -221,6 +230,16 @@ lines.append(f"| dtype auto | {auto_dtype} |")
 lines.append(f"| date | {date} |")
 lines.append(f"| load average (1, 5, 15 min) | start {load_start}; end {load_end} |")
 lines.append(f"| calibration load average | {prof['made_with']['load_average']} |")
+stead = prof.get("host", {}).get("steadiness")
+if stead:
+    over = max(stead["memory_spread"], stead["core_spread"]) > T_STAGE
+    lines.append(f"| steadiness (calibrate --steadiness: one core, nothing else running, {stead['windows']} windows of "
+                 f"{stead['window_s']:g} s; largest window median over the smallest) | memory speed moved "
+                 f"{100*stead['memory_spread']:.1f}%, core speed {100*stead['core_spread']:.1f}%"
+                 + (f": over the {100*T_STAGE:.0f}% stage target, so errors that small cannot be told from the machine"
+                    if over else "") + " |")
+else:
+    lines.append("| steadiness | not measured (runs before calibrate --steadiness, or STEADINESS_SECONDS=0) |")
 lines.append(f"| wall time | {elapsed} s |\n")
 lines.append(f"Targets: median |per-stage error| <= {100*T_STAGE:.0f}%, |end-to-end p50 error| <= {100*T_P50:.0f}%, "
              f"|p99 error| <= {100*T_P99:.0f}%, TOST equivalence (mean latency ratio within 1 +- 0.1, alpha 0.05) "

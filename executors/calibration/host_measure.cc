@@ -212,6 +212,82 @@ LlcInfo read_llc(int cpu) {
   return best;
 }
 
+namespace {
+
+// Bytes of a triad thread's three arrays: beyond the LLC, but bounded, as some VMs report the
+// host's whole L3 (hundreds of MB).
+double triad_bytes(const LlcInfo& llc) {
+  return std::min(std::max(2 * llc.bytes, 48.0 * 1024 * 1024), 256.0 * 1024 * 1024);
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+double window_spread(const std::vector<double>& window_medians) {
+  if (window_medians.size() < 2) return 0;
+  const auto [lo, hi] = std::minmax_element(window_medians.begin(), window_medians.end());
+  return *hi / *lo - 1;
+}
+
+HostSteadiness measure_steadiness(double seconds, double window_s) {
+  if (!(window_s > 0) || !(2 * window_s <= seconds))
+    throw std::invalid_argument("steadiness: needs at least two windows (window " + std::to_string(window_s) +
+                                " s over " + std::to_string(seconds) + " s)");
+  std::vector<int> cpus = allowed_cpus();
+  if (cpus.empty()) cpus.push_back(0);
+  const size_t n = static_cast<size_t>(triad_bytes(read_llc(cpus.front())) / 24.0);
+  const int windows = static_cast<int>(seconds / window_s);
+  std::vector<double> memory, core;
+  std::string error;
+  std::thread t([&] {
+    try {
+      pin_self(cpus.front());
+      std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
+      const Clock::time_point start = Clock::now();
+      for (int w = 0; w < windows; ++w) {
+        const Clock::time_point end = start + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(window_s * (w + 1)));
+        std::vector<double> m, k;
+        while (Clock::now() < end) {
+          const Clock::time_point t0 = Clock::now();
+          double* __restrict pa = a.data();
+          const double* __restrict pb = b.data();
+          const double* __restrict pc = c.data();
+          for (size_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0 * pc[i];
+          volatile double sink = a[n / 2];
+          (void)sink;
+          m.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+          k.push_back(sentinel_seconds());
+        }
+        if (m.size() >= 3) {
+          memory.push_back(median_of(m));
+          core.push_back(median_of(k));
+        }
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  t.join();
+  if (!error.empty()) throw std::runtime_error(error);
+  HostSteadiness s;
+  s.seconds = seconds;
+  s.window_s = window_s;
+  s.windows = static_cast<int>(memory.size());
+  if (s.windows < 2) {  // too few passes per window to say (a very slow machine): not measured
+    s = HostSteadiness{};
+    return s;
+  }
+  s.memory_spread = window_spread(memory);
+  s.core_spread = window_spread(core);
+  return s;
+}
+
 HostEntry measure_host(const HostMeasureOptions& o) {
   std::vector<int> cpus = allowed_cpus();
   if (cpus.empty()) cpus.push_back(0);
@@ -219,8 +295,7 @@ HostEntry measure_host(const HostMeasureOptions& o) {
   const LlcInfo llc = read_llc(cpus.front());
   h.llc_bytes = llc.bytes;
   h.llc_shared_cpus = llc.shared_cpus;
-  // Beyond the LLC, but bounded: some VMs report the host's whole L3 (hundreds of MB).
-  const double per_thread = std::min(std::max(2 * llc.bytes, 48.0 * 1024 * 1024), 256.0 * 1024 * 1024);
+  const double per_thread = triad_bytes(llc);
   const size_t n = static_cast<size_t>(per_thread / 24.0);
   std::vector<int> sizes;
   for (int g : o.group_cores)

@@ -43,6 +43,17 @@ LlcInfo read_llc(int cpu);
 // Throws std::runtime_error when a thread cannot be pinned.
 HostEntry measure_host(const HostMeasureOptions& o = {});
 
+// The machine's steadiness (HostSteadiness): one thread pinned to the first allowed CPU times,
+// interleaved, a triad pass over arrays as measure_host sizes them (beyond the LLC) and
+// sentinel_seconds(), for about `seconds`, and keeps each one's median per window of window_s
+// (a window's last pass may end past it; windows with fewer than 3 of either are dropped).
+// Throws std::invalid_argument unless 0 < window_s and 2 x window_s <= seconds, and
+// std::runtime_error when the thread cannot be pinned.
+HostSteadiness measure_steadiness(double seconds, double window_s = 2.0);
+
+// Largest over smallest of `window_medians`, - 1 (every one > 0); 0 with fewer than 2.
+double window_spread(const std::vector<double>& window_medians);
+
 // Seconds the sentinel kernel takes once on the calling thread: a fixed 96x96x96 fp32
 // matrix product (plain C++, no library), the mean of 5 runs, a few milliseconds. Its
 // figure moves with the machine's speed (clock, other work on the same cores, co-tenants),

@@ -478,6 +478,18 @@ std::string host_entry_text(const HostEntry& h, int cpus) {
       o << buf;
     }
   }
+  if (const HostSteadiness& st = h.steadiness; st.measured()) {
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "  steadiness over %g s (%d windows of %g s): memory speed moved %.1f%%, core speed %.1f%% "
+                  "(largest window median over the smallest)%s\n",
+                  st.seconds, st.windows, st.window_s, 100 * st.memory_spread, 100 * st.core_spread,
+                  st.memory_spread > kDriftTarget || st.core_spread > kDriftTarget
+                      ? "; over the 3% target: the same work moves more than that here with nothing changed, "
+                        "so a 3% prediction error cannot be told from the machine"
+                      : "");
+    o << line;
+  }
   return o.str();
 }
 

@@ -183,6 +183,23 @@ struct CorunSlowdown {
 // what the simulator uses instead of the catalog CPU's bandwidth and cache figures wherever
 // the profile is used, as it uses the profile's op times (apply_host_entry; the choice is made
 // where the command loads its scenario, cli/common.cc). Written to JSON (key "host") only when measured.
+// How steady the machine's own speed is (calibrate --steadiness): one core times, interleaved,
+// a triad pass over arrays beyond its last-level cache (memory speed) and the sentinel kernel
+// (core speed, in cache) for `seconds`, and takes each one's median per window of window_s.
+// A spread is the largest window median over the smallest, - 1: how far the same work moved
+// with nothing changed but the machine, so a validation target below the memory spread cannot
+// be judged by a calibration and a measurement seconds apart. windows == 0: not measured
+// (not written to JSON).
+struct HostSteadiness {
+  double seconds = 0;        // > 0 when measured
+  double window_s = 0;       // > 0, at most seconds
+  int windows = 0;           // >= 2 when measured
+  double memory_spread = 0;  // >= 0
+  double core_spread = 0;    // >= 0
+  bool operator==(const HostSteadiness&) const = default;
+  bool measured() const { return windows > 0; }
+};
+
 struct HostEntry {
   std::vector<HostGroupBandwidth> groups;  // cores increasing, each size once
   double node_bw = 0;    // bytes/s every allowed CPU moves together (a triad thread on each), > 0
@@ -199,6 +216,7 @@ struct HostEntry {
   // Measured co-run slowdowns of segments (calibrate --in-context), keys increasing, each
   // once; empty when none was measured (written to JSON only when present).
   std::vector<CorunSlowdown> corun;
+  HostSteadiness steadiness;  // written to JSON only when measured
   bool operator==(const HostEntry&) const = default;
   bool empty() const { return groups.empty(); }
   // The measured group of `cores` cores, or nullptr.

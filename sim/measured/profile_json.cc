@@ -194,6 +194,12 @@ std::string profile_to_json(const DeviceProfile& p) {
                           {"slowdown", c.slowdown}});
       j["host"]["corun"] = cs;
     }
+    if (const HostSteadiness& st = p.host.steadiness; st.measured())
+      j["host"]["steadiness"] = json{{"seconds", st.seconds},
+                                     {"window_s", st.window_s},
+                                     {"windows", st.windows},
+                                     {"memory_spread", st.memory_spread},
+                                     {"core_spread", st.core_spread}};
   }
   if (!p.sentinel.empty()) {
     json ss = json::array();
@@ -283,7 +289,7 @@ constexpr const char* kHostBwRange = "1e8 to 1e13 bytes/s (0.1 GB/s to 10 TB/s)"
 constexpr double kMaxSentinelKernelS = 60, kMaxSentinelAtS = 1e7;
 
 HostEntry parse_host_entry(const At& h) {
-  h.check_keys({"groups", "node_bw", "llc_bytes", "llc_shared_cpus", "freq_hz", "curve", "corun"});
+  h.check_keys({"groups", "node_bw", "llc_bytes", "llc_shared_cpus", "freq_hz", "curve", "corun", "steadiness"});
   HostEntry e;
   for (const At& ga : h.key("groups").items()) {
     ga.check_keys({"cores", "alone_bw", "loaded_bw"});
@@ -329,6 +335,21 @@ HostEntry parse_host_entry(const At& h) {
       if (c.slowdown > 100) ca.key("slowdown").fail("must be at most 100");
       e.corun.push_back(std::move(c));
     }
+  if (h.has("steadiness")) {
+    const At st = h.key("steadiness");
+    st.check_keys({"seconds", "window_s", "windows", "memory_spread", "core_spread"});
+    HostSteadiness& s = e.steadiness;
+    s.seconds = st.key("seconds").positive();
+    if (s.seconds > 86400) st.key("seconds").fail("must be at most 86400 (a day)");
+    s.window_s = st.key("window_s").positive();
+    if (s.window_s > s.seconds) st.key("window_s").fail("must be at most seconds (a window within the measurement)");
+    s.windows = st.key("windows").integer(2, 1 << 30);
+    // A spread is max/min - 1 of window medians; 100 is a machine 101 times slower at times.
+    s.memory_spread = st.key("memory_spread").nonneg();
+    if (s.memory_spread > 100) st.key("memory_spread").fail("must be at most 100 (max/min - 1 of window medians)");
+    s.core_spread = st.key("core_spread").nonneg();
+    if (s.core_spread > 100) st.key("core_spread").fail("must be at most 100 (max/min - 1 of window medians)");
+  }
   return e;
 }
 

@@ -1036,6 +1036,66 @@ TEST(HostMeasure, MeasuresEveryGroupAskedForAndRoundTrips) {
   EXPECT_EQ(parse_profile(profile_to_json(p), "p.json").host, h);
 }
 
+TEST(HostMeasure, WindowSpreadIsTheLargestMedianOverTheSmallest) {
+  EXPECT_DOUBLE_EQ(window_spread({2.0, 2.5, 2.2}), 0.25);
+  EXPECT_DOUBLE_EQ(window_spread({3.0, 3.0}), 0.0);
+  EXPECT_DOUBLE_EQ(window_spread({4.0}), 0.0);  // one window: no spread to tell
+  EXPECT_DOUBLE_EQ(window_spread({}), 0.0);
+}
+
+// The steadiness takes a median per window of each kernel and keeps both spreads; nothing about
+// this host's steadiness is asserted. Fewer than two windows is refused.
+TEST(HostMeasure, SteadinessKeepsEachWindowAndRoundTrips) {
+  const HostSteadiness s = measure_steadiness(1.0, 0.25);
+  ASSERT_TRUE(s.measured());
+  EXPECT_EQ(s.windows, 4);
+  EXPECT_DOUBLE_EQ(s.seconds, 1.0);
+  EXPECT_DOUBLE_EQ(s.window_s, 0.25);
+  EXPECT_GE(s.memory_spread, 0);
+  EXPECT_GE(s.core_spread, 0);
+  EXPECT_THROW(measure_steadiness(1.0, 0.6), std::invalid_argument);
+  EXPECT_THROW(measure_steadiness(1.0, 0), std::invalid_argument);
+
+  DeviceProfile p = synthetic_profile("epyc-2vcpu", 1, DType::F32);
+  p.logical_cpus = 1;
+  p.host.groups = {{1, 1e10, 1e10}};
+  p.host.node_bw = 1e10;
+  EXPECT_EQ(profile_to_json(p).find("steadiness"), std::string::npos);  // not measured: not written
+  p.host.steadiness = s;
+  const std::string text = profile_to_json(p);
+  EXPECT_EQ(parse_profile(text, "p.json").host.steadiness, s);
+  EXPECT_NE(host_entry_text(p.host, 1).find("steadiness over 1 s (4 windows of 0.25 s)"), std::string::npos)
+      << host_entry_text(p.host, 1);
+}
+
+TEST(Profile, SteadinessOutOfRangeNamesTheKey) {
+  DeviceProfile p = synthetic_profile("epyc-2vcpu", 1, DType::F32);
+  p.logical_cpus = 1;
+  p.host.groups = {{1, 1e10, 1e10}};
+  p.host.node_bw = 1e10;
+  p.host.steadiness = {30, 2, 15, 0.17, 0.008};
+  const std::string text = profile_to_json(p);
+  ASSERT_EQ(parse_profile(text, "p.json"), p);
+  const auto refused = [&](const std::string& good, const std::string& bad, const std::string& key) {
+    std::string t = text;
+    ASSERT_NE(t.find(good), std::string::npos) << good;
+    t.replace(t.find(good), good.size(), bad);
+    try {
+      parse_profile(t, "p.json");
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.key(), key) << bad;
+    }
+  };
+  refused("\"memory_spread\": 0.17", "\"memory_spread\": -0.17", "host.steadiness.memory_spread");
+  refused("\"windows\": 15", "\"windows\": 1", "host.steadiness.windows");
+  refused("\"window_s\": 2.0", "\"window_s\": 31.0", "host.steadiness.window_s");
+  // A machine whose memory moved 17% is over the 3% target, and the text says so.
+  EXPECT_NE(host_entry_text(p.host, 1).find("over the 3% target"), std::string::npos);
+  p.host.steadiness.memory_spread = 0.01;
+  EXPECT_EQ(host_entry_text(p.host, 1).find("over the 3% target"), std::string::npos);
+}
+
 // The sentinel samples at its start, every interval and at stop, in time order; stop() is
 // idempotent.
 TEST(HostMeasure, SentinelSamplesAtStartEveryIntervalAndStop) {
