@@ -115,12 +115,14 @@ std::string figures(const Comparison& c, const Bounds& b) {
   return line;
 }
 
-// `p` broken on purpose: every measured op time and the per-op dispatch overhead times
-// `factor`, fits recomputed. The run-to-run variation (ratios) is kept.
+// `p` broken on purpose: every measured op time and the per-op dispatch overhead (with its part
+// outside segments, which must stay within it) times `factor`, fits recomputed. The run-to-run
+// variation (ratios) and the overhead's share of each op's time are kept.
 DeviceProfile scaled_profile(DeviceProfile p, double factor) {
   for (ProfileSection& sec : p.sections) {
     for (auto& [sig, m] : sec.table) m.median_s *= factor;
     sec.op_overhead_s *= factor;
+    sec.op_outside_s *= factor;
     sec.refit();
   }
   return p;
