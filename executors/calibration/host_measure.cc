@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "executors/calibration/calibrate_internal.h"
 #include "executors/executor.h"
 
 namespace vlasim {
@@ -53,6 +54,11 @@ void pin_self(int cpu) {
     throw std::runtime_error("host measurement: cannot pin a thread to CPU " + std::to_string(cpu));
 }
 
+// a[i] = b[i] + 3 c[i] for the first n elements.
+void triad_pass(double* __restrict a, const double* __restrict b, const double* __restrict c, size_t n) {
+  for (size_t i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];
+}
+
 // One triad run: a thread pinned to each of `cpus`, all starting together and stopping at the
 // same deadline; returns the bytes/s each moved.
 std::vector<double> triad_run(const std::vector<int>& cpus, size_t n, double seconds, double* freq_hz) {
@@ -73,10 +79,7 @@ std::vector<double> triad_run(const std::vector<int>& cpus, size_t n, double sec
         const Clock::time_point start = Clock::now();
         size_t passes = 0;
         while (Clock::now() < deadline || passes == 0) {
-          double* __restrict pa = a.data();
-          const double* __restrict pb = b.data();
-          const double* __restrict pc = c.data();
-          for (size_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0 * pc[i];
+          triad_pass(a.data(), b.data(), c.data(), n);
           ++passes;
         }
         const double dt = std::chrono::duration<double>(Clock::now() - start).count();
@@ -157,10 +160,7 @@ std::vector<std::pair<double, double>> triad_curve(int cpu, double from, double 
         const Clock::time_point start = Clock::now();
         for (int pass = 0; pass < 4 || Clock::now() - start < std::chrono::duration<double>(seconds); ++pass) {
           const Clock::time_point t0 = Clock::now();
-          double* __restrict pa = a.data();
-          const double* __restrict pb = b.data();
-          const double* __restrict pc = c.data();
-          for (size_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0 * pc[i];
+          triad_pass(a.data(), b.data(), c.data(), n);
           const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
           if (pass > 0 && dt > 0) best = std::max(best, 24.0 * static_cast<double>(n) / dt);
         }
@@ -222,8 +222,7 @@ double triad_bytes(const LlcInfo& llc) {
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return calib::quantile(v, 0.5);
 }
 
 }  // namespace
@@ -255,10 +254,7 @@ HostSteadiness measure_steadiness(double seconds, double window_s) {
         std::vector<double> m, k;
         while (Clock::now() < end) {
           const Clock::time_point t0 = Clock::now();
-          double* __restrict pa = a.data();
-          const double* __restrict pb = b.data();
-          const double* __restrict pc = c.data();
-          for (size_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0 * pc[i];
+          triad_pass(a.data(), b.data(), c.data(), n);
           volatile double sink = a[n / 2];
           (void)sink;
           m.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
